@@ -1,0 +1,161 @@
+"""Which address every VIP and node gets. Pure Python.
+
+Layout, as host offsets inside the machine network (10.0.0.0/16: offset 5 is 10.0.0.5):
+
+    1            router / gateway
+    5, 7         API and Ingress VIPs (defaults, as the installer chose them)
+    10           bootstrap            11   bootstrap helper
+    20-24        master slots 0-4
+    30 ...       worker slots 0 .. workers.maxCount-1
+    after that   the subnet's DHCP allocation pool, up to the last host
+
+A node's address depends only on its role and index, never on how many nodes there are,
+so scaling workers (within maxCount) or removing the bootstrap moves no one. The same
+holds for the *slot* lists, which the on-node networking uses for VRRP peers and DNS
+names: they cover every address a node of that role may ever have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
+from typing import Literal
+
+from cluster.config import ClusterConfig, ConfigError
+
+Role = Literal["bootstrap", "master", "worker"]
+
+GATEWAY_OFFSET = 1
+API_VIP_OFFSET = 5
+INGRESS_VIP_OFFSET = 7
+BOOTSTRAP_OFFSET = 10
+HELPER_OFFSET = 11
+MASTER_OFFSET = 20
+MASTER_SLOTS = 5
+WORKER_OFFSET = 30
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # hostname, also the server's name: <cluster>-master-0
+    role: Role
+    index: int
+    ip: IPv4Address
+
+    def fqdn(self, cluster_domain: str) -> str:
+        return f"{self.name}.{cluster_domain}"
+
+
+@dataclass(frozen=True)
+class AddressPlan:
+    network: IPv4Network
+    gateway: IPv4Address
+    api_vip: IPv4Address
+    ingress_vip: IPv4Address
+    bootstrap: Node
+    helper_ip: IPv4Address
+    master_slots: tuple[Node, ...]
+    worker_slots: tuple[Node, ...]
+    master_count: int
+    worker_count: int
+    bootstrap_enabled: bool
+    allocation_pools: tuple[tuple[IPv4Address, IPv4Address], ...]
+
+    @property
+    def masters(self) -> tuple[Node, ...]:
+        return self.master_slots[: self.master_count]
+
+    @property
+    def workers(self) -> tuple[Node, ...]:
+        return self.worker_slots[: self.worker_count]
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """Every node that exists in this configuration, bootstrap first."""
+        bootstrap = (self.bootstrap,) if self.bootstrap_enabled else ()
+        return bootstrap + self.masters + self.workers
+
+    @property
+    def ingress_nodes(self) -> tuple[Node, ...]:
+        """Nodes that run routers: workers, or the masters of a compact cluster."""
+        return self.workers if self.worker_count else self.masters
+
+
+def _host(network: IPv4Network, offset: int) -> IPv4Address:
+    return network.network_address + offset
+
+
+def plan_addresses(config: ClusterConfig) -> AddressPlan:
+    network = config.machine_network
+    name = config.cluster_name
+    last_host = network.broadcast_address - 1
+    max_workers = config.workers.max_count
+    pool_start = _host(network, WORKER_OFFSET + max_workers)
+    if pool_start > last_host - 8:
+        raise ConfigError(
+            [
+                f"ocp:workers.maxCount: {max_workers} worker addresses from host {WORKER_OFFSET} on leave no room "
+                f"for a DHCP pool in {network}: lower workers.maxCount or use a larger ocp:machineNetwork"
+            ]
+        )
+
+    master_slots = tuple(
+        Node(f"{name}-master-{i}", "master", i, _host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
+    )
+    worker_slots = tuple(
+        Node(f"{name}-worker-{i}", "worker", i, _host(network, WORKER_OFFSET + i)) for i in range(max_workers)
+    )
+    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, _host(network, BOOTSTRAP_OFFSET))
+    gateway = _host(network, GATEWAY_OFFSET)
+    api_vip = config.api_vip or _host(network, API_VIP_OFFSET)
+    ingress_vip = config.ingress_vip or _host(network, INGRESS_VIP_OFFSET)
+
+    taken = {
+        gateway: "the router's gateway address",
+        bootstrap.ip: bootstrap.name,
+        _host(network, HELPER_OFFSET): "the bootstrap helper",
+        **{node.ip: f"{node.name}'s reserved address" for node in master_slots + worker_slots},
+    }
+    problems = []
+    for key, vip in (("apiVip", api_vip), ("ingressVip", ingress_vip)):
+        if vip not in network or vip in (network.network_address, network.broadcast_address):
+            problems.append(f"ocp:{key}: {vip} is not a host address in ocp:machineNetwork {network}")
+        elif vip in taken:
+            problems.append(
+                f"ocp:{key}: {vip} is {taken[vip]}: pick a free address such as "
+                f"{_host(network, API_VIP_OFFSET if key == 'apiVip' else INGRESS_VIP_OFFSET)} "
+                f"or one at the top of the network"
+            )
+    if api_vip == ingress_vip:
+        problems.append(f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ")
+    if problems:
+        raise ConfigError(problems)
+
+    return AddressPlan(
+        network=network,
+        gateway=gateway,
+        api_vip=api_vip,
+        ingress_vip=ingress_vip,
+        bootstrap=bootstrap,
+        helper_ip=_host(network, HELPER_OFFSET),
+        master_slots=master_slots,
+        worker_slots=worker_slots,
+        master_count=config.masters.count,
+        worker_count=config.workers.count,
+        bootstrap_enabled=config.bootstrap.enabled,
+        allocation_pools=_pools(pool_start, last_host, {api_vip, ingress_vip}),
+    )
+
+
+def _pools(
+    start: IPv4Address, end: IPv4Address, holes: set[IPv4Address]
+) -> tuple[tuple[IPv4Address, IPv4Address], ...]:
+    """The range start..end with the VIPs cut out (a VIP may sit at the top of the network)."""
+    pools = []
+    for hole in sorted(h for h in holes if start <= h <= end):
+        if hole > start:
+            pools.append((start, hole - 1))
+        start = hole + 1
+    if start <= end:
+        pools.append((start, end))
+    return tuple(pools)

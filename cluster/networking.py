@@ -1,0 +1,114 @@
+"""Settings of the on-node networking (keepalived, haproxy, CoreDNS): the `ocp:networking` key.
+
+Every key is optional; docs/networking.md explains each one and what depends on it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, model_validator
+
+from cluster.config_base import Model
+
+# Ports that something else on an OpenShift node already listens on.
+TAKEN_PORTS = {
+    1936: "the router's health endpoint",
+    2379: "etcd",
+    2380: "etcd peers",
+    6443: "the Kubernetes API",
+    9443: "OpenShift webhooks",
+    10250: "the kubelet",
+    10257: "the kube-controller-manager",
+    10259: "the kube-scheduler",
+    18080: "CoreDNS's health endpoint",
+    22623: "the machine config server",
+    22624: "the machine config server (HTTP)",
+}
+
+_IMAGE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[-a-z0-9._]+)+(:[\w.-]{1,128}|@sha256:[0-9a-f]{64})$")
+# What `ip link` accepts, minus characters that would need quoting in the configs.
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+
+
+def _vrid(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= 255:
+        raise ValueError(
+            f"{value} is not a VRRP router ID: write a number from 1 to 255, or leave the key out "
+            "to derive one from the cluster's infra ID"
+        )
+    return value
+
+
+def _advert_int(value: int) -> int:
+    if not 1 <= value <= 255:
+        raise ValueError(f"{value} is not a VRRP advertisement interval: write whole seconds from 1 to 255, e.g. 1")
+    return value
+
+
+def _port(value: int) -> int:
+    if not 1024 <= value <= 65535:
+        raise ValueError(f"{value} is not an unprivileged port: write a number from 1024 to 65535, e.g. 9445")
+    if value in TAKEN_PORTS:
+        raise ValueError(f"{value} is taken by {TAKEN_PORTS[value]} on every node: pick another, e.g. 9445")
+    return value
+
+
+def _image(value: str) -> str:
+    if not _IMAGE.match(value):
+        raise ValueError(
+            f"{value!r} is not a pullable image reference: write registry/repository:tag or "
+            "registry/repository@sha256:<digest>, e.g. quay.io/openshift/origin-coredns:4.16"
+        )
+    return value
+
+
+def _interface(value: str) -> str:
+    if not _INTERFACE.match(value):
+        raise ValueError(
+            f"{value!r} is not a network interface name: write at most 15 letters, digits, '_', '.' or '-', e.g. br-ex"
+        )
+    return value
+
+
+Vrid = Annotated[int | None, AfterValidator(_vrid)]
+Port = Annotated[int, AfterValidator(_port)]
+Image = Annotated[str, AfterValidator(_image)]
+Interface = Annotated[str, AfterValidator(_interface)]
+
+
+class NetworkingSettings(Model):
+    # Where keepalived puts the VIPs: the interface holding the node's address. On masters and
+    # workers OVNKubernetes moves it to br-ex before the kubelet starts; the bootstrap runs no
+    # OVN, so it keeps the NIC (virtio on the `pc` machine type: ens3).
+    interface: Interface = "br-ex"
+    bootstrap_interface: Interface = "ens3"
+    # VRRP advertisement interval in seconds; a silent holder is replaced after about 3.6 x this.
+    advert_int: Annotated[int, AfterValidator(_advert_int)] = 1
+    # Left out, each is derived from the infra ID (see ignition/networking.py `vrids`).
+    api_vrid: Vrid = None
+    ingress_vrid: Vrid = None
+    keepalived_image: Image = "quay.io/openshift/origin-keepalived-ipfailover:4.16"
+    haproxy_image: Image = "quay.io/openshift/origin-haproxy-router:4.16"
+    coredns_image: Image = "quay.io/openshift/origin-coredns:4.16"
+    haproxy_port: Port = 9445
+    haproxy_health_port: Port = 50936
+    haproxy_stats_port: Port = 29445
+
+    @model_validator(mode="after")
+    def _distinct(self) -> NetworkingSettings:
+        if self.api_vrid is not None and self.api_vrid == self.ingress_vrid:
+            raise ValueError(
+                f"apiVrid and ingressVrid are both {self.api_vrid}: the two VIPs need "
+                "different router IDs; change one or leave one out to have it derived"
+            )
+        ports = {
+            "haproxyPort": self.haproxy_port,
+            "haproxyHealthPort": self.haproxy_health_port,
+            "haproxyStatsPort": self.haproxy_stats_port,
+        }
+        if len(set(ports.values())) < len(ports):
+            listed = ", ".join(f"{key} {port}" for key, port in ports.items())
+            raise ValueError(f"haproxy's ports must differ ({listed}): give each its own port")
+        return self

@@ -1,0 +1,87 @@
+"""OpenStackCluster: every OpenStack resource of one cluster, wired in dependency order."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_command as command
+import pulumi_openstack as openstack
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
+from components.installer import Installer
+from components.openstack.bootstrap import Bootstrap
+from components.openstack.common import ClusterContext
+from components.openstack.control_plane import ControlPlane
+from components.openstack.network import Network
+from components.openstack.security import SecurityGroups
+from components.openstack.vips import VipPorts
+from components.openstack.workers import Workers
+from components.outputs import ClusterOutputs
+from ignition.nodes import all_node_ignitions
+
+
+class OpenStackCluster(pulumi.ComponentResource):
+    outputs: ClusterOutputs
+
+    def __init__(
+        self,
+        name: str,
+        config: ClusterConfig,
+        plan: AddressPlan,
+        pull_secret: pulumi.Output[str],
+        stack: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:openstack:Cluster", name, None, opts)
+        assert config.openstack is not None
+        providers = [
+            openstack.Provider(f"{name}-openstack", cloud=config.openstack.cloud, opts=pulumi.ResourceOptions(parent=self)),
+            command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
+        ]
+        child = pulumi.ResourceOptions(parent=self, providers=providers)
+        installer = Installer(f"{name}-installer", config, pull_secret, stack, child)
+        # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
+        infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
+        cluster = ClusterContext(config, plan, infra_id)
+        ignitions = installer.assets.apply(lambda assets: all_node_ignitions(config, plan, assets, "served"))
+
+        def user_data(node_name: str) -> pulumi.Output[str]:
+            return ignitions.apply(lambda by_name: by_name[node_name].user_data)
+
+        network = Network(f"{name}-network", cluster, child)
+        security = SecurityGroups(f"{name}-security", cluster, child)
+        vips = VipPorts(f"{name}-vips", cluster, network.network_id, network.subnet_id, child)
+        if plan.bootstrap_enabled:
+            Bootstrap(
+                f"{name}-bootstrap",
+                cluster,
+                network.network_id,
+                network.subnet_id,
+                security.master.id,
+                user_data(plan.bootstrap.name),
+                ignitions.apply(lambda by_name: by_name[plan.bootstrap.name].served),
+                child,
+            )
+        ControlPlane(
+            f"{name}-control-plane",
+            cluster,
+            network.network_id,
+            network.subnet_id,
+            security.master.id,
+            {node.name: user_data(node.name) for node in plan.masters},
+            child,
+        )
+        if plan.workers:
+            Workers(
+                f"{name}-workers",
+                cluster,
+                network.network_id,
+                network.subnet_id,
+                security.worker.id,
+                {node.name: user_data(node.name) for node in plan.workers},
+                child,
+            )
+        self.outputs = ClusterOutputs.build(
+            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip
+        )
+        self.register_outputs(self.outputs.as_dict())

@@ -1,0 +1,28 @@
+"""What every OpenStack component shares: tags, and the facts of the cluster it belongs to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
+
+
+@dataclass(frozen=True)
+class ClusterContext:
+    """Pure facts plus the installer-derived values every component needs."""
+
+    config: ClusterConfig
+    plan: AddressPlan
+    infra_id: pulumi.Output[str]
+
+    @property
+    def tags(self) -> pulumi.Output[list[str]]:
+        # The installer's tag, so tools that look for `openshiftClusterID` find our resources.
+        return self.infra_id.apply(lambda infra_id: [f"openshiftClusterID={infra_id}", *self.config.tags])
+
+    def named(self, suffix: str) -> pulumi.Output[str]:
+        """An OpenStack resource name in the installer's style: `<infraID>-<suffix>`."""
+        return self.infra_id.apply(lambda infra_id: f"{infra_id}-{suffix}")

@@ -1,0 +1,38 @@
+"""ControlPlane: the masters, created one after the other so anti-affinity holds."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.openstack.common import ClusterContext
+from components.openstack.machines import MachineSet
+
+
+class ControlPlane(MachineSet):
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        network_id: pulumi.Input[str],
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        user_data: dict[str, pulumi.Output[str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        plan = cluster.plan
+        super().__init__(
+            "ocp:openstack:ControlPlane",
+            name,
+            "master",
+            cluster,
+            plan.masters,
+            cluster.config.masters,
+            # Masters may hold the API VIP, and the Ingress VIP when they run the routers.
+            (plan.api_vip, plan.ingress_vip),
+            network_id,
+            subnet_id,
+            security_group_id,
+            user_data,
+            one_at_a_time=True,
+            opts=opts,
+        )

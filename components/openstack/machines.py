@@ -1,0 +1,128 @@
+"""What masters, workers and the bootstrap share: a port with a fixed IP and a server on it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from ipaddress import IPv4Address
+
+import pulumi
+import pulumi_openstack as openstack
+
+from cluster.addresses import Node
+from cluster.config import RoleBase
+from components.openstack.common import ClusterContext
+
+
+def node_port(
+    name: str,
+    cluster: ClusterContext,
+    node: Node,
+    network_id: pulumi.Input[str],
+    subnet_id: pulumi.Input[str],
+    security_group_id: pulumi.Input[str],
+    vips: Sequence[IPv4Address],
+    parent: pulumi.Resource,
+) -> openstack.networking.Port:
+    return openstack.networking.Port(
+        f"{name}-port",
+        name=node.name,
+        network_id=network_id,
+        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet_id, ip_address=str(node.ip))],
+        security_group_ids=[security_group_id],
+        # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
+        allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
+        tags=cluster.tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def server(
+    name: str,
+    cluster: ClusterContext,
+    node: Node,
+    role: RoleBase,
+    port: openstack.networking.Port,
+    user_data: pulumi.Input[str],
+    server_group_id: pulumi.Input[str] | None,
+    opts: pulumi.ResourceOptions,
+) -> openstack.compute.Instance:
+    image = role.image or "rhcos"
+    block_devices = None
+    if role.root_volume is not None:
+        image_id = openstack.images.get_image_output(name=image, most_recent=True, opts=pulumi.InvokeOutputOptions(parent=opts.parent)).id
+        block_devices = [
+            openstack.compute.InstanceBlockDeviceArgs(
+                source_type="image",
+                uuid=image_id,
+                destination_type="volume",
+                volume_size=role.root_volume.size,
+                volume_type=role.root_volume.type,
+                boot_index=0,
+                delete_on_termination=True,
+            )
+        ]
+    zones = role.availability_zones
+    return openstack.compute.Instance(
+        name,
+        name=node.name,
+        flavor_name=role.flavor,
+        image_name=None if block_devices else image,
+        block_devices=block_devices,
+        availability_zone=zones[node.index % len(zones)] if zones else None,
+        networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
+        scheduler_hints=[openstack.compute.InstanceSchedulerHintArgs(group=server_group_id)] if server_group_id else None,
+        user_data=user_data,
+        metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
+        tags=cluster.tags,
+        opts=opts,
+    )
+
+
+class MachineSet(pulumi.ComponentResource):
+    """Ports, servers and the server group of one role."""
+
+    servers: list[openstack.compute.Instance]
+
+    def __init__(
+        self,
+        type_token: str,
+        name: str,
+        role_name: str,
+        cluster: ClusterContext,
+        nodes: Sequence[Node],
+        role: RoleBase,
+        vips: Sequence[IPv4Address],
+        network_id: pulumi.Input[str],
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        user_data: dict[str, pulumi.Output[str]],
+        one_at_a_time: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(type_token, name, None, opts)
+        group = openstack.compute.ServerGroup(
+            f"{name}-server-group",
+            name=cluster.named(f"{role_name}s"),
+            policies=role.server_group_policy,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.servers = []
+        for node in nodes:
+            node_name = f"{name}-{node.role}-{node.index}"
+            port = node_port(node_name, cluster, node, network_id, subnet_id, security_group_id, vips, self)
+            # Nova honours soft anti-affinity only between servers it already placed, so
+            # concurrent creation can stack them on one host: create them one after the other.
+            after = [self.servers[-1]] if one_at_a_time and self.servers else []
+            self.servers.append(
+                server(
+                    node_name,
+                    cluster,
+                    node,
+                    role,
+                    port,
+                    user_data[node.name],
+                    group.id,
+                    pulumi.ResourceOptions(parent=self, depends_on=after),
+                )
+            )
+        self.register_outputs({"servers": [instance.id for instance in self.servers]})

@@ -1,0 +1,64 @@
+"""Network: the tenant network, subnet and router, or an existing subnet adopted as is."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_openstack as openstack
+
+from components.openstack.common import ClusterContext
+
+
+class Network(pulumi.ComponentResource):
+    network_id: pulumi.Output[str]
+    subnet_id: pulumi.Output[str]
+
+    def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ocp:openstack:Network", name, None, opts)
+        config, plan = cluster.config, cluster.plan
+        assert config.openstack is not None
+        existing = config.openstack.existing_network
+        if existing is not None:
+            # The user's subnet: its DHCP pool is theirs to keep clear of our fixed addresses.
+            self.network_id = pulumi.Output.from_input(existing.network_id)
+            self.subnet_id = pulumi.Output.from_input(existing.subnet_id)
+        else:
+            child = pulumi.ResourceOptions(parent=self)
+            network = openstack.networking.Network(
+                f"{name}-network",
+                name=cluster.named("openshift"),
+                admin_state_up=True,
+                tags=cluster.tags,
+                opts=child,
+            )
+            subnet = openstack.networking.Subnet(
+                f"{name}-subnet",
+                name=cluster.named("nodes"),
+                network_id=network.id,
+                cidr=str(plan.network),
+                ip_version=4,
+                gateway_ip=str(plan.gateway),
+                # DHCP never hands out a VIP or an address reserved for a node.
+                allocation_pools=[
+                    openstack.networking.SubnetAllocationPoolArgs(start=str(start), end=str(end))
+                    for start, end in plan.allocation_pools
+                ],
+                dns_nameservers=[str(server) for server in config.nameservers],
+                tags=cluster.tags,
+                opts=child,
+            )
+            external = openstack.networking.get_network_output(
+                name=config.openstack.external_network, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            router = openstack.networking.Router(
+                f"{name}-router",
+                name=cluster.named("external-router"),
+                external_network_id=external.id,
+                tags=cluster.tags,
+                opts=child,
+            )
+            openstack.networking.RouterInterface(
+                f"{name}-router-interface", router_id=router.id, subnet_id=subnet.id, opts=child
+            )
+            self.network_id = network.id
+            self.subnet_id = subnet.id
+        self.register_outputs({"networkId": self.network_id, "subnetId": self.subnet_id})

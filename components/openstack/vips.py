@@ -1,0 +1,67 @@
+"""VipPorts: the two never-attached ports that reserve the API and Ingress VIPs, and their floating IPs."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+
+import pulumi
+import pulumi_openstack as openstack
+
+from components.openstack.common import ClusterContext
+
+
+class VipPorts(pulumi.ComponentResource):
+    api_floating_ip: pulumi.Output[str | None]
+    ingress_floating_ip: pulumi.Output[str | None]
+
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        network_id: pulumi.Input[str],
+        subnet_id: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:openstack:VipPorts", name, None, opts)
+        openstack_config = cluster.config.openstack
+        assert openstack_config is not None
+        floating = {}
+        for vip, address, choice in (
+            ("api", cluster.plan.api_vip, openstack_config.api_floating_ip),
+            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip),
+        ):
+            port = openstack.networking.Port(
+                f"{name}-{vip}-port",
+                name=cluster.named(f"{vip}-port"),
+                network_id=network_id,
+                fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet_id, ip_address=str(address))],
+                description=f"{vip} VIP, held by keepalived on the nodes (status DOWN is normal)",
+                tags=cluster.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            floating[vip] = self._floating_ip(f"{name}-{vip}", choice, port, cluster)
+        self.api_floating_ip = floating["api"]
+        self.ingress_floating_ip = floating["ingress"]
+        self.register_outputs({"apiFloatingIp": self.api_floating_ip, "ingressFloatingIp": self.ingress_floating_ip})
+
+    def _floating_ip(
+        self, name: str, choice: str | IPv4Address, port: openstack.networking.Port, cluster: ClusterContext
+    ) -> pulumi.Output[str | None]:
+        child = pulumi.ResourceOptions(parent=self)
+        if choice == "none":
+            return pulumi.Output.from_input(None)
+        if choice == "create":
+            assert cluster.config.openstack is not None
+            created = openstack.networking.FloatingIp(
+                f"{name}-fip",
+                pool=cluster.config.openstack.external_network,
+                port_id=port.id,
+                description=port.name,
+                tags=cluster.tags,
+                opts=child,
+            )
+            return created.address
+        association = openstack.networking.FloatingIpAssociate(
+            f"{name}-fip-association", floating_ip=str(choice), port_id=port.id, opts=child
+        )
+        return association.floating_ip

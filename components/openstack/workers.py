@@ -1,0 +1,36 @@
+"""Workers: created in parallel; scaling within workers.maxCount touches nothing else."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.openstack.common import ClusterContext
+from components.openstack.machines import MachineSet
+
+
+class Workers(MachineSet):
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        network_id: pulumi.Input[str],
+        subnet_id: pulumi.Input[str],
+        security_group_id: pulumi.Input[str],
+        user_data: dict[str, pulumi.Output[str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(
+            "ocp:openstack:Workers",
+            name,
+            "worker",
+            cluster,
+            cluster.plan.workers,
+            cluster.config.workers,
+            (cluster.plan.ingress_vip,),
+            network_id,
+            subnet_id,
+            security_group_id,
+            user_data,
+            one_at_a_time=False,
+            opts=opts,
+        )

@@ -1,0 +1,49 @@
+"""The stack outputs every platform exports; kubeconfig and kubeadmin password stay secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
+from cluster.endpoints import api_url, console_url, etc_hosts
+from ignition.installer_assets import InstallerAssets
+
+
+@dataclass(frozen=True)
+class ClusterOutputs:
+    values: dict[str, Any]
+
+    @classmethod
+    def build(
+        cls,
+        config: ClusterConfig,
+        plan: AddressPlan,
+        assets: pulumi.Output[InstallerAssets],
+        api_floating_ip: pulumi.Input[str | None] = None,
+        ingress_floating_ip: pulumi.Input[str | None] = None,
+    ) -> ClusterOutputs:
+        # Clients outside reach the cluster by floating IP where there is one, else by VIP.
+        reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
+            lambda ips: etc_hosts(config, ips[0] or str(plan.api_vip), ips[1] or str(plan.ingress_vip))
+        )
+        values = {
+            "apiVip": str(plan.api_vip),
+            "ingressVip": str(plan.ingress_vip),
+            "apiFloatingIp": api_floating_ip,
+            "ingressFloatingIp": ingress_floating_ip,
+            "apiUrl": api_url(config),
+            "consoleUrl": console_url(config),
+            "nodes": {node.name: str(node.ip) for node in plan.nodes},
+            "etcHosts": reach,
+            "infraId": pulumi.Output.unsecret(assets.apply(lambda a: a.infra_id)),
+            "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),
+            "kubeadminPassword": pulumi.Output.secret(assets.apply(lambda a: a.kubeadmin_password)),
+        }
+        return cls(values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)

@@ -1,0 +1,108 @@
+"""Each node's ignition: the installer's role config plus this program's additions. Pure Python.
+
+- Masters and workers get the installer's pointer config with its merge source replaced by
+  `http://<API VIP>:22624/config/<role>`: at first boot there is no cluster DNS to resolve
+  `api-int`, and with `platform: none` the machine config server's certificate names only
+  `api-int`, so HTTPS by IP cannot verify. Port 22624 is the MCS's plain-HTTP listener and
+  is open to the machine network only.
+- The bootstrap's full config (installer's + additions) is about 300 KB, far above Nova's
+  user_data limit: on OpenStack it is *served* by the bootstrap helper and the bootstrap gets
+  a shim that merges it, verified by sha512. On libvirt (fw_cfg) it is passed directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import yaml
+
+from cluster.addresses import AddressPlan, Node
+from cluster.config import ClusterConfig
+from cluster.identity import ClusterIdentity
+from ignition import assembly
+from ignition.assembly import Additions, File, NodeIgnition
+from ignition.installer_assets import InstallerAssets
+
+MCS_PLAIN_PORT = 22624
+USER_DATA_LIMIT = 16 * 1024
+SHIM_LIMIT = 4 * 1024
+SCHEDULER_MANIFEST = "/opt/openshift/manifests/cluster-scheduler-02-config.yml"
+
+BootstrapDelivery = Literal["served", "direct"]
+Contributor = Callable[[ClusterConfig, AddressPlan, Node, ClusterIdentity], Additions]
+
+
+def _networking(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
+    from ignition import networking  # keepalived, haproxy, CoreDNS, resolv.conf
+
+    return networking.node_additions(config, plan, node, identity)
+
+
+# What every node gets besides its hostname; a feature adds itself here.
+CONTRIBUTORS: tuple[Contributor, ...] = (_networking,)
+
+
+def bootstrap_helper_url(plan: AddressPlan, port: int) -> str:
+    return f"http://{plan.helper_ip}:{port}/bootstrap.ign"
+
+
+def scheduler_manifest(masters_schedulable: bool) -> File:
+    """The installer makes masters schedulable because it sees 0 compute replicas (always 0
+    here, see cluster.install_config); this sets what the cluster really has."""
+    document = {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "Scheduler",
+        "metadata": {"name": "cluster"},
+        "spec": {"mastersSchedulable": masters_schedulable, "policy": {"name": ""}},
+    }
+    return File(SCHEDULER_MANIFEST, yaml.safe_dump(document, sort_keys=True).encode())
+
+
+def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
+    additions = assembly.hostname(node.name)
+    for contribute in CONTRIBUTORS:
+        additions += contribute(config, plan, node, identity)
+    return additions
+
+
+def node_ignition(
+    config: ClusterConfig,
+    plan: AddressPlan,
+    node: Node,
+    assets: InstallerAssets,
+    bootstrap_delivery: BootstrapDelivery,
+) -> NodeIgnition:
+    additions = node_additions(config, plan, node, assets.identity)
+    if node.role == "bootstrap":
+        schedulable = Additions(files=(scheduler_manifest(config.workers.count == 0),))
+        full = assembly.with_additions(assets.bootstrap, schedulable + additions)
+        if bootstrap_delivery == "direct":
+            return NodeIgnition(user_data=assembly.dumps(full), full=full)
+        served = assembly.dumps(full)
+        shim = assembly.shim_config(
+            bootstrap_helper_url(plan, config.bootstrap.helper.port),
+            served,
+            assembly.certificate_authorities(assets.master),
+            assembly.hostname(node.name),
+        )
+        return NodeIgnition(user_data=assembly.dumps(shim), full=assembly.resolve_merge(shim, full), served=served)
+    pointer = assets.master if node.role == "master" else assets.worker
+    source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
+    config_ = assembly.pointer_config(pointer, source, additions)
+    return NodeIgnition(user_data=assembly.dumps(config_), full=config_)
+
+
+def all_node_ignitions(
+    config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, bootstrap_delivery: BootstrapDelivery
+) -> dict[str, NodeIgnition]:
+    """Every node that exists in this configuration, by hostname; checks the size budgets."""
+    result = {node.name: node_ignition(config, plan, node, assets, bootstrap_delivery) for node in plan.nodes}
+    for name, ignition in result.items():
+        limit = SHIM_LIMIT if ignition.served is not None else USER_DATA_LIMIT
+        if ignition.served is None and name == plan.bootstrap.name:
+            continue  # delivered directly (libvirt fw_cfg): no size limit that matters
+        size = len(ignition.user_data.encode())
+        if size > limit:
+            raise ValueError(f"{name}: user_data is {size} bytes, over the budget of {limit}")
+    return result
