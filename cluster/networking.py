@@ -12,17 +12,21 @@ from pydantic import AfterValidator, model_validator
 
 from cluster.config_base import Model
 
+API_PORT = 6443
+DNS_HEALTH_PORT = 18080
+ROUTER_HEALTH_PORT = 1936
+
 # Ports that something else on an OpenShift node already listens on.
 TAKEN_PORTS = {
-    1936: "the router's health endpoint",
+    ROUTER_HEALTH_PORT: "the router's health endpoint",
     2379: "etcd",
     2380: "etcd peers",
-    6443: "the Kubernetes API",
+    API_PORT: "the Kubernetes API",
     9443: "OpenShift webhooks",
     10250: "the kubelet",
     10257: "the kube-controller-manager",
     10259: "the kube-scheduler",
-    18080: "CoreDNS's health endpoint",
+    DNS_HEALTH_PORT: "CoreDNS's health endpoint",
     22623: "the machine config server",
     22624: "the machine config server (HTTP)",
 }

@@ -184,5 +184,5 @@ def readable(config: dict[str, Any]) -> dict[str, Any]:
     for entry in result.get("storage", {}).get("files", []):
         data = file_contents(entry)
         if data is not None:
-            entry["contents"] = {"source": "data:," + urllib.parse.quote(data, safe=" /:=;,-_.'\"\n")}
+            entry["contents"] = {"source": "data:," + urllib.parse.quote(data, safe="/:=,-_.")}
     return result

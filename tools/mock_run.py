@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
+from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 
 from ignition.installer_assets import bundle
@@ -35,6 +36,7 @@ class Resource:
     parent: str | None  # the parent's URN; None for children of the stack
     urn: str
     inputs: dict[str, Any]  # secrets still wrapped, see unwrap() and mask()
+    dependencies: tuple[str, ...] = ()  # URNs of explicit depends_on
 
     @property
     def secret_paths(self) -> list[str]:
@@ -130,22 +132,33 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if request.type != "pulumi:pulumi:Stack":
             inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
             self.run.resources.append(
-                Resource(request.type, request.name, request.parent or None, response.urn, inputs)
+                Resource(
+                    request.type, request.name, request.parent or None, response.urn, inputs, tuple(request.dependencies)
+                )
             )
         return response
 
 
-def run_program(config: dict[str, str], stack: str = "dev", secret_keys: tuple[str, ...] = ("ocp:pullSecret",)) -> ProgramRun:
-    """Evaluate `__main__.py` with this config; raises what the program raises (pulumi.RunError)."""
-    return contextvars.Context().run(_run, config, stack, secret_keys)
+def run_program(
+    config: dict[str, str],
+    stack: str = "dev",
+    secret_keys: tuple[str, ...] = ("ocp:pullSecret",),
+    into: ProgramRun | None = None,
+) -> ProgramRun:
+    """Evaluate `__main__.py` with this config; raises what the program raises (pulumi.RunError).
+
+    Pass `into` to keep what was registered even when the program fails."""
+    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun())
 
 
-def _run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...]) -> ProgramRun:
-    run = ProgramRun()
+def _run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...], run: ProgramRun) -> ProgramRun:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
         mocks = ClusterMocks()
+        # Pending outputs live in a module-wide set that set_mocks does not reset: a failed run
+        # would leave tasks of its closed loop there, and the next run would wait for them forever.
+        SETTINGS.outputs.clear()
         pulumi.runtime.set_all_config(dict(config), list(secret_keys))
         pulumi.runtime.set_mocks(mocks, project="ocp", stack=stack, preview=False, monitor=RecordingMonitor(mocks, run))
         runpy.run_path(str(PROGRAM), run_name="__main__")
@@ -153,6 +166,12 @@ def _run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...]) -> Pr
         root = pulumi.runtime.get_root_resource()
         run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
     finally:
+        # A failed program leaves RPCs under way (the root stack's registration at least):
+        # let them finish, so nothing is destroyed while pending.
+        pending = asyncio.all_tasks(loop)
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        SETTINGS.outputs.clear()
         loop.close()
         asyncio.set_event_loop(None)
     return run

@@ -1,0 +1,269 @@
+"""The OpenStack resource graph of the real program under mocks."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from ipaddress import IPv4Network
+
+import pytest
+
+from tests.conftest import PULL_SECRET, run, stack_config, with_section
+from tools.mock_run import ProgramRun, is_secret, unwrap
+
+PORT = "openstack:networking/port:Port"
+INSTANCE = "openstack:compute/instance:Instance"
+RULE = "openstack:networking/secGroupRule:SecGroupRule"
+WORLD = "0.0.0.0/0"
+CIDR = "10.0.0.0/16"
+
+
+def by_input_name(program_run: ProgramRun, type_: str) -> dict[str, dict]:
+    return {unwrap(r.inputs["name"]): unwrap(r.inputs) for r in program_run.of_type(type_)}
+
+
+def rules(program_run: ProgramRun, group: str) -> set[tuple]:
+    """(protocol, min, max, source) of one security group's rules, by the group's logical name."""
+    return {
+        (i["protocol"], i.get("portRangeMin"), i.get("portRangeMax"), i["remoteIpPrefix"])
+        for r in program_run.of_type(RULE)
+        if r.name.startswith(f"{group}-") and (i := unwrap(r.inputs))
+    }
+
+
+def test_resource_counts_of_the_dev_stack(dev_run):
+    counts = Counter(r.type for r in dev_run.resources)
+    assert counts[INSTANCE] == 7  # bootstrap, helper, 3 masters, 2 workers
+    assert counts[PORT] == 9  # 2 VIP ports + helper + bootstrap + 5 nodes
+    assert counts["openstack:networking/floatingIp:FloatingIp"] == 3  # API, Ingress, helper
+    assert counts["openstack:compute/serverGroup:ServerGroup"] == 2
+    assert counts["openstack:networking/secGroup:SecGroup"] == 3
+    for type_ in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface"):
+        assert counts[f"openstack:networking/{type_}"] == 1
+    assert counts["command:local:Command"] == 1 and counts["command:remote:Command"] == 1
+
+
+def test_components_and_parents(dev_run):
+    components = {r.name: r.type for r in dev_run.resources if r.type.startswith("ocp:")}
+    assert components == {
+        "ocp4": "ocp:openstack:Cluster",
+        "ocp4-installer": "ocp:installer:Installer",
+        "ocp4-network": "ocp:openstack:Network",
+        "ocp4-security": "ocp:openstack:SecurityGroups",
+        "ocp4-vips": "ocp:openstack:VipPorts",
+        "ocp4-bootstrap": "ocp:openstack:Bootstrap",
+        "ocp4-bootstrap-helper": "ocp:openstack:BootstrapHelper",
+        "ocp4-control-plane": "ocp:openstack:ControlPlane",
+        "ocp4-workers": "ocp:openstack:Workers",
+    }
+    urns = {r.urn: r for r in dev_run.resources}
+    for resource in dev_run.resources:
+        if resource.name == "ocp4":
+            continue
+        parent = urns[resource.parent]
+        # Every child is named after its component.
+        assert resource.name.startswith(parent.name), (resource.name, parent.name)
+
+
+def test_openstack_names_follow_the_installer(dev_run):
+    infra_id = dev_run.outputs["infraId"]
+    assert unwrap(dev_run.of_type("openstack:networking/network:Network")[0].inputs["name"]) == f"{infra_id}-openshift"
+    assert unwrap(dev_run.of_type("openstack:networking/subnet:Subnet")[0].inputs["name"]) == f"{infra_id}-nodes"
+    ports = by_input_name(dev_run, PORT)
+    assert {f"{infra_id}-api-port", f"{infra_id}-ingress-port"} <= set(ports)
+    for resource in dev_run.resources:
+        if "tags" in resource.inputs:
+            assert f"openshiftClusterID={infra_id}" in unwrap(resource.inputs["tags"])
+
+
+def test_subnet_and_router(dev_run):
+    subnet = unwrap(dev_run.of_type("openstack:networking/subnet:Subnet")[0].inputs)
+    assert subnet["cidr"] == CIDR and subnet["gatewayIp"] == "10.0.0.1"
+    assert subnet["allocationPools"] == [{"start": "10.0.0.130", "end": "10.0.255.254"}]
+    assert subnet["dnsNameservers"] == ["10.20.0.1"]
+    router = unwrap(dev_run.of_type("openstack:networking/router:Router")[0].inputs)
+    assert router["externalNetworkId"] == "network-external"
+
+
+def test_vip_ports_hold_the_vips(dev_run):
+    ports = {name.rsplit("-", 2)[-2]: port for name, port in by_input_name(dev_run, PORT).items() if name.endswith("-port")}
+    assert ports["api"]["fixedIps"][0]["ipAddress"] == "10.0.0.5"
+    assert ports["ingress"]["fixedIps"][0]["ipAddress"] == "10.0.0.7"
+
+
+def test_allowed_address_pairs(dev_run):
+    ports = by_input_name(dev_run, PORT)
+    pairs = {name: sorted(p["ipAddress"] for p in port.get("allowedAddressPairs", [])) for name, port in ports.items()}
+    for index in range(3):
+        assert pairs[f"ocp4-master-{index}"] == ["10.0.0.5", "10.0.0.7"]
+    for index in range(2):
+        assert pairs[f"ocp4-worker-{index}"] == ["10.0.0.7"]
+    assert pairs["ocp4-bootstrap"] == ["10.0.0.5"]
+    assert ports["ocp4-master-1"]["fixedIps"][0]["ipAddress"] == "10.0.0.21"
+
+
+def test_master_port_matrix(dev_run):
+    master = rules(dev_run, "ocp4-security-master")
+    world = {(p, lo, hi) for p, lo, hi, source in master if source == WORLD and (p, lo) != ("tcp", 22)}
+    assert world == {("icmp", None, None), ("tcp", 6443, 6443), ("tcp", 30000, 32767), ("udp", 30000, 32767)}
+    from_cidr = {(p, lo, hi) for p, lo, hi, source in master if source == CIDR}
+    assert {
+        ("tcp", 22623, 22623), ("tcp", 22624, 22624), ("tcp", 53, 53), ("udp", 53, 53), ("udp", 4789, 4789),
+        ("udp", 6081, 6081), ("udp", 500, 500), ("udp", 4500, 4500), ("esp", None, None), ("tcp", 6641, 6642),
+        ("tcp", 9000, 9999), ("udp", 9000, 9999), ("tcp", 10250, 10250), ("tcp", 10257, 10257),
+        ("tcp", 10259, 10259), ("tcp", 2379, 2380), ("vrrp", None, None),
+    } == from_cidr
+    # The dev stack opens SSH to the world on purpose (sshAllowedCidr 0.0.0.0/0); nothing else is.
+    assert ("tcp", 22, 22, WORLD) in master
+
+
+def test_worker_port_matrix(dev_run):
+    worker = rules(dev_run, "ocp4-security-worker")
+    world = {(p, lo, hi) for p, lo, hi, source in worker if source == WORLD and (p, lo) != ("tcp", 22)}
+    assert world == {
+        ("icmp", None, None), ("tcp", 80, 80), ("tcp", 443, 443), ("tcp", 30000, 32767), ("udp", 30000, 32767)
+    }
+    assert ("tcp", 1936, 1936, CIDR) in worker and ("vrrp", None, None, CIDR) in worker
+    assert not any(lo == 6443 or lo == 2379 for _, lo, _, _ in worker)
+
+
+def test_ssh_defaults_to_the_machine_network():
+    program_run = run(with_section(stack_config("dev"), "openstack", sshAllowedCidr=None))
+    for group in ("ocp4-security-master", "ocp4-security-worker"):
+        assert ("tcp", 22, 22, CIDR) in rules(program_run, group)
+    assert all(source != WORLD or lo != 22 for _, lo, _, source in rules(program_run, "ocp4-security-master"))
+
+
+def test_compact_cluster_opens_ingress_on_masters():
+    program_run = run(with_section(stack_config("dev"), "workers", count=0))
+    master = rules(program_run, "ocp4-security-master")
+    assert {("tcp", 80, 80, WORLD), ("tcp", 443, 443, WORLD), ("tcp", 1936, 1936, CIDR)} <= master
+    assert not program_run.of_type("ocp:openstack:Workers")
+
+
+def test_helper_is_reachable_from_the_machine_network_only(dev_run):
+    helper = rules(dev_run, "ocp4-bootstrap-helper-helper")
+    assert ("tcp", 8080, 8080, CIDR) in helper
+    assert all(source != WORLD or lo == 22 for _, lo, _, source in helper)
+
+
+def test_servers(dev_run):
+    servers = by_input_name(dev_run, INSTANCE)
+    assert set(servers) == {
+        "ocp4-bootstrap", "ocp4-bootstrap-helper", "ocp4-master-0", "ocp4-master-1", "ocp4-master-2",
+        "ocp4-worker-0", "ocp4-worker-1",
+    }
+    assert servers["ocp4-master-0"]["flavorName"] == "master" and servers["ocp4-master-0"]["imageName"] == "rhcos"
+    assert servers["ocp4-worker-1"]["flavorName"] == "worker"
+    assert servers["ocp4-bootstrap"]["flavorName"] == "master"
+    assert servers["ocp4-bootstrap-helper"]["imageName"] == "centos-stream-9"
+    assert servers["ocp4-bootstrap-helper"]["userData"].startswith("#cloud-config\n")
+
+
+def test_masters_are_created_one_after_the_other(dev_run):
+    masters = [r for r in dev_run.of_type(INSTANCE) if "-control-plane-master-" in r.name]
+    earlier_masters = [[m.urn for m in masters if m.urn in master.dependencies] for master in masters]
+    assert earlier_masters == [[], [masters[0].urn], [masters[1].urn]]
+    groups = {r.urn: unwrap(r.inputs) for r in dev_run.of_type("openstack:compute/serverGroup:ServerGroup")}
+    assert sorted(g["policies"] for g in groups.values()) == ["soft-anti-affinity", "soft-anti-affinity"]
+    for master in masters:
+        assert unwrap(master.inputs["schedulerHints"])[0]["group"]
+
+
+def test_bootstrap_boots_after_its_config_is_on_the_helper(dev_run):
+    upload = dev_run.of_type("command:remote:Command")[0]
+    bootstrap = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
+    assert upload.urn in bootstrap.dependencies
+    connection = unwrap(upload.inputs["connection"])
+    assert connection["user"] == "cloud-user" and connection["host"].startswith("203.0.113.")
+    assert is_secret(upload.inputs["stdin"])
+
+
+def test_root_volumes_and_availability_zones():
+    config = with_section(
+        stack_config("dev"), "masters", rootVolume={"size": 120, "type": "ssd"}, availabilityZones=["az1", "az2"]
+    )
+    servers = by_input_name(run(config), INSTANCE)
+    for index, zone in ((0, "az1"), (1, "az2"), (2, "az1")):
+        server = servers[f"ocp4-master-{index}"]
+        assert server["availabilityZone"] == zone
+        assert "imageName" not in server
+        assert server["blockDevices"] == [
+            {"bootIndex": 0, "deleteOnTermination": True, "destinationType": "volume", "sourceType": "image",
+             "uuid": "image-rhcos", "volumeSize": 120, "volumeType": "ssd"}
+        ]
+
+
+@pytest.mark.parametrize(
+    "choice,expected_type,expected_address",
+    [
+        ("create", "openstack:networking/floatingIp:FloatingIp", None),
+        ("192.0.2.50", "openstack:networking/floatingIpAssociate:FloatingIpAssociate", "192.0.2.50"),
+        ("none", None, None),
+    ],
+)
+def test_api_floating_ip_choices(choice, expected_type, expected_address):
+    program_run = run(with_section(stack_config("dev"), "openstack", apiFloatingIp=choice))
+    api = [r for r in program_run.resources if r.name.startswith("ocp4-vips-api-fip")]
+    assert [r.type for r in api] == ([expected_type] if expected_type else [])
+    address = program_run.outputs["apiFloatingIp"]
+    if choice == "none":
+        assert address is None
+        assert program_run.outputs["etcHosts"].startswith("10.0.0.5 api.ocp4.osd2019.local")
+    else:
+        assert address == (expected_address or address) and address.count(".") == 3
+        assert program_run.outputs["etcHosts"].startswith(f"{address} api.ocp4.osd2019.local")
+
+
+def test_existing_network_creates_no_network():
+    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "net-1", "subnetId": "sub-1"})
+    program_run = run(config)
+    types = {r.type for r in program_run.resources}
+    assert not types & {f"openstack:networking/{t}" for t in ("network:Network", "subnet:Subnet", "router:Router")}
+    port = by_input_name(program_run, PORT)["ocp4-master-0"]
+    assert port["networkId"] == "net-1" and port["fixedIps"][0]["subnetId"] == "sub-1"
+
+
+def test_outputs(dev_run):
+    outputs = dev_run.outputs
+    assert outputs["apiVip"] == "10.0.0.5" and outputs["ingressVip"] == "10.0.0.7"
+    assert outputs["apiUrl"] == "https://api.ocp4.osd2019.local:6443"
+    assert outputs["consoleUrl"] == "https://console-openshift-console.apps.ocp4.osd2019.local"
+    assert outputs["nodes"]["ocp4-master-2"] == "10.0.0.22"
+    assert outputs["infraId"].startswith("ocp4-")
+    hosts = outputs["etcHosts"].splitlines()
+    assert hosts[0] == f"{outputs['apiFloatingIp']} api.ocp4.osd2019.local api-int.ocp4.osd2019.local"
+    assert f"{outputs['ingressFloatingIp']} console-openshift-console.apps.ocp4.osd2019.local" in hosts
+    assert outputs["kubeconfig"].startswith("apiVersion: v1") or "clusters:" in outputs["kubeconfig"]
+
+
+def test_secret_outputs(dev_run):
+    assert dev_run.secret_outputs == {"kubeconfig", "kubeadminPassword"}
+
+
+def test_every_input_carrying_a_secret_is_secret(dev_run):
+    password = dev_run.outputs["kubeadminPassword"]
+    kubeconfig_line = next(line for line in dev_run.outputs["kubeconfig"].splitlines() if "client-key-data" in line)
+    needles = {"pull secret": json.loads(PULL_SECRET)["auths"]["registry.example.com"]["auth"],
+               "kubeadmin password": password, "kubeconfig": kubeconfig_line.split(":", 1)[1].strip()}
+    checked = 0
+    for resource in dev_run.resources:
+        for key, value in resource.inputs.items():
+            text = json.dumps(unwrap(value))
+            for what, needle in needles.items():
+                if needle in text:
+                    checked += 1
+                    assert is_secret(value), f"{resource.name}.{key} carries the {what} in the clear"
+    assert checked >= 2  # the installer's environment and the helper's upload at least
+
+
+def test_stack_files_keep_no_plaintext_secrets():
+    from tests.conftest import STACK_FILES
+
+    for path in STACK_FILES:
+        assert "ocp:pullSecret: {" not in path.read_text() and "auths" not in path.read_text()
+
+
+def test_provider_is_explicit(dev_run):
+    provider = next(r for r in dev_run.resources if r.type == "pulumi:providers:openstack")
+    assert unwrap(provider.inputs)["cloud"] == "openstack"

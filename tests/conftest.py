@@ -1,0 +1,63 @@
+"""Shared test helpers: stack configs as the Pulumi CLI would pass them, and mock runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster.stackfile import read_stack_file
+from tools.mock_run import ProgramRun, run_program, unwrap
+
+ROOT = Path(__file__).resolve().parent.parent
+STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
+PULL_SECRET = '{"auths":{"registry.example.com":{"auth":"dGVzdDp0ZXN0","email":"test@example.com"}}}'
+
+
+def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:
+    """A committed stack's config plus a test pull secret; overrides as `key=value` (objects as dicts)."""
+    config = dict(read_stack_file(ROOT / f"Pulumi.{stack}.yaml").config)
+    config["ocp:pullSecret"] = PULL_SECRET
+    for key, value in overrides.items():
+        config[f"ocp:{key}"] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    return config
+
+
+def with_section(config: dict[str, str], key: str, **changes: Any) -> dict[str, str]:
+    """A copy of `config` with fields of one object key changed (None removes a field)."""
+    section = json.loads(config.get(f"ocp:{key}", "{}"))
+    for name, value in changes.items():
+        if value is None:
+            section.pop(name, None)
+        else:
+            section[name] = value
+    return {**config, f"ocp:{key}": json.dumps(section)}
+
+
+def run(config: dict[str, str], stack: str = "dev") -> ProgramRun:
+    return run_program(config, stack=stack)
+
+
+def inputs_by_name(program_run: ProgramRun) -> dict[str, str]:
+    """Every resource's inputs, secrets revealed, as canonical JSON keyed by logical name."""
+    return {
+        resource.name: json.dumps(unwrap(resource.inputs), sort_keys=True) for resource in program_run.resources
+    }
+
+
+def ignition_validate(text: str, tmp_path: Path, name: str = "config.ign") -> subprocess.CompletedProcess:
+    if shutil.which("ignition-validate") is None:
+        pytest.skip("ignition-validate is not installed (Debian package 'ignition')")
+    path = tmp_path / name
+    path.write_text(text)
+    return subprocess.run(["ignition-validate", str(path)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def dev_run() -> ProgramRun:
+    """The dev stack under mocks, shared by read-only tests (each run is itself isolated)."""
+    return run(stack_config("dev"))

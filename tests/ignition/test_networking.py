@@ -1,0 +1,425 @@
+"""The on-node networking, checked on the rendered files (no binaries needed; see
+test_networking_tools.py for keepalived/haproxy/nft themselves)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cluster.addresses import AddressPlan, Node, plan_addresses
+from cluster.config import ClusterConfig, ConfigError, load_config
+from cluster.identity import ClusterIdentity
+from cluster.stackfile import read_stack_file
+from ignition import assembly
+from ignition.networking import (
+    COREFILE,
+    DISPATCHER,
+    HAPROXY_CFG,
+    KEEPALIVED_CONF,
+    REDIRECT_CONFIG,
+    REDIRECT_SCRIPT,
+    REDIRECT_UNIT,
+    node_additions,
+    vrids,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+IDENTITY = ClusterIdentity(infra_id="ocp4-x7k2p", secret=b"cluster secret one")
+USER_DATA_LIMIT = 16 * 1024
+
+
+# --- helpers, shared with test_networking_tools.py ---------------------------------------
+
+def dev_config(workers: int | None = None, bootstrap: bool | None = None, **networking: Any) -> ClusterConfig:
+    """The dev stack, optionally with another worker count, bootstrap switch or networking keys."""
+    raw = dict(read_stack_file(REPO / "Pulumi.dev.yaml").config)
+    raw["ocp:pullSecret"] = '{"auths":{}}'
+    for key, field, value in (("workers", "count", workers), ("bootstrap", "enabled", bootstrap)):
+        if value is not None:
+            section = json.loads(raw[f"ocp:{key}"])
+            section[field] = value
+            raw[f"ocp:{key}"] = json.dumps(section)
+    if networking:
+        raw["ocp:networking"] = json.dumps(networking)
+    return load_config(raw)
+
+
+def files_of(config: ClusterConfig, node: Node, identity: ClusterIdentity = IDENTITY) -> dict[str, bytes]:
+    return {item.path: item.contents for item in node_additions(config, plan_addresses(config), node, identity).files}
+
+
+def every_node_kind(config: ClusterConfig) -> list[Node]:
+    """Bootstrap, every master and one worker: each distinct kind of keepalived.conf."""
+    plan = plan_addresses(config)
+    return [plan.bootstrap, *plan.masters, *plan.workers[:1]]
+
+
+def keepalived(text: str) -> dict[str, dict[str, Any]]:
+    """The VRRP instances of a rendered keepalived.conf, each with its checks' weights."""
+    weights = {
+        name: int(re.search(r"\n\s*weight (-?\d+)", body).group(1))
+        for name, body in re.findall(r"^vrrp_script (\w+) \{(.*?)^\}", text, re.S | re.M)
+    }
+    instances = {}
+    for name, body in re.findall(r"^vrrp_instance (\w+) \{(.*?)^\}", text, re.S | re.M):
+        def field(key: str) -> str:
+            return re.search(rf"^\s*{key} (\S+)$", body, re.M).group(1)
+
+        def block(key: str) -> list[str]:
+            return re.search(rf"{key} \{{(.*?)\}}", body, re.S).group(1).split()
+
+        instances[name] = {
+            "vrid": int(field("virtual_router_id")),
+            "priority": int(field("priority")),
+            "src": IPv4Address(field("unicast_src_ip")),
+            "peers": [IPv4Address(peer) for peer in block("unicast_peer")],
+            "password": field("auth_pass"),
+            "vip": block("virtual_ipaddress")[0],
+            "checks": {check: weights[check] for check in block("track_script")},
+        }
+    return instances
+
+
+def effective_priority(instance: dict[str, Any], passing: set[str]) -> int | None:
+    """keepalived's priority with the given checks passing; None when a weight-0 check fails (FAULT)."""
+    priority = instance["priority"]
+    for check, weight in instance["checks"].items():
+        if check in passing:
+            priority += max(weight, 0)
+        elif weight == 0:
+            return None
+        else:
+            priority -= max(-weight, 0)
+    return priority
+
+
+def resolve(corefile: str, qname: str, qtype: str = "A") -> str | None:
+    """What the Corefile's template and hosts blocks answer (CoreDNS runs template before hosts);
+    None means the query goes upstream."""
+    qname = qname.lower().rstrip(".") + "."
+    for kind, zone, body in re.findall(r"template IN (\w+) (\S+) \{(.*?)\n    \}", corefile, re.S):
+        if kind != qtype or not (qname == zone + "." or qname.endswith("." + zone + ".")):
+            continue
+        patterns = re.search(r"match (.+)", body).group(1).split()
+        if any(re.search(pattern, qname) for pattern in patterns):
+            answer = re.search(r'answer "\{\{ \.Name \}\} \d+ IN A (\S+)"', body)
+            return answer.group(1) if answer else "NOERROR"
+    hosts = re.search(r"hosts \{(.*?)\n    \}", corefile, re.S).group(1)
+    for line in hosts.strip().splitlines():
+        ip, *names = line.split()
+        if ip[0].isdigit() and qname.rstrip(".") in names:
+            return ip if qtype == "A" else "NOERROR"
+    return None
+
+
+# --- VRRP ------------------------------------------------------------------------------------
+
+def test_vrids_are_distinct_in_range_and_follow_the_infra_id_not_the_name():
+    config = dev_config()
+    for n in range(500):
+        ids = vrids(config, ClusterIdentity(f"ocp4-{n:05x}", b"s"))
+        assert ids["api"] != ids["ingress"]
+        assert all(1 <= vrid <= 255 for vrid in ids.values())
+    # Same name, different installations: different IDs.
+    assert vrids(config, IDENTITY) != vrids(config, ClusterIdentity("ocp4-q9z3m", IDENTITY.secret))
+    # The name plays no part.
+    renamed = config.model_copy(update={"cluster_name": "other"})
+    assert vrids(renamed, IDENTITY) == vrids(config, IDENTITY)
+    # Nor does the secret: VRIDs are on the wire anyway.
+    assert vrids(config, ClusterIdentity(IDENTITY.infra_id, b"another")) == vrids(config, IDENTITY)
+
+
+def test_vrid_overrides_and_the_derived_one_steps_aside():
+    derived = vrids(dev_config(), IDENTITY)
+    assert vrids(dev_config(apiVrid=7), IDENTITY)["api"] == 7
+    assert vrids(dev_config(apiVrid=7), IDENTITY)["ingress"] != 7
+    clash = vrids(dev_config(ingressVrid=derived["api"]), IDENTITY)
+    assert clash["ingress"] == derived["api"] and clash["api"] != clash["ingress"]
+    assert vrids(dev_config(apiVrid=3, ingressVrid=4), IDENTITY) == {"api": 3, "ingress": 4}
+    rendered = keepalived(files_of(dev_config(apiVrid=3, ingressVrid=4, workers=0), plan_addresses(dev_config()).masters[0])[KEEPALIVED_CONF].decode())
+    assert (rendered["api"]["vrid"], rendered["ingress"]["vrid"]) == (3, 4)
+
+
+@pytest.mark.parametrize(
+    ("networking", "expected"),
+    [
+        ({"apiVrid": 0}, "ocp:networking.apiVrid: 0 is not a VRRP router ID: write a number from 1 to 255"),
+        ({"apiVrid": 9, "ingressVrid": 9}, "ocp:networking: apiVrid and ingressVrid are both 9"),
+        ({"advertInt": 0}, "ocp:networking.advertInt: 0 is not a VRRP advertisement interval: write whole seconds"),
+        ({"haproxyPort": 9443}, "ocp:networking.haproxyPort: 9443 is taken by OpenShift webhooks"),
+        ({"haproxyPort": 80}, "ocp:networking.haproxyPort: 80 is not an unprivileged port"),
+        ({"haproxyHealthPort": 9445}, "ocp:networking: haproxy's ports must differ"),
+        ({"corednsImage": "coredns latest"}, "ocp:networking.corednsImage: 'coredns latest' is not a pullable image"),
+        ({"interface": "br ex"}, "ocp:networking.interface: 'br ex' is not a network interface name"),
+        ({"vrid": 5}, "ocp:networking.vrid: unknown key"),
+    ],
+)
+def test_settings_errors_name_the_key_and_say_what_to_write(networking, expected):
+    with pytest.raises(ConfigError) as error:
+        dev_config(**networking)
+    assert any(problem.startswith(expected) for problem in error.value.problems), error.value.problems
+
+
+def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
+    config = dev_config(workers=0)
+
+    def passwords(identity: ClusterIdentity, cfg: ClusterConfig = config) -> dict[str, str]:
+        instances = keepalived(files_of(cfg, plan_addresses(cfg).masters[0], identity)[KEEPALIVED_CONF].decode())
+        return {name: instance["password"] for name, instance in instances.items()}
+
+    first = passwords(IDENTITY)
+    assert all(len(password) == 8 for password in first.values())  # PASS auth uses 8 characters
+    assert first["api"] != first["ingress"]
+    assert passwords(ClusterIdentity(IDENTITY.infra_id, b"cluster secret two")) != first
+    assert passwords(IDENTITY, config.model_copy(update={"cluster_name": "other"})) == first
+    for password in first.values():
+        assert config.cluster_name not in password and IDENTITY.infra_id not in password
+
+
+def test_api_vip_stays_on_the_bootstrap_while_it_lives_then_follows_a_ready_master():
+    config = dev_config()
+    plan = plan_addresses(config)
+    bootstrap = keepalived(files_of(config, plan.bootstrap)[KEEPALIVED_CONF].decode())["api"]
+    master = keepalived(files_of(config, plan.masters[0])[KEEPALIVED_CONF].decode())["api"]
+    healthy_master = effective_priority(master, {"api_ready", "api_haproxy"})
+    lb_only_master = effective_priority(master, {"api_haproxy"})  # its own API is down
+    starting_master = effective_priority(master, set())
+    live_bootstrap = effective_priority(bootstrap, {"api_ready"})
+    torn_down_bootstrap = effective_priority(bootstrap, set())  # bootkube stopped its API
+
+    assert live_bootstrap > healthy_master
+    assert healthy_master > lb_only_master > torn_down_bootstrap > starting_master
+    assert max(live_bootstrap, healthy_master) < 255  # 255 is reserved for the address owner
+    assert bootstrap["vrid"] == master["vrid"] and bootstrap["password"] == master["password"]
+
+
+def test_ingress_vip_only_where_a_router_answers():
+    config = dev_config()
+    worker = keepalived(files_of(config, plan_addresses(config).workers[0])[KEEPALIVED_CONF].decode())
+    assert set(worker) == {"ingress"}
+    assert effective_priority(worker["ingress"], set()) is None  # FAULT: never holds the VIP
+    assert effective_priority(worker["ingress"], {"router_ready"}) is not None
+    assert "http://localhost:1936/healthz/ready" in files_of(config, plan_addresses(config).workers[0])[KEEPALIVED_CONF].decode()
+
+
+def test_compact_cluster_puts_ingress_on_the_masters():
+    compact = dev_config(workers=0)
+    plan = plan_addresses(compact)
+    for master in plan.masters:
+        instances = keepalived(files_of(compact, master)[KEEPALIVED_CONF].decode())
+        assert set(instances) == {"api", "ingress"}
+        assert instances["ingress"]["vip"] == f"{plan.ingress_vip}/32"
+        assert instances["ingress"]["peers"] == [slot.ip for slot in plan.master_slots if slot != master]
+    with_workers = dev_config()
+    for master in plan_addresses(with_workers).masters:
+        assert set(keepalived(files_of(with_workers, master)[KEEPALIVED_CONF].decode())) == {"api"}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_peers_are_the_other_slots_of_the_same_vip(workers):
+    config = dev_config(workers=workers)
+    plan = plan_addresses(config)
+    api_candidates = [plan.bootstrap.ip] + [slot.ip for slot in plan.master_slots]
+    ingress_candidates = [slot.ip for slot in (plan.worker_slots if workers else plan.master_slots)]
+    for node in plan.nodes:
+        for name, instance in keepalived(files_of(config, node)[KEEPALIVED_CONF].decode()).items():
+            candidates = api_candidates if name == "api" else ingress_candidates
+            assert instance["src"] == node.ip
+            assert node.ip not in instance["peers"]
+            assert instance["peers"] == [ip for ip in candidates if ip != node.ip]
+    worker_peers = keepalived(files_of(dev_config(), plan_addresses(dev_config()).workers[0])[KEEPALIVED_CONF].decode())
+    assert len(worker_peers["ingress"]["peers"]) == 99  # every reserved slot but its own
+
+
+# --- DNS, haproxy, what each node gets ---------------------------------------------------
+
+def test_coredns_answers_the_cluster_names_and_forwards_the_rest():
+    config = dev_config()
+    plan = plan_addresses(config)
+    corefile = files_of(config, plan.masters[0])[COREFILE].decode()
+    domain = config.cluster_domain
+    for name in (f"api.{domain}", f"api-int.{domain}", f"API.{domain}."):
+        assert resolve(corefile, name) == str(plan.api_vip)
+    for name in (f"console-openshift-console.apps.{domain}", f"a.b.apps.{domain}"):
+        assert resolve(corefile, name) == str(plan.ingress_vip)
+    for slot in (plan.bootstrap, *plan.master_slots, *plan.worker_slots):
+        assert resolve(corefile, slot.name) == str(slot.ip)
+        assert resolve(corefile, slot.fqdn(domain)) == str(slot.ip)
+        assert resolve(corefile, slot.fqdn(domain), "AAAA") == "NOERROR"
+    assert resolve(corefile, f"api.{domain}", "AAAA") == "NOERROR"  # not the upstream's NXDOMAIN
+    for name in (f"apps.{domain}", f"apix.{domain}", "api.example.com", "quay.io", f"{domain}"):
+        assert resolve(corefile, name) is None
+    assert re.search(r"^    forward \. 10\.20\.0\.1 \{$", corefile, re.M)
+    for directive in ("health :18080", "cache 30", "errors", "reload"):
+        assert f"\n    {directive}\n" in corefile
+
+
+def test_every_node_points_resolv_conf_at_its_own_coredns():
+    config = dev_config()
+    plan = plan_addresses(config)
+    for node in plan.nodes:
+        additions = node_additions(config, plan, node, IDENTITY)
+        dispatcher = next(item for item in additions.files if item.path == DISPATCHER)
+        assert dispatcher.mode == 0o755
+        assert f"-v ip='{node.ip}'" in dispatcher.contents.decode()
+        assert f"-v domain='{config.cluster_domain}'" in dispatcher.contents.decode()
+
+
+def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
+    config = dev_config()
+    plan = plan_addresses(config)
+    files = files_of(config, plan.masters[0])
+    cfg = files[HAPROXY_CFG].decode()
+    servers = re.findall(r"^    server (\S+) (\S+)$", cfg, re.M)
+    assert servers == [(slot.name, f"{slot.ip}:6443") for slot in plan.master_slots]
+    assert "default-server check check-ssl verify none inter 1s fall 2 rise 3" in cfg
+    assert "bind :9445\n" in cfg and "bind 127.0.0.1:29445\n" in cfg
+    assert "timeout tunnel 86400s" in cfg
+    env = dict(line.split("=", 1) for line in files[REDIRECT_CONFIG].decode().splitlines() if "=" in line)
+    assert env == {
+        "VIP": str(plan.api_vip),
+        "API_PORT": "6443",
+        "LB_PORT": "9445",
+        "HEALTH_URL": "http://127.0.0.1:50936/haproxy_ready",
+        "TABLE": "api_vip_redirect",
+        "INTERVAL": "1",
+    }
+
+
+EXPECTED_FILES = {
+    "bootstrap": {
+        COREFILE: 0o644,
+        "/etc/kubernetes/manifests/coredns.yaml": 0o644,
+        DISPATCHER: 0o755,
+        KEEPALIVED_CONF: 0o600,
+        "/etc/kubernetes/manifests/keepalived.yaml": 0o644,
+    },
+}
+EXPECTED_FILES["worker"] = EXPECTED_FILES["bootstrap"]
+EXPECTED_FILES["master"] = {
+    **EXPECTED_FILES["bootstrap"],
+    HAPROXY_CFG: 0o644,
+    "/etc/kubernetes/manifests/haproxy.yaml": 0o644,
+    REDIRECT_SCRIPT: 0o755,
+    REDIRECT_CONFIG: 0o644,
+}
+
+
+def test_what_each_role_gets():
+    config = dev_config(corednsImage="registry.example.com/dns/coredns@sha256:" + "a" * 64)
+    plan = plan_addresses(config)
+    for node in every_node_kind(config):
+        additions = node_additions(config, plan, node, IDENTITY)
+        assert {item.path: item.mode for item in additions.files} == EXPECTED_FILES[node.role]
+        assert [unit.name for unit in additions.units] == ([REDIRECT_UNIT] if node.role == "master" else [])
+        for item in additions.files:
+            if item.path.startswith("/etc/kubernetes/manifests/"):
+                pod = yaml.safe_load(item.contents)
+                container = pod["spec"]["containers"][0]
+                image_key = f"{pod['metadata']['name']}_image"
+                assert container["image"] == getattr(config.networking, image_key)
+                assert pod["spec"]["hostNetwork"] is True
+                config_dir = pod["spec"]["volumes"][0]["hostPath"]["path"]
+                assert any(path.startswith(config_dir + "/") for path in EXPECTED_FILES[node.role])
+                assert container["command"][-1].startswith(config_dir + "/")
+    unit = node_additions(config, plan, plan.masters[0], IDENTITY).units[0].contents
+    assert f"ExecStart={REDIRECT_SCRIPT} {REDIRECT_CONFIG} run\n" in unit
+    assert f"ExecStopPost={REDIRECT_SCRIPT} {REDIRECT_CONFIG} remove\n" in unit
+
+
+def test_interfaces_per_role():
+    config = dev_config(interface="ens4", bootstrapInterface="eth0")
+    plan = plan_addresses(config)
+    assert "interface eth0\n" in files_of(config, plan.bootstrap)[KEEPALIVED_CONF].decode()
+    assert "interface ens4\n" in files_of(config, plan.masters[0])[KEEPALIVED_CONF].decode()
+    assert "advert_int 3\n" in files_of(dev_config(advertInt=3), plan.workers[0])[KEEPALIVED_CONF].decode()
+
+
+# --- change isolation, determinism, size ---------------------------------------------------
+
+def _additions_by_node(config: ClusterConfig) -> dict[str, assembly.Additions]:
+    plan = plan_addresses(config)
+    return {node.name: node_additions(config, plan, node, IDENTITY) for node in plan.nodes}
+
+
+def test_scaling_workers_or_dropping_the_bootstrap_changes_no_other_node():
+    variants = [dev_config(workers=n, bootstrap=b) for n in (1, 2, 5) for b in (True, False)]
+    rendered = [_additions_by_node(config) for config in variants]
+    for first in rendered:
+        for second in rendered:
+            for name in first.keys() & second.keys():
+                assert first[name] == second[name], name
+
+
+def test_compact_cluster_changes_only_the_masters_keepalived_conf():
+    compact, scaled = _additions_by_node(dev_config(workers=0)), _additions_by_node(dev_config(workers=2))
+    for name in compact.keys() & scaled.keys():
+        before = {item.path: item for item in compact[name].files}
+        after = {item.path: item for item in scaled[name].files}
+        changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+        assert changed == ({KEEPALIVED_CONF} if "master" in name else set()), name
+        assert compact[name].units == scaled[name].units
+
+
+def _digest() -> str:
+    config = dev_config(workers=0)
+    parts = [assembly.dumps(assembly.with_additions({}, additions)) for additions in _additions_by_node(config).values()]
+    return hashlib.sha256("".join(parts).encode()).hexdigest()
+
+
+def test_rendering_is_deterministic_across_processes():
+    code = "from tests.ignition.test_networking import _digest; print(_digest())"
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert digests == {_digest()}
+
+
+def pointer_like(role: str) -> dict[str, Any]:
+    """About the size of the installer's master/worker pointer config (~2 KB)."""
+    ca = "-----BEGIN CERTIFICATE-----\n" + base64.b64encode(bytes(range(256)) * 4).decode() + "\n-----END CERTIFICATE-----\n"
+    return {
+        "ignition": {
+            "version": "3.2.0",
+            "config": {"merge": [{"source": f"https://10.0.0.5:22623/config/{role}"}]},
+            "security": {"tls": {"certificateAuthorities": [
+                {"source": "data:text/plain;charset=utf-8;base64," + base64.b64encode(ca.encode()).decode()}
+            ]}},
+        }
+    }
+
+
+def user_data(config: ClusterConfig, plan: AddressPlan, node: Node) -> str:
+    additions = assembly.hostname(node.name) + node_additions(config, plan, node, IDENTITY)
+    if node.role == "bootstrap":
+        served = "{}" * 150_000  # stands in for the ~300 KB bootstrap config
+        return assembly.dumps(assembly.shim_config("http://10.0.0.11:8080/b.ign", served, [], additions))
+    return assembly.dumps(assembly.with_additions(pointer_like(node.role), additions))
+
+
+def test_user_data_fits_16_kib_with_100_worker_slots(record_property):
+    for workers in (0, 2):
+        config = dev_config(workers=workers)
+        plan = plan_addresses(config)
+        assert len(plan.worker_slots) == 100
+        for node in every_node_kind(config):
+            size = len(user_data(config, plan, node).encode())
+            record_property(f"user_data/{workers}-workers/{node.name}", size)
+            print(f"user_data with {workers} workers, {node.name}: {size} bytes")
+            assert size < USER_DATA_LIMIT, (node.name, size)
+    assert len(json.dumps(pointer_like("master"))) in range(1800, 2400)

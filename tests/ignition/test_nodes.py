@@ -1,0 +1,88 @@
+"""Every node's ignition: valid for the real ignition-validate, within budget, fetchable at first boot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ignition import assembly
+from ignition.nodes import SHIM_LIMIT, USER_DATA_LIMIT
+from tests.conftest import ignition_validate
+from tools.plan import node_outputs
+
+
+@pytest.fixture(scope="module")
+def nodes(dev_run):
+    return {node.hostname: node for node in node_outputs(dev_run)}
+
+
+def test_every_node_config_passes_ignition_validate(nodes, tmp_path):
+    checked = 0
+    for name, node in nodes.items():
+        if node.ignition is None:
+            continue
+        for label, text in (("user_data", node.user_data), ("full", json.dumps(node.ignition))):
+            result = ignition_validate(text, tmp_path, f"{name}-{label}.ign")
+            assert result.returncode == 0 and not result.stdout.strip(), (name, label, result.stdout, result.stderr)
+            checked += 1
+    assert checked == 12  # bootstrap, 3 masters, 2 workers; user_data and full config each
+
+
+def test_user_data_budgets(nodes):
+    for name, node in nodes.items():
+        limit = SHIM_LIMIT if name == "ocp4-bootstrap" else USER_DATA_LIMIT
+        assert len(node.user_data.encode()) <= limit, name
+
+
+def test_bootstrap_shim_merges_the_served_config(nodes, dev_run):
+    shim = json.loads(nodes["ocp4-bootstrap"].user_data)
+    merge = shim["ignition"]["config"]["merge"]
+    assert merge[0]["source"] == "http://10.0.0.11:8080/bootstrap.ign"
+    served = next(r for r in dev_run.resources if r.type == "command:remote:Command")
+    from tools.mock_run import unwrap
+
+    assert merge[0]["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
+    assert shim["ignition"]["timeouts"]["httpResponseHeaders"] >= 60
+    assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
+    hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
+    assert assembly.file_contents(hostname[0]) == b"ocp4-bootstrap\n"
+
+
+def test_bootstrap_full_config_is_the_installers_plus_ours(nodes):
+    full = nodes["ocp4-bootstrap"].ignition
+    paths = {f["path"] for f in full["storage"]["files"]}
+    assert "/usr/local/bin/bootkube.sh" in paths and "/etc/hostname" in paths
+    units = {u["name"] for u in full["systemd"]["units"]}
+    assert "bootkube.service" in units
+    scheduler = next(f for f in full["storage"]["files"] if f["path"].endswith("cluster-scheduler-02-config.yml"))
+    assert b"mastersSchedulable: false" in assembly.file_contents(scheduler)
+
+
+@pytest.mark.parametrize("name,role", [("ocp4-master-1", "master"), ("ocp4-worker-0", "worker")])
+def test_masters_and_workers_fetch_their_config_by_vip(nodes, name, role):
+    config = json.loads(nodes[name].user_data)
+    # No cluster DNS at first boot: the VIP by IP, on the MCS's plain-HTTP port.
+    assert config["ignition"]["config"]["merge"] == [{"source": f"http://10.0.0.5:22624/config/{role}"}]
+    assert config["ignition"]["version"] == "3.2.0"
+    hostname = next(f for f in config["storage"]["files"] if f["path"] == "/etc/hostname")
+    assert assembly.file_contents(hostname) == f"{name}\n".encode()
+
+
+def test_files_are_gzip_data_urls(nodes):
+    for entry in json.loads(nodes["ocp4-master-0"].user_data)["storage"]["files"]:
+        assert entry["contents"]["compression"] == "gzip"
+        assert entry["contents"]["source"].startswith("data:;base64,")
+
+
+def test_assembly_is_deterministic():
+    additions = assembly.Additions(files=(assembly.File("/etc/a", b"x" * 1000),))
+    first = assembly.dumps(assembly.with_additions({"ignition": {"version": "3.2.0"}}, additions))
+    second = assembly.dumps(assembly.with_additions({"ignition": {"version": "3.2.0"}}, additions))
+    assert first == second
+
+
+def test_an_addition_replaces_a_file_of_the_same_path():
+    base = assembly.with_additions({}, assembly.Additions(files=(assembly.File("/etc/a", b"old"),)))
+    result = assembly.with_additions(base, assembly.Additions(files=(assembly.File("/etc/a", b"new"),)))
+    assert [assembly.file_contents(f) for f in result["storage"]["files"]] == [b"new"]

@@ -1,0 +1,1680 @@
+"""A deterministic FAKE `openshift-install create ignition-configs` (platform none).
+
+Tests and the offline plan use it instead of the real installer.  The output has
+the shape of real openshift-install 4.12 output (Ignition spec 3.2.0), but every
+key, certificate, password and ID is pseudo-random data seeded from a sha256 of
+the install-config.  Nothing in it is a secret:
+
+* certificates are well-formed X.509 DER (so SANs and subjects can be read back)
+  whose subjects carry an "OU=FAKE ..." marker; their signatures are random bytes;
+* private keys are PKCS#1-shaped random integers preceded by a "FAKE" text line,
+  which PEM parsers skip.
+
+Usage:
+    python -m tools.sample_installer create ignition-configs --dir DIR
+    python -m tools.sample_installer write-samples --out DIR --install-config FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import ipaddress
+import json
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+import yaml
+
+IGNITION_VERSION = "3.2.0"
+RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.12.0-x86_64"
+INSTALLER_VERSION = "v4.12.0"
+OUTPUT_FILES = (
+    "bootstrap.ign",
+    "master.ign",
+    "worker.ign",
+    "metadata.json",
+    "auth/kubeconfig",
+    "auth/kubeadmin-password",
+)
+FAKE_MARKER = "FAKE tools/sample_installer.py"
+
+_DATA_URL = "data:text/plain;charset=utf-8;base64,"
+# Alphabets of the real installer (k8s utilrand for the infra ID, password.go for kubeadmin).
+_INFRA_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_PASSWORD_ALPHABET = "abcdefghijkmnopqrstuvwxyzABCDEFGHIJKLMNPQRSTUVWXYZ23456789"
+_BCRYPT_ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+# As the installer: manifests 0644, TLS material, kubeconfigs and the pull secret 0600.
+_MODE_SCRIPT = 0o755
+_MODE_FILE = 0o644
+_MODE_SECRET = 0o600
+
+
+# --------------------------------------------------------------------------- seeded randomness
+
+
+class _Rand:
+    """Named, independent byte streams from one seed, so adding a new draw never shifts others."""
+
+    def __init__(self, seed: bytes) -> None:
+        self._seed = seed
+
+    def draw(self, label: str, size: int) -> bytes:
+        return hashlib.shake_256(self._seed + b"\0" + label.encode()).digest(size)
+
+    def text(self, label: str, alphabet: str, size: int) -> str:
+        return "".join(alphabet[b % len(alphabet)] for b in self.draw(label, size))
+
+
+# --------------------------------------------------------------------------- minimal DER / X.509
+
+
+def _der(tag: int, body: bytes) -> bytes:
+    size = len(body)
+    if size < 0x80:
+        return bytes((tag, size)) + body
+    length = size.to_bytes((size.bit_length() + 7) // 8, "big")
+    return bytes((tag, 0x80 | len(length))) + length + body
+
+
+def _seq(*items: bytes) -> bytes:
+    return _der(0x30, b"".join(items))
+
+
+def _uint(raw: bytes) -> bytes:
+    """Non-negative INTEGER from big-endian bytes."""
+    raw = raw.lstrip(b"\0") or b"\0"
+    return _der(0x02, b"\0" + raw if raw[0] & 0x80 else raw)
+
+
+def _oid(dotted: str) -> bytes:
+    first, second, *rest = (int(arc) for arc in dotted.split("."))
+    body = bytearray([40 * first + second])
+    for arc in rest:
+        chunk = [arc & 0x7F]
+        while arc := arc >> 7:
+            chunk.append(0x80 | (arc & 0x7F))
+        body += bytes(reversed(chunk))
+    return _der(0x06, bytes(body))
+
+
+def _bit_flags(flags: int) -> bytes:
+    """BIT STRING for a one-byte flag set such as KeyUsage (bit 0 = 0x80), DER-minimal."""
+    unused = (flags & -flags).bit_length() - 1
+    return _der(0x03, bytes((unused, flags)))
+
+
+_NULL = b"\x05\x00"
+_TRUE = b"\x01\x01\xff"
+_RSA_ALG = _seq(_oid("1.2.840.113549.1.1.1"), _NULL)
+_SIG_ALG = _seq(_oid("1.2.840.113549.1.1.11"), _NULL)  # sha256WithRSAEncryption
+_NAME_OIDS = {"O": _oid("2.5.4.10"), "OU": _oid("2.5.4.11"), "CN": _oid("2.5.4.3")}
+_EXT_BASIC_CONSTRAINTS = _oid("2.5.29.19")
+_EXT_KEY_USAGE = _oid("2.5.29.15")
+_EXT_EXT_KEY_USAGE = _oid("2.5.29.37")
+_EXT_SUBJECT_KEY_ID = _oid("2.5.29.14")
+_EXT_AUTHORITY_KEY_ID = _oid("2.5.29.35")
+_EXT_SAN = _oid("2.5.29.17")
+_SERVER_AUTH = _oid("1.3.6.1.5.5.7.3.1")
+_CLIENT_AUTH = _oid("1.3.6.1.5.5.7.3.2")
+# A fixed validity window keeps the output byte-for-byte deterministic.
+_VALIDITY = _seq(_der(0x17, b"240101000000Z"), _der(0x17, b"340101000000Z"))
+_RSA_EXPONENT = b"\x01\x00\x01"
+
+
+def _name(org: str | None, unit: str | None, common_name: str) -> bytes:
+    rdns = [("O", org), ("OU", unit), ("OU", FAKE_MARKER), ("CN", common_name)]
+    return _seq(
+        *(
+            _der(0x31, _seq(_NAME_OIDS[kind], _der(0x0C, value.encode())))
+            for kind, value in rdns
+            if value is not None
+        )
+    )
+
+
+def _extension(oid: bytes, value: bytes, critical: bool = False) -> bytes:
+    return _seq(oid, _TRUE if critical else b"", _der(0x04, value))
+
+
+def _pem(label: str, der: bytes) -> str:
+    body = base64.b64encode(der).decode()
+    lines = "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+    return f"-----BEGIN {label}-----\n{lines}\n-----END {label}-----\n"
+
+
+@dataclass(frozen=True)
+class _KeyPair:
+    key: str  # PEM private key (with a leading FAKE line)
+    public_key_info: bytes  # DER SubjectPublicKeyInfo
+    key_id: bytes
+
+    @property
+    def public_pem(self) -> str:
+        return _pem("PUBLIC KEY", self.public_key_info)
+
+
+@dataclass(frozen=True)
+class _CertKey:
+    cert: str  # PEM certificate
+    key: str  # PEM private key
+    subject: bytes
+    key_id: bytes
+
+
+def _key_pair(rand: _Rand, name: str) -> _KeyPair:
+    """RSA-2048-shaped key: random modulus and private integers (not a usable key)."""
+    modulus = bytearray(rand.draw(f"{name}/modulus", 256))
+    modulus[0] |= 0x80
+    modulus[-1] |= 1
+    public = _seq(_uint(bytes(modulus)), _uint(_RSA_EXPONENT))
+    private = _seq(
+        _uint(b"\0"),
+        _uint(bytes(modulus)),
+        _uint(_RSA_EXPONENT),
+        _uint(rand.draw(f"{name}/d", 256)),
+        *(_uint(rand.draw(f"{name}/{part}", 128)) for part in ("p", "q", "dp", "dq", "qinv")),
+    )
+    return _KeyPair(
+        key=f"{FAKE_MARKER}: random test key, not a secret\n" + _pem("RSA PRIVATE KEY", private),
+        public_key_info=_seq(_RSA_ALG, _der(0x03, b"\0" + public)),
+        key_id=hashlib.sha1(public).digest(),
+    )
+
+
+def _issue(
+    rand: _Rand,
+    name: str,
+    common_name: str,
+    *,
+    org: str | None = None,
+    unit: str | None = None,
+    issuer: _CertKey | None = None,
+    usages: Sequence[bytes] = (),
+    dns: Sequence[str] = (),
+    ips: Sequence[str] = (),
+) -> _CertKey:
+    """A certificate like the installer's tls assets; self-signed CA when issuer is None."""
+    pair = _key_pair(rand, name)
+    subject = _name(org, unit, common_name)
+    is_ca = issuer is None
+    extensions = [
+        _extension(_EXT_KEY_USAGE, _bit_flags(0xA4 if is_ca else 0xA0), critical=True),
+        _extension(_EXT_BASIC_CONSTRAINTS, _seq(_TRUE) if is_ca else _seq(), critical=True),
+        _extension(_EXT_SUBJECT_KEY_ID, _der(0x04, pair.key_id)),
+    ]
+    if usages:
+        extensions.append(_extension(_EXT_EXT_KEY_USAGE, _seq(*usages)))
+    if issuer is not None:
+        extensions.append(_extension(_EXT_AUTHORITY_KEY_ID, _seq(_der(0x80, issuer.key_id))))
+    if dns or ips:
+        names = [_der(0x82, host.encode()) for host in dns]
+        names += [_der(0x87, ipaddress.ip_address(ip).packed) for ip in ips]
+        extensions.append(_extension(_EXT_SAN, _seq(*names)))
+    tbs = _seq(
+        _der(0xA0, _uint(b"\x02")),  # v3
+        _uint(rand.draw(f"{name}/serial", 16)),
+        _SIG_ALG,
+        subject if issuer is None else issuer.subject,
+        _VALIDITY,
+        subject,
+        pair.public_key_info,
+        _der(0xA3, _seq(*extensions)),
+    )
+    cert = _seq(tbs, _SIG_ALG, _der(0x03, b"\0" + rand.draw(f"{name}/signature", 256)))
+    return _CertKey(_pem("CERTIFICATE", cert), pair.key, subject, pair.key_id)
+
+
+# --------------------------------------------------------------------------- install-config
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    name: str
+    base_domain: str
+    infra_id: str
+    cluster_id: str
+    machine_networks: list[str]
+    cluster_networks: list[dict[str, Any]]
+    service_networks: list[str]
+    network_type: str
+    ssh_key: str
+    pull_secret: str
+    proxy: dict[str, str]
+    trust_bundle: str
+    control_plane_replicas: int
+    compute_replicas: int
+    install_config: dict[str, Any]
+
+    @property
+    def domain(self) -> str:
+        return f"{self.name}.{self.base_domain}"
+
+    @property
+    def api(self) -> str:
+        return f"api.{self.domain}"
+
+    @property
+    def api_int(self) -> str:
+        return f"api-int.{self.domain}"
+
+    @property
+    def has_proxy(self) -> bool:
+        return bool(self.proxy.get("httpProxy") or self.proxy.get("httpsProxy"))
+
+
+def _infra_id(name: str, rand: _Rand) -> str:
+    """Like the installer: sanitized name cut to 21 chars, '-', 5 random chars."""
+    base = "".join(c if c.isascii() and (c.isalnum() or c == "-") else "-" for c in name)
+    while "--" in base:
+        base = base.replace("--", "-")
+    return f"{base[:21].rstrip('-')}-{rand.text('infra-id', _INFRA_ALPHABET, 5)}"
+
+
+def _cidrs(values: list[str], field: str) -> list[str]:
+    try:
+        return [str(ipaddress.ip_network(value)) for value in values]
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"install-config: invalid {field}: {err}") from err
+
+
+def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
+    try:
+        config = yaml.safe_load(install_config_yaml)
+    except yaml.YAMLError as err:
+        raise ValueError(f"install-config is not valid YAML: {err}") from err
+    if not isinstance(config, dict):
+        raise ValueError("install-config must be a YAML mapping")
+    name = (config.get("metadata") or {}).get("name")
+    base_domain = config.get("baseDomain")
+    if not name or not base_domain:
+        raise ValueError("install-config needs metadata.name and baseDomain")
+    pull_secret = config.get("pullSecret") or '{"auths":{}}'
+    try:
+        json.loads(pull_secret)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"install-config: pullSecret is not JSON: {err}") from err
+    networking = config.get("networking") or {}
+    # Defaults below are the installer's own for unset fields.
+    machine = [n["cidr"] for n in networking.get("machineNetwork") or [{"cidr": "10.0.0.0/16"}]]
+    clusters = networking.get("clusterNetwork") or [{"cidr": "10.128.0.0/14", "hostPrefix": 23}]
+    _cidrs([n["cidr"] for n in clusters], "networking.clusterNetwork")
+    compute = config.get("compute") or [{"name": "worker", "replicas": 3}]
+    return _Cluster(
+        name=str(name),
+        base_domain=str(base_domain),
+        infra_id=_infra_id(str(name), rand),
+        cluster_id=str(uuid.UUID(bytes=rand.draw("cluster-id", 16), version=4)),
+        machine_networks=_cidrs(machine, "networking.machineNetwork"),
+        cluster_networks=clusters,
+        service_networks=_cidrs(networking.get("serviceNetwork") or ["172.30.0.0/16"], "serviceNetwork"),
+        network_type=networking.get("networkType") or "OVNKubernetes",
+        ssh_key=str(config.get("sshKey") or "").strip(),
+        pull_secret=pull_secret,
+        proxy={k: str(v) for k, v in (config.get("proxy") or {}).items()},
+        trust_bundle=str(config.get("additionalTrustBundle") or ""),
+        control_plane_replicas=int((config.get("controlPlane") or {}).get("replicas", 3)),
+        compute_replicas=sum(int(pool.get("replicas", 3)) for pool in compute),
+        install_config=config,
+    )
+
+
+# --------------------------------------------------------------------------- PKI
+
+
+@dataclass(frozen=True)
+class _PKI:
+    certs: dict[str, _CertKey]  # /opt/openshift/tls/<name>.{crt,key}
+    bundles: dict[str, str]  # /opt/openshift/tls/<name>.crt
+    service_account: _KeyPair
+
+
+def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
+    signer_names = (
+        "root-ca",
+        "admin-kubeconfig-signer",
+        "aggregator-signer",
+        "etcd-signer",
+        "etcd-metric-signer",
+        "kube-apiserver-lb-signer",
+        "kube-apiserver-localhost-signer",
+        "kube-apiserver-service-network-signer",
+        "kube-apiserver-to-kubelet-signer",
+        "kube-control-plane-signer",
+        "kubelet-bootstrap-kubeconfig-signer",
+        "kubelet-signer",
+    )
+    signers = {name: _issue(rand, name, name, unit="openshift") for name in signer_names}
+    service_ip = str(ipaddress.ip_network(cluster.service_networks[0])[1])
+    service_names = [
+        f"{prefix}{suffix}"
+        for prefix in ("kubernetes", "openshift")
+        for suffix in ("", ".default", ".default.svc", ".default.svc.cluster.local")
+    ]
+    server, client = [_SERVER_AUTH], [_CLIENT_AUTH]
+    leaves = {
+        "admin-kubeconfig-client": dict(
+            cn="system:admin", org="system:masters", signer="admin-kubeconfig-signer", usages=client
+        ),
+        "aggregator-client": dict(
+            cn="system:kube-apiserver-proxy", org="kube-master", signer="aggregator-signer", usages=client
+        ),
+        "etcd-client": dict(cn="etcd", org="etcd", signer="etcd-signer", usages=client),
+        "etcd-metric-client": dict(cn="etcd-metric", org="etcd-metric", signer="etcd-metric-signer", usages=client),
+        "journal-gatewayd": dict(cn="journal-gatewayd", org="OpenShift Bootstrap", signer="root-ca", usages=server),
+        "kube-apiserver-lb-server": dict(
+            cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-lb-signer",
+            usages=server, dns=[cluster.api],
+        ),
+        "kube-apiserver-internal-lb-server": dict(
+            cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-lb-signer",
+            usages=server, dns=[cluster.api_int],
+        ),
+        "kube-apiserver-localhost-server": dict(
+            cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-localhost-signer",
+            usages=server, dns=["localhost"], ips=["127.0.0.1", "::1"],
+        ),
+        "kube-apiserver-service-network-server": dict(
+            cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-service-network-signer",
+            usages=server, dns=service_names, ips=[service_ip],
+        ),
+        "kube-apiserver-to-kubelet-client": dict(
+            cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-to-kubelet-signer", usages=client
+        ),
+        "kube-control-plane-kube-controller-manager-client": dict(
+            cn="system:admin", org="system:masters", signer="kube-control-plane-signer", usages=client
+        ),
+        "kube-control-plane-kube-scheduler-client": dict(
+            cn="system:admin", org="system:masters", signer="kube-control-plane-signer", usages=client
+        ),
+        "kubelet-client": dict(
+            cn="system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
+            org="system:serviceaccounts:openshift-machine-config-operator",
+            signer="kubelet-bootstrap-kubeconfig-signer", usages=client,
+        ),
+        # Real platform-none installs: the MCS cert names only the internal API host.
+        "machine-config-server": dict(
+            cn="system:machine-config-server", org=None, signer="root-ca", usages=server, dns=[cluster.api_int]
+        ),
+    }
+    certs = dict(signers)
+    for name, spec in leaves.items():
+        certs[name] = _issue(
+            rand, name, spec["cn"], org=spec["org"], issuer=signers[spec["signer"]],
+            usages=spec["usages"], dns=spec.get("dns", ()), ips=spec.get("ips", ()),
+        )
+
+    def bundle(*names: str) -> str:
+        return "".join(signers[name].cert for name in names)
+
+    server_bundle = bundle(
+        "kube-apiserver-lb-signer", "kube-apiserver-localhost-signer", "kube-apiserver-service-network-signer"
+    )
+    bundles = {
+        "admin-kubeconfig-ca-bundle": bundle("admin-kubeconfig-signer"),
+        "aggregator-ca-bundle": bundle("aggregator-signer"),
+        "etcd-ca-bundle": bundle("etcd-signer"),
+        "etcd-metric-ca-bundle": bundle("etcd-metric-signer"),
+        "kube-apiserver-complete-server-ca-bundle": server_bundle,
+        "kube-apiserver-complete-client-ca-bundle": bundle(
+            "admin-kubeconfig-signer", "kubelet-signer", "kube-control-plane-signer",
+            "kube-apiserver-to-kubelet-signer", "kubelet-bootstrap-kubeconfig-signer",
+        ),
+        "kube-apiserver-lb-ca-bundle": bundle("kube-apiserver-lb-signer"),
+        "kube-apiserver-localhost-ca-bundle": bundle("kube-apiserver-localhost-signer"),
+        "kube-apiserver-service-network-ca-bundle": bundle("kube-apiserver-service-network-signer"),
+        "kube-apiserver-to-kubelet-ca-bundle": bundle("kube-apiserver-to-kubelet-signer"),
+        "kube-control-plane-ca-bundle": bundle("kube-control-plane-signer", "kube-apiserver-lb-signer"),
+        "kubelet-bootstrap-kubeconfig-ca-bundle": bundle("kubelet-bootstrap-kubeconfig-signer"),
+        "kubelet-client-ca-bundle": bundle("kubelet-signer"),
+        "kubelet-serving-ca-bundle": bundle("kubelet-signer"),
+    }
+    return _PKI(certs, bundles, _key_pair(rand, "service-account"))
+
+
+# --------------------------------------------------------------------------- rendering helpers
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Safe dumper (libyaml when available: it is ~20x faster) with block scalars like Go's yaml."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1 << 16)
+
+
+def _b64(data: str | bytes) -> str:
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+def _json(doc: Any) -> bytes:
+    """Compact JSON escaped like Go's encoding/json (the installer's writer)."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    # <, > and & only occur inside JSON strings, so a blanket replace is safe.
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e").encode()
+
+
+def _fill(template: str, **values: str) -> str:
+    """Substitute @KEY@ placeholders (shell and unit text is full of ${} and {})."""
+    for key, value in values.items():
+        template = template.replace(f"@{key}@", value)
+    return template
+
+
+def _kubeconfig(cluster: _Cluster, server: str, ca: str, user: str, client: _CertKey) -> str:
+    return _yaml(
+        {
+            "apiVersion": "v1",
+            "clusters": [
+                {"cluster": {"certificate-authority-data": _b64(ca), "server": server}, "name": cluster.name}
+            ],
+            "contexts": [{"context": {"cluster": cluster.name, "user": user}, "name": user}],
+            "current-context": user,
+            "kind": "Config",
+            "preferences": {},
+            "users": [
+                {
+                    "name": user,
+                    "user": {"client-certificate-data": _b64(client.cert), "client-key-data": _b64(client.key)},
+                }
+            ],
+        }
+    )
+
+
+def _pointer_ignition(cluster: _Cluster, role: str, root_ca: str) -> bytes:
+    return _json(
+        {
+            "ignition": {
+                "config": {"merge": [{"source": f"https://{cluster.api_int}:22623/config/{role}"}]},
+                "security": {"tls": {"certificateAuthorities": [{"source": _DATA_URL + _b64(root_ca)}]}},
+                "version": IGNITION_VERSION,
+            }
+        }
+    )
+
+
+def _kubeadmin_password(rand: _Rand) -> str:
+    raw = rand.text("kubeadmin-password", _PASSWORD_ALPHABET, 20)
+    return "-".join(raw[i : i + 5] for i in range(0, 20, 5))
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"creationTimestamp": None, "name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(name, namespace), "data": data}
+
+
+def _secret(name: str, namespace: str, data: dict[str, str], kind: str = "Opaque") -> dict[str, Any]:
+    encoded = {key: _b64(value) for key, value in data.items()}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(name, namespace), "data": encoded, "type": kind}
+
+
+def _tls_secret(name: str, namespace: str, pair: _CertKey) -> dict[str, Any]:
+    return _secret(name, namespace, {"tls.crt": pair.cert, "tls.key": pair.key}, "kubernetes.io/tls")
+
+
+def _config_object(kind: str, spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": kind,
+        "metadata": _meta("cluster"),
+        "spec": spec,
+        "status": status or {},
+    }
+
+
+def _topology(replicas: int) -> str:
+    return "SingleReplica" if replicas == 1 else "HighlyAvailable"
+
+
+def _no_proxy(cluster: _Cluster) -> str:
+    """status.noProxy as the installer computes it."""
+    entries = {".cluster.local", ".svc", "127.0.0.1", "localhost", cluster.api_int}
+    entries.update(cluster.machine_networks, cluster.service_networks)
+    entries.update(n["cidr"] for n in cluster.cluster_networks)
+    entries.update(e.strip() for e in cluster.proxy.get("noProxy", "").split(",") if e.strip())
+    return ",".join(sorted(entries))
+
+
+def _proxy_manifest(cluster: _Cluster) -> dict[str, Any]:
+    """The installer always writes the Proxy; it is empty when install-config has none."""
+    spec: dict[str, Any] = {
+        key: cluster.proxy[key] for key in ("httpProxy", "httpsProxy", "noProxy") if cluster.proxy.get(key)
+    }
+    spec["trustedCA"] = {"name": "user-ca-bundle" if cluster.has_proxy and cluster.trust_bundle else ""}
+    status = {key: value for key, value in spec.items() if key in ("httpProxy", "httpsProxy")}
+    if cluster.has_proxy:
+        status["noProxy"] = _no_proxy(cluster)
+    return _config_object("Proxy", spec, status)
+
+
+def _core_user(cluster: _Cluster) -> dict[str, Any]:
+    user: dict[str, Any] = {"name": "core"}
+    if cluster.ssh_key:
+        user["sshAuthorizedKeys"] = [cluster.ssh_key]
+    return user
+
+
+def _machine_config_ssh(cluster: _Cluster, role: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {
+            "creationTimestamp": None,
+            "labels": {"machineconfiguration.openshift.io/role": role},
+            "name": f"99-{role}-ssh",
+        },
+        "spec": {
+            "baseOSExtensionsContainerImage": "",
+            "config": {"ignition": {"version": IGNITION_VERSION}, "passwd": {"users": [_core_user(cluster)]}},
+            "extensions": None,
+            "fips": False,
+            "kernelArguments": None,
+            "kernelType": "",
+            "osImageURL": "",
+        },
+    }
+
+
+def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, dict[str, Any]]:
+    """/opt/openshift/{manifests,openshift}/* of the bootstrap node."""
+    certs, bundles = pki.certs, pki.bundles
+    root_ca = certs["root-ca"].cert
+    public_config = {k: v for k, v in cluster.install_config.items() if k != "pullSecret"}
+    public_config.setdefault("publish", "External")
+    cluster_networks = [{"cidr": n["cidr"], "hostPrefix": n.get("hostPrefix", 23)} for n in cluster.cluster_networks]
+    namespace = {"apiVersion": "v1", "kind": "Namespace"}
+    etcd_ns = "openshift-etcd"
+    m: dict[str, dict[str, Any]] = {
+        "manifests/04-openshift-machine-config-operator.yaml": {
+            **namespace,
+            "metadata": {
+                "name": "openshift-machine-config-operator",
+                "annotations": {"include.release.openshift.io/self-managed-high-availability": "true"},
+                "labels": {"name": "openshift-machine-config-operator", "openshift.io/run-level": ""},
+            },
+        },
+        "manifests/cluster-config.yaml": _config_map(
+            "cluster-config-v1", "kube-system", {"install-config": _yaml(public_config)}
+        ),
+        "manifests/cluster-dns-02-config.yml": _config_object(
+            "DNS", {"baseDomain": cluster.domain, "platform": {"aws": None, "type": ""}}
+        ),
+        "manifests/cluster-infrastructure-02-config.yml": _config_object(
+            "Infrastructure",
+            {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}},
+            {
+                "apiServerInternalURI": f"https://{cluster.api_int}:6443",
+                "apiServerURL": f"https://{cluster.api}:6443",
+                "controlPlaneTopology": _topology(cluster.control_plane_replicas),
+                "cpuPartitioning": "None",
+                "etcdDiscoveryDomain": "",
+                "infrastructureName": cluster.infra_id,
+                "infrastructureTopology": _topology(cluster.compute_replicas or cluster.control_plane_replicas),
+                "platform": "None",
+                "platformStatus": {"type": "None"},
+            },
+        ),
+        "manifests/cluster-ingress-02-config.yml": _config_object(
+            "Ingress", {"domain": f"apps.{cluster.domain}", "loadBalancer": {"platform": {"type": ""}}}, {}
+        ),
+        "manifests/cluster-network-02-config.yml": _config_object(
+            "Network",
+            {
+                "clusterNetwork": cluster_networks,
+                "externalIP": {"policy": {}},
+                "networkType": cluster.network_type,
+                "serviceNetwork": cluster.service_networks,
+            },
+        ),
+        "manifests/cluster-proxy-01-config.yaml": _proxy_manifest(cluster),
+        "manifests/cluster-scheduler-02-config.yml": _config_object(
+            "Scheduler",
+            {"mastersSchedulable": cluster.compute_replicas == 0, "policy": {"name": ""}},
+        ),
+        "manifests/cvo-overrides.yaml": {
+            "apiVersion": "config.openshift.io/v1",
+            "kind": "ClusterVersion",
+            "metadata": {"name": "version", "namespace": "openshift-cluster-version"},
+            "spec": {"channel": "stable-4.12", "clusterID": cluster.cluster_id},
+        },
+        "manifests/kube-cloud-config.yaml": _secret("kube-cloud-cfg", "kube-system", {"config": ""}),
+        "manifests/kube-system-configmap-root-ca.yaml": _config_map("root-ca", "kube-system", {"ca.crt": root_ca}),
+        "manifests/machine-config-server-tls-secret.yaml": _tls_secret(
+            "machine-config-server-tls", "openshift-machine-config-operator", certs["machine-config-server"]
+        ),
+        "manifests/openshift-config-secret-pull-secret.yaml": _secret(
+            "pull-secret", "openshift-config", {".dockerconfigjson": cluster.pull_secret},
+            "kubernetes.io/dockerconfigjson",
+        ),
+        "manifests/openshift-kubevirt-infra-namespace.yaml": {
+            **namespace,
+            "metadata": {"name": "openshift-kubevirt-infra"},
+        },
+        "manifests/admin-kubeconfig-client-ca.yaml": _config_map(
+            "admin-kubeconfig-client-ca", "openshift-config", {"ca-bundle.crt": bundles["admin-kubeconfig-ca-bundle"]}
+        ),
+        "manifests/configmap-csr-controller-ca.yaml": _config_map(
+            "csr-controller-ca", "openshift-config-managed", {"ca-bundle.crt": bundles["kubelet-client-ca-bundle"]}
+        ),
+        "manifests/configmap-initial-etcd-serving-ca.yaml": _config_map(
+            "initial-etcd-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
+        ),
+        "manifests/configmap-kubelet-bootstrap-kubeconfig-ca.yaml": _config_map(
+            "kubelet-bootstrap-kubeconfig", "openshift-config-managed",
+            {"ca-bundle.crt": bundles["kubelet-bootstrap-kubeconfig-ca-bundle"]},
+        ),
+        "manifests/configmap-sa-token-signing-certs.yaml": _config_map(
+            "sa-token-signing-certs", "openshift-config-managed",
+            {"service-account-001.pub": pki.service_account.public_pem},
+        ),
+        "manifests/csr-bootstrap-role-binding.yaml": {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system-bootstrap-node-bootstrapper"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:node-bootstrapper",
+            },
+            "subjects": [
+                {"kind": "User", "name": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"}
+            ],
+        },
+        "manifests/etcd-ca-bundle-configmap.yaml": _config_map(
+            "etcd-ca-bundle", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
+        ),
+        "manifests/etcd-client-secret.yaml": _tls_secret("etcd-client", "openshift-config", certs["etcd-client"]),
+        "manifests/etcd-metric-client-secret.yaml": _tls_secret(
+            "etcd-metric-client", "openshift-config", certs["etcd-metric-client"]
+        ),
+        "manifests/etcd-metric-serving-ca-configmap.yaml": _config_map(
+            "etcd-metric-serving-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-metric-ca-bundle"]}
+        ),
+        "manifests/etcd-metric-signer-secret.yaml": _tls_secret(
+            "etcd-metric-signer", "openshift-config", certs["etcd-metric-signer"]
+        ),
+        "manifests/etcd-namespace.yaml": {
+            **namespace,
+            "metadata": {
+                "name": etcd_ns,
+                "annotations": {"openshift.io/node-selector": ""},
+                "labels": {"openshift.io/run-level": "0"},
+            },
+        },
+        "manifests/etcd-service.yaml": {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "etcd", "namespace": etcd_ns, "labels": {"k8s-app": "etcd"}},
+            "spec": {
+                "clusterIP": "None",
+                "ports": [
+                    {"name": "etcd", "port": 2379, "protocol": "TCP"},
+                    {"name": "etcd-metrics", "port": 9979, "protocol": "TCP"},
+                ],
+                "selector": {"k8s-app": "etcd"},
+            },
+        },
+        "manifests/etcd-serving-ca-configmap.yaml": _config_map(
+            "etcd-serving-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
+        ),
+        "manifests/etcd-signer-secret.yaml": _tls_secret("etcd-signer", "openshift-config", certs["etcd-signer"]),
+        "manifests/kube-apiserver-serving-ca-configmap.yaml": _config_map(
+            "initial-kube-apiserver-server-ca", "openshift-config",
+            {"ca-bundle.crt": bundles["kube-apiserver-complete-server-ca-bundle"]},
+        ),
+        "manifests/openshift-install-manifests.yaml": _config_map(
+            "openshift-install-manifests", "openshift-config",
+            {"invoker": "openshift-installer", "version": INSTALLER_VERSION},
+        ),
+        "openshift/99_kubeadmin-password-secret.yaml": _secret(
+            "kubeadmin", "kube-system", {"kubeadmin": password_hash}
+        ),
+        "openshift/99_openshift-machineconfig_99-master-ssh.yaml": _machine_config_ssh(cluster, "master"),
+        "openshift/99_openshift-machineconfig_99-worker-ssh.yaml": _machine_config_ssh(cluster, "worker"),
+        "openshift/openshift-install.yaml": _config_map(
+            "openshift-install", "openshift-config", {"invoker": "openshift-installer", "version": INSTALLER_VERSION}
+        ),
+    }
+    for role in ("master", "worker"):
+        user_data = _pointer_ignition(cluster, role, root_ca).decode()
+        m[f"openshift/99_openshift-cluster-api_{role}-user-data-secret.yaml"] = _secret(
+            f"{role}-user-data", "openshift-machine-api", {"disableTemplating": "true\n", "userData": user_data}
+        )
+    if cluster.trust_bundle:
+        m["manifests/user-ca-bundle-config.yaml"] = _config_map(
+            "user-ca-bundle", "openshift-config", {"ca-bundle.crt": cluster.trust_bundle}
+        )
+    return m
+
+
+# --------------------------------------------------------------------------- bootstrap node text
+
+_MOTD = """\
+This is the bootstrap node; it will be destroyed when the master is fully up.
+
+The primary services are release-image.service followed by bootkube.service. To watch their status, run e.g.
+
+  journalctl -b -f -u release-image.service -u bootkube.service
+"""
+
+_REGISTRIES_CONF = """\
+unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
+"""
+
+_SERVICE_RECORD_SH = """\
+#!/usr/bin/env bash
+# Records the progress of bootstrap services as JSON under /var/log/openshift/,
+# which installer-gather.sh collects when the bootstrap fails.
+
+SERVICE_RECORDS_DIR=/var/log/openshift/
+PRE_COMMAND="${PRE_COMMAND:-}"
+POST_COMMAND="${POST_COMMAND:-}"
+
+record_service_stage_start() {
+    local stage_name="${1}"
+    mkdir --parents "${SERVICE_RECORDS_DIR}"
+    STAGE_NAME="${stage_name}"
+    cat >> "${SERVICE_RECORDS_DIR}/${SERVICE_NAME:-$(basename "$0")}.json" <<EOF
+{"timestamp": "$(date +%Y-%m-%dT%H:%M:%SZ --utc)", "preCommand": "${PRE_COMMAND}", "stage": "${stage_name}", "phase": "stage start"}
+EOF
+}
+
+record_service_stage_success() {
+    cat >> "${SERVICE_RECORDS_DIR}/${SERVICE_NAME:-$(basename "$0")}.json" <<EOF
+{"timestamp": "$(date +%Y-%m-%dT%H:%M:%SZ --utc)", "stage": "${STAGE_NAME}", "phase": "stage end", "result": "success"}
+EOF
+}
+
+record_service_stage_failure() {
+    cat >> "${SERVICE_RECORDS_DIR}/${SERVICE_NAME:-$(basename "$0")}.json" <<EOF
+{"timestamp": "$(date +%Y-%m-%dT%H:%M:%SZ --utc)", "stage": "${STAGE_NAME}", "phase": "stage end", "result": "failure", "postCommand": "${POST_COMMAND}"}
+EOF
+}
+
+record_service_exit() {
+    local rc=$?
+    if [ "${rc}" -ne 0 ]; then
+        record_service_stage_failure
+    fi
+}
+trap record_service_exit EXIT
+"""
+
+_RELEASE_IMAGE_SH = """\
+#!/usr/bin/env bash
+# This library provides an `image_for` helper function which can get the
+# pull spec for a specific image in a release.
+
+# Convert the release image pull spec to an "absolute" form if a digest is available
+if ! RELEASE_IMAGE_DIGEST=$( podman inspect @RELEASE_IMAGE@ --format '{{ index .RepoDigests 0 }}' ) || [[ -z "${RELEASE_IMAGE_DIGEST}" ]]; then
+    echo "Warning: Could not resolve release image to pull by digest" 2>&1
+    RELEASE_IMAGE_DIGEST="@RELEASE_IMAGE@"
+fi
+
+image_for() {
+    podman run --quiet --rm --net=none "${RELEASE_IMAGE_DIGEST}" image "${1}"
+}
+"""
+
+_RELEASE_IMAGE_DOWNLOAD_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+
+. /usr/local/bin/bootstrap-service-record.sh
+
+RELEASE_IMAGE=@RELEASE_IMAGE@
+
+echo "Pulling $RELEASE_IMAGE..."
+record_service_stage_start "pull-release-image"
+while ! podman pull --quiet "$RELEASE_IMAGE"
+do
+    echo "Pull failed. Retrying $RELEASE_IMAGE..."
+    record_service_stage_failure
+    sleep 5
+done
+record_service_stage_success
+"""
+
+_BOOTKUBE_SH = """\
+#!/usr/bin/env bash
+set -euoE pipefail ## -E option will cause functions to inherit trap
+
+. /usr/local/bin/bootstrap-service-record.sh
+. /usr/local/bin/release-image.sh
+
+mkdir --parents /etc/kubernetes/{manifests,bootstrap-configs,bootstrap-manifests}
+
+bootkube_podman_run() {
+    # we run all commands in the host-network to prevent IP conflicts with
+    # end-user infrastructure.
+    podman run --quiet --net=host --rm "${@}"
+}
+
+MACHINE_CONFIG_OPERATOR_IMAGE=$(image_for machine-config-operator)
+MACHINE_CONFIG_OSCONTENT=$(image_for machine-os-content)
+MACHINE_CONFIG_ETCD_IMAGE=$(image_for etcd)
+MACHINE_CONFIG_INFRA_IMAGE=$(image_for pod)
+CLUSTER_ETCD_OPERATOR_IMAGE=$(image_for cluster-etcd-operator)
+CONFIG_OPERATOR_IMAGE=$(image_for cluster-config-operator)
+KUBE_APISERVER_OPERATOR_IMAGE=$(image_for cluster-kube-apiserver-operator)
+KUBE_CONTROLLER_MANAGER_OPERATOR_IMAGE=$(image_for cluster-kube-controller-manager-operator)
+KUBE_SCHEDULER_OPERATOR_IMAGE=$(image_for cluster-kube-scheduler-operator)
+INGRESS_OPERATOR_IMAGE=$(image_for cluster-ingress-operator)
+CLUSTER_BOOTSTRAP_IMAGE=$(image_for cluster-bootstrap)
+OPENSHIFT_HYPERKUBE_IMAGE=$(image_for hyperkube)
+
+mkdir --parents ./{bootstrap-manifests,manifests}
+
+if [ ! -f openshift-manifests.done ]
+then
+    record_service_stage_start "openshift-manifests"
+    echo "Moving OpenShift manifests in with the rest of them"
+    cp openshift/* manifests/
+    touch openshift-manifests.done
+    record_service_stage_success
+fi
+
+if [ ! -f cvo-bootstrap.done ]
+then
+    record_service_stage_start "cvo-bootstrap"
+    echo "Rendering Cluster Version Operator Manifests..."
+
+    rm --recursive --force cvo-bootstrap
+
+    bootkube_podman_run \\
+        --name cvo-render \\
+        --volume "$PWD:/assets:z" \\
+        "${RELEASE_IMAGE_DIGEST}" \\
+        render \\
+            --output-dir=/assets/cvo-bootstrap \\
+            --release-image="${RELEASE_IMAGE_DIGEST}"
+
+    cp cvo-bootstrap/bootstrap/* bootstrap-manifests/
+    cp cvo-bootstrap/manifests/* manifests/
+    ## FIXME: CVO should use `/etc/kubernetes/bootstrap-secrets/kubeconfig` instead
+    cp auth/kubeconfig-loopback /etc/kubernetes/kubeconfig
+
+    touch cvo-bootstrap.done
+    record_service_stage_success
+fi
+
+ETCD_ENDPOINTS=https://localhost:2379
+
+if [ ! -f config-bootstrap.done ]
+then
+    record_service_stage_start "config-bootstrap"
+    echo "Rendering cluster config manifests..."
+
+    rm --recursive --force config-bootstrap
+
+    bootkube_podman_run \\
+        --name config-render \\
+        --volume "$PWD:/assets:z" \\
+        "${CONFIG_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-config-operator render \\
+        --config-output-file=/assets/config-bootstrap/config \\
+        --asset-input-dir=/assets/tls \\
+        --asset-output-dir=/assets/config-bootstrap \\
+        --rendered-manifest-files=/assets/manifests \\
+        --payload-version=@INSTALLER_VERSION@
+
+    cp config-bootstrap/manifests/* manifests/
+
+    touch config-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f etcd-bootstrap.done ]
+then
+    record_service_stage_start "etcd-bootstrap"
+    echo "Rendering CEO Manifests..."
+    bootkube_podman_run \\
+        --name etcd-render \\
+        --volume "$PWD:/assets:z" \\
+        "${CLUSTER_ETCD_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-etcd-operator render \\
+        --asset-output-dir=/assets/etcd-bootstrap \\
+        --cluster-configmap-file=/assets/manifests/cluster-config.yaml \\
+        --etcd-image="${MACHINE_CONFIG_ETCD_IMAGE}" \\
+        --infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml \\
+        --network-config-file=/assets/manifests/cluster-network-02-config.yml
+
+    # Copy configuration required to start etcd
+    cp --recursive etcd-bootstrap/etc-kubernetes/* /etc/kubernetes/
+    # Copy manifests to start etcd static pod
+    cp etcd-bootstrap/bootstrap-manifests/etcd-member-pod.yaml /etc/kubernetes/manifests/
+    # Copy etcd-operator manifests
+    cp etcd-bootstrap/manifests/* manifests/
+
+    touch etcd-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f kube-apiserver-bootstrap.done ]
+then
+    record_service_stage_start "kube-apiserver-bootstrap"
+    echo "Rendering Kubernetes API server core manifests..."
+
+    rm --recursive --force kube-apiserver-bootstrap
+
+    bootkube_podman_run \\
+        --name kube-apiserver-render \\
+        --volume "$PWD:/assets:z" \\
+        "${KUBE_APISERVER_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-kube-apiserver-operator render \\
+        --manifest-etcd-serving-ca=etcd-ca-bundle.crt \\
+        --manifest-etcd-server-urls="${ETCD_ENDPOINTS}" \\
+        --manifest-image="${OPENSHIFT_HYPERKUBE_IMAGE}" \\
+        --manifest-operator-image="${KUBE_APISERVER_OPERATOR_IMAGE}" \\
+        --asset-input-dir=/assets/tls \\
+        --asset-output-dir=/assets/kube-apiserver-bootstrap \\
+        --config-output-file=/assets/kube-apiserver-bootstrap/config \\
+        --cluster-config-file=/assets/manifests/cluster-network-02-config.yml \\
+        --cluster-auth-file=/assets/manifests/cluster-authentication-02-config.yaml \\
+        --infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml \\
+        --rendered-manifest-files=/assets/manifests \\
+        --payload-version=@INSTALLER_VERSION@
+
+    cp kube-apiserver-bootstrap/config /etc/kubernetes/bootstrap-configs/kube-apiserver-config.yaml
+    cp kube-apiserver-bootstrap/bootstrap-manifests/* bootstrap-manifests/
+    cp kube-apiserver-bootstrap/manifests/* manifests/
+
+    touch kube-apiserver-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f kube-controller-manager-bootstrap.done ]
+then
+    record_service_stage_start "kube-controller-manager-bootstrap"
+    echo "Rendering Kubernetes Controller Manager core manifests..."
+
+    rm --recursive --force kube-controller-manager-bootstrap
+
+    bootkube_podman_run \\
+        --name kube-controller-render \\
+        --volume "$PWD:/assets:z" \\
+        "${KUBE_CONTROLLER_MANAGER_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-kube-controller-manager-operator render \\
+        --cluster-policy-controller-image="${OPENSHIFT_HYPERKUBE_IMAGE}" \\
+        --manifest-image="${OPENSHIFT_HYPERKUBE_IMAGE}" \\
+        --asset-input-dir=/assets/tls \\
+        --asset-output-dir=/assets/kube-controller-manager-bootstrap \\
+        --config-output-file=/assets/kube-controller-manager-bootstrap/config \\
+        --cpu-partitioning-enabled=false \\
+        --cluster-config-file=/assets/manifests/cluster-network-02-config.yml \\
+        --rendered-manifest-files=/assets/manifests \\
+        --payload-version=@INSTALLER_VERSION@
+
+    cp kube-controller-manager-bootstrap/config /etc/kubernetes/bootstrap-configs/kube-controller-manager-config.yaml
+    cp kube-controller-manager-bootstrap/bootstrap-manifests/* bootstrap-manifests/
+    cp kube-controller-manager-bootstrap/manifests/* manifests/
+
+    touch kube-controller-manager-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f kube-scheduler-bootstrap.done ]
+then
+    record_service_stage_start "kube-scheduler-bootstrap"
+    echo "Rendering Kubernetes Scheduler core manifests..."
+
+    rm --recursive --force kube-scheduler-bootstrap
+
+    bootkube_podman_run \\
+        --name kube-scheduler-render \\
+        --volume "$PWD:/assets:z" \\
+        "${KUBE_SCHEDULER_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-kube-scheduler-operator render \\
+        --manifest-image="${OPENSHIFT_HYPERKUBE_IMAGE}" \\
+        --asset-input-dir=/assets/tls \\
+        --asset-output-dir=/assets/kube-scheduler-bootstrap \\
+        --config-output-file=/assets/kube-scheduler-bootstrap/config
+
+    cp kube-scheduler-bootstrap/config /etc/kubernetes/bootstrap-configs/kube-scheduler-config.yaml
+    cp kube-scheduler-bootstrap/bootstrap-manifests/* bootstrap-manifests/
+    cp kube-scheduler-bootstrap/manifests/* manifests/
+
+    touch kube-scheduler-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f ingress-operator-bootstrap.done ]
+then
+    record_service_stage_start "ingress-operator-bootstrap"
+    echo "Rendering Ingress Operator core manifests..."
+
+    rm --recursive --force ingress-operator-bootstrap
+
+    bootkube_podman_run \\
+        --name ingress-render \\
+        --volume "$PWD:/assets:z" \\
+        "${INGRESS_OPERATOR_IMAGE}" \\
+        render \\
+        --prefix=cluster-ingress- \\
+        --output-dir=/assets/ingress-operator-manifests
+
+    cp ingress-operator-manifests/* manifests/
+
+    touch ingress-operator-bootstrap.done
+    record_service_stage_success
+fi
+
+if [ ! -f mco-bootstrap.done ]
+then
+    record_service_stage_start "mco-bootstrap"
+    echo "Rendering MCO manifests..."
+
+    rm --recursive --force mco-bootstrap
+
+    bootkube_podman_run \\
+        --name mco-render \\
+        --user 0 \\
+        --volume "$PWD:/assets:z" \\
+        "${MACHINE_CONFIG_OPERATOR_IMAGE}" \\
+        bootstrap \\
+            --root-ca=/assets/tls/root-ca.crt \\
+            --kube-ca=/assets/tls/kube-apiserver-complete-client-ca-bundle.crt \\
+            --config-file=/assets/manifests/cluster-config.yaml \\
+            --dest-dir=/assets/mco-bootstrap \\
+            --pull-secret=/assets/manifests/openshift-config-secret-pull-secret.yaml \\
+            --release-image="${RELEASE_IMAGE_DIGEST}" \\
+            --machine-config-operator-image="${MACHINE_CONFIG_OPERATOR_IMAGE}" \\
+            --machine-config-oscontent-image="${MACHINE_CONFIG_OSCONTENT}" \\
+            --infra-image="${MACHINE_CONFIG_INFRA_IMAGE}" \\
+            --keepalived-image="$(image_for keepalived-ipfailover)" \\
+            --coredns-image="$(image_for coredns)" \\
+            --haproxy-image="$(image_for haproxy-router)" \\
+            --baremetal-runtimecfg-image="$(image_for baremetal-runtimecfg)" \\
+            --cloud-config-file=/assets/manifests/cloud-provider-config.yaml \\
+            --cluster-etcd-operator-image="${CLUSTER_ETCD_OPERATOR_IMAGE}"
+
+    # Bootstrap MachineConfigController uses /etc/mcc/bootstrap/manifests/ dir to
+    # 1. read the controller config rendered by MachineConfigOperator
+    # 2. read the default MachineConfigPools rendered by MachineConfigOperator
+    # 3. read any additional MachineConfigs that are needed for the default MachineConfigPools.
+    mkdir --parents /etc/mcc/bootstrap /etc/mcs/bootstrap /etc/kubernetes/manifests
+    cp mco-bootstrap/bootstrap/manifests/* /etc/mcc/bootstrap/
+    cp openshift/* /etc/mcc/bootstrap/
+    cp mco-bootstrap/bootstrap/machineconfigoperator-bootstrap-pod.yaml /etc/kubernetes/manifests/
+    cp mco-bootstrap/manifests/* manifests/
+
+    # /etc/ssl/mcs/tls.{crt, key} are locations for MachineConfigServer's tls assets.
+    mkdir --parents /etc/ssl/mcs/
+    cp tls/machine-config-server.crt /etc/ssl/mcs/tls.crt
+    cp tls/machine-config-server.key /etc/ssl/mcs/tls.key
+
+    touch mco-bootstrap.done
+    record_service_stage_success
+fi
+
+# Wait for the etcd cluster to come up.
+until bootkube_podman_run \\
+        --name etcdctl \\
+        --env ETCDCTL_API=3 \\
+        --volume /opt/openshift/tls:/opt/openshift/tls:ro,z \\
+        --entrypoint etcdctl \\
+        "${MACHINE_CONFIG_ETCD_IMAGE}" \\
+        --dial-timeout=10m \\
+        --cacert=/opt/openshift/tls/etcd-ca-bundle.crt \\
+        --cert=/opt/openshift/tls/etcd-client.crt \\
+        --key=/opt/openshift/tls/etcd-client.key \\
+        --endpoints="${ETCD_ENDPOINTS}" \\
+        endpoint health
+do
+    echo "etcdctl failed. Retrying in 5 seconds..."
+    sleep 5
+done
+
+echo "Starting cluster-bootstrap..."
+record_service_stage_start "cb-bootstrap"
+if [ ! -f cb-bootstrap.done ]
+then
+    bootkube_podman_run \\
+        --name cluster-bootstrap \\
+        --volume "$PWD:/assets:z" \\
+        --volume /etc/kubernetes:/etc/kubernetes:z \\
+        "${CLUSTER_BOOTSTRAP_IMAGE}" \\
+        start --tear-down-early=false --asset-dir=/assets --required-pods="openshift-kube-apiserver/kube-apiserver,openshift-kube-scheduler/openshift-kube-scheduler,openshift-kube-controller-manager/kube-controller-manager,openshift-cluster-version/cluster-version-operator"
+
+    touch cb-bootstrap.done
+fi
+record_service_stage_success
+
+rm --force /etc/kubernetes/manifests/machineconfigoperator-bootstrap-pod.yaml
+
+if [ ! -z "$CLUSTER_ETCD_OPERATOR_IMAGE" ]
+then
+    record_service_stage_start "wait-for-ceo"
+    echo "Waiting for CEO to finish..."
+    bootkube_podman_run \\
+        --name wait-for-ceo \\
+        --volume "$PWD:/assets:z" \\
+        "${CLUSTER_ETCD_OPERATOR_IMAGE}" \\
+        /usr/bin/cluster-etcd-operator \\
+        wait-for-ceo \\
+        --kubeconfig /assets/auth/kubeconfig
+    record_service_stage_success
+fi
+
+# Workaround for https://github.com/opencontainers/runc/pull/1807
+touch /opt/openshift/.bootkube.done
+echo "bootkube.service complete"
+"""
+
+_REPORT_PROGRESS_SH = """\
+#!/usr/bin/env bash
+
+KUBECONFIG="${1}"
+
+wait_for_existance() {
+    local file="${1}"
+    while [ ! -f "${file}" ]
+    do
+        sleep 5
+    done
+}
+
+echo "Waiting for bootkube to complete..."
+wait_for_existance /opt/openshift/.bootkube.done
+
+echo "Reporting install progress..."
+while ! oc --kubeconfig="$KUBECONFIG" create -f - <<-EOF
+	apiVersion: v1
+	kind: ConfigMap
+	metadata:
+	  name: bootstrap
+	  namespace: kube-system
+	data:
+	  status: complete
+	EOF
+do
+    sleep 5
+done
+"""
+
+_APPROVE_CSR_SH = """\
+#!/usr/bin/env bash
+
+KUBECONFIG="${1}"
+
+echo "Approving all CSR requests until bootstrapping is complete..."
+while [ ! -f /opt/openshift/.bootkube.done ]
+do
+    oc --kubeconfig="$KUBECONFIG" get csr --no-headers | grep Pending | \\
+        awk '{print $1}' | \\
+        xargs --no-run-if-empty oc --kubeconfig="$KUBECONFIG" adm certificate approve
+    sleep 20
+done
+"""
+
+_KUBELET_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+
+. /usr/local/bin/release-image.sh
+
+/usr/bin/kubelet \\
+    --anonymous-auth=false \\
+    --container-runtime=remote \\
+    --container-runtime-endpoint=/var/run/crio/crio.sock \\
+    --runtime-request-timeout="${KUBELET_RUNTIME_REQUEST_TIMEOUT:-2m}" \\
+    --pod-manifest-path=/etc/kubernetes/manifests \\
+    --minimum-container-ttl-duration=6m0s \\
+    --cluster-domain=cluster.local \\
+    --cgroup-driver=systemd \\
+    --serialize-image-pulls=false \\
+    --v=2 \\
+    --volume-plugin-dir=/etc/kubernetes/kubelet-plugins/volume/exec \\
+    --pod-infra-container-image="$(image_for pod)"
+"""
+
+_CRIO_CONFIGURE_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+
+. /usr/local/bin/release-image.sh
+
+# Pin the pause image of the release so CRI-O does not pull a different one.
+MACHINE_CONFIG_INFRA_IMAGE=$(image_for pod)
+mkdir --parents /etc/crio/crio.conf.d
+cat > /etc/crio/crio.conf.d/01-pause-image.conf <<EOF
+[crio.image]
+pause_image = "${MACHINE_CONFIG_INFRA_IMAGE}"
+pause_image_auth_file = "/var/lib/kubelet/config.json"
+EOF
+cp /root/.docker/config.json /var/lib/kubelet/config.json
+"""
+
+_INSTALLER_GATHER_SH = """\
+#!/usr/bin/env bash
+# Collects logs and cluster state from the bootstrap node for
+# `openshift-install gather bootstrap`.
+
+if test "x${1}" = 'x--id'
+then
+    GATHER_ID="${2}"
+    shift 2
+fi
+
+ARTIFACTS="/tmp/artifacts-${GATHER_ID}"
+mkdir -p "${ARTIFACTS}"
+
+echo "Gathering bootstrap service records ..."
+mkdir -p "${ARTIFACTS}/bootstrap/services"
+sudo cp -r /var/log/openshift/* "${ARTIFACTS}/bootstrap/services/"
+
+echo "Gathering bootstrap systemd summary ..."
+LANG=POSIX systemctl list-units --state=failed >& "${ARTIFACTS}/failed-units.txt"
+
+echo "Gathering bootstrap failed systemd unit status ..."
+mkdir -p "${ARTIFACTS}/unit-status"
+sed -n 's/^\\* \\([^ ]*\\) .*/\\1/p' < "${ARTIFACTS}/failed-units.txt" | while read -r UNIT
+do
+    systemctl status --full "${UNIT}" >& "${ARTIFACTS}/unit-status/${UNIT}.txt"
+    journalctl -u "${UNIT}" > "${ARTIFACTS}/unit-status/${UNIT}.log"
+done
+
+echo "Gathering bootstrap journals ..."
+mkdir -p "${ARTIFACTS}/bootstrap/journals"
+for service in release-image crio-configure bootkube kubelet crio approve-csr
+do
+    journalctl --boot --no-pager --output=short --unit="${service}" > "${ARTIFACTS}/bootstrap/journals/${service}.log"
+done
+
+echo "Gathering bootstrap networking ..."
+mkdir -p "${ARTIFACTS}/bootstrap/network"
+ip addr >& "${ARTIFACTS}/bootstrap/network/ip-addr.txt"
+ip route >& "${ARTIFACTS}/bootstrap/network/ip-route.txt"
+hostname >& "${ARTIFACTS}/bootstrap/network/hostname.txt"
+cp -r /etc/resolv.conf "${ARTIFACTS}/bootstrap/network/"
+
+echo "Gathering bootstrap containers ..."
+mkdir -p "${ARTIFACTS}/bootstrap/containers"
+sudo crictl ps --all --quiet | while read -r container
+do
+    container_name="$(sudo crictl ps -a --id "${container}" -v | grep -oP "Name: \\\\K(.*)")"
+    sudo crictl logs "${container}" >& "${ARTIFACTS}/bootstrap/containers/${container_name}-${container}.log"
+    sudo crictl inspect "${container}" >& "${ARTIFACTS}/bootstrap/containers/${container_name}-${container}.inspect"
+done
+sudo podman ps --all --format "{{ .ID }} {{ .Names }}" | while read -r container_id container_name
+do
+    sudo podman logs "${container_id}" >& "${ARTIFACTS}/bootstrap/containers/${container_name}.log"
+    sudo podman inspect "${container_id}" >& "${ARTIFACTS}/bootstrap/containers/${container_name}.inspect"
+done
+
+echo "Gathering rendered assets..."
+mkdir -p "${ARTIFACTS}/rendered-assets"
+sudo cp -r /var/opt/openshift/ "${ARTIFACTS}/rendered-assets"
+sudo chown -R "${USER}":"${USER}" "${ARTIFACTS}/rendered-assets"
+sudo find "${ARTIFACTS}/rendered-assets" -type d -print0 | xargs -0 sudo chmod u+x
+# remove sensitive information
+find "${ARTIFACTS}/rendered-assets" -name "*.key" -print0 | xargs -0 rm -f
+find "${ARTIFACTS}/rendered-assets" -name "*kubeconfig*" -print0 | xargs -0 rm -f
+find "${ARTIFACTS}/rendered-assets" -name "*.kubeconfig" -print0 | xargs -0 rm -f
+
+echo "Gather remote logs"
+export MASTERS=()
+if [ "$#" -ne 0 ]; then
+    MASTERS=( "$@" )
+fi
+for master in "${MASTERS[@]}"
+do
+    echo "Collecting info from ${master}"
+    scp -o PreferredAuthentications=publickey -o StrictHostKeyChecking=false -o UserKnownHostsFile=/dev/null -q /usr/local/bin/installer-masters-gather.sh "core@[${master}]:"
+    mkdir -p "${ARTIFACTS}/control-plane/${master}"
+    ssh -o PreferredAuthentications=publickey -o StrictHostKeyChecking=false -o UserKnownHostsFile=/dev/null "core@${master}" -C "sudo ./installer-masters-gather.sh --id '${GATHER_ID}'" </dev/null
+    scp -o PreferredAuthentications=publickey -o StrictHostKeyChecking=false -o UserKnownHostsFile=/dev/null -r -q "core@[${master}]:/tmp/artifacts-${GATHER_ID}/*" "${ARTIFACTS}/control-plane/${master}/"
+done
+
+TAR_FILE="${TAR_FILE:-${HOME}/log-bundle-${GATHER_ID}.tar.gz}"
+tar cz -C "${ARTIFACTS}" --transform "s?^\\.?log-bundle-${GATHER_ID}?" . > "${TAR_FILE}"
+echo "Log bundle written to ${TAR_FILE}"
+"""
+
+_UNIT_BOOTKUBE = """\
+[Unit]
+Description=Bootstrap a Kubernetes cluster
+Requires=crio-configure.service
+Wants=kubelet.service
+After=kubelet.service crio-configure.service
+ConditionPathExists=!/opt/openshift/.bootkube.done
+
+[Service]
+WorkingDirectory=/opt/openshift
+ExecStart=/usr/local/bin/bootkube.sh
+
+Restart=on-failure
+RestartSec=5s
+"""
+
+_UNIT_KUBELET = """\
+[Unit]
+Description=Kubernetes Kubelet
+Wants=rpc-statd.service crio.service release-image.service
+After=crio.service release-image.service
+
+[Service]
+Type=notify
+ExecStartPre=/bin/mkdir --parents /etc/kubernetes/manifests
+ExecStartPre=/bin/rm -f /var/lib/kubelet/cpu_manager_state
+ExecStartPre=/bin/rm -f /var/lib/kubelet/memory_manager_state
+EnvironmentFile=-/etc/kubernetes/kubelet-workaround
+EnvironmentFile=-/etc/kubernetes/kubelet-env
+
+ExecStart=/usr/local/bin/kubelet.sh
+
+Restart=always
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+_UNIT_RELEASE_IMAGE = """\
+[Unit]
+Description=Download the OpenShift Release Image
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/bin/release-image-download.sh
+RemainAfterExit=true
+"""
+
+_UNIT_PROGRESS = """\
+[Unit]
+Description=Report the completion of the cluster bootstrap process
+# Report that the bootstrap process completed after bootkube.service completes
+Wants=bootkube.service
+After=bootkube.service
+
+[Service]
+ExecStart=/usr/local/bin/report-progress.sh /opt/openshift/auth/kubeconfig
+
+Restart=on-failure
+RestartSec=5s
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+_UNIT_APPROVE_CSR = """\
+[Unit]
+Description=Approve CSRs during bootstrap phase
+Wants=bootkube.service
+After=bootkube.service
+
+[Service]
+ExecStart=/usr/local/bin/approve-csr.sh /opt/openshift/auth/kubeconfig
+
+Restart=on-failure
+RestartSec=5s
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+_UNIT_CRIO_CONFIGURE = """\
+[Unit]
+Description=Configure CRI-O to use the pause image
+After=release-image.service
+Requires=release-image.service
+Before=crio.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/bin/crio-configure.sh
+RemainAfterExit=true
+
+[Install]
+RequiredBy=crio.service
+"""
+
+_UNIT_CHOWN_GATEWAYD_KEY = """\
+[Unit]
+Description=Change ownership of journal-gatewayd.key
+Before=systemd-journal-gatewayd.socket
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/chown systemd-journal-gateway:systemd-journal-gateway /opt/openshift/tls/journal-gatewayd.key
+RemainAfterExit=yes
+
+[Install]
+RequiredBy=systemd-journal-gatewayd.socket
+"""
+
+_UNIT_GATEWAYD_SOCKET = """\
+[Unit]
+Description=Journal Gateway Service Socket
+Documentation=man:systemd-journal-gatewayd(8)
+
+[Socket]
+ListenStream=19531
+
+[Install]
+WantedBy=sockets.target
+"""
+
+_DROPIN_GATEWAYD_CERTS = """\
+[Service]
+ExecStart=
+ExecStart=/usr/lib/systemd/systemd-journal-gatewayd \\
+  --key=/opt/openshift/tls/journal-gatewayd.key \\
+  --cert=/opt/openshift/tls/journal-gatewayd.crt \\
+  --trust=/opt/openshift/tls/root-ca.crt
+"""
+
+
+def _units() -> list[dict[str, Any]]:
+    """systemd units, enabled exactly where the installer enables them; keys in Go struct order."""
+    return [
+        {"contents": _UNIT_APPROVE_CSR, "enabled": True, "name": "approve-csr.service"},
+        {"contents": _UNIT_BOOTKUBE, "name": "bootkube.service"},
+        {"contents": _UNIT_CHOWN_GATEWAYD_KEY, "enabled": True, "name": "chown-gatewayd-key.service"},
+        {"contents": _UNIT_CRIO_CONFIGURE, "name": "crio-configure.service"},
+        {"contents": _UNIT_KUBELET, "enabled": True, "name": "kubelet.service"},
+        {"contents": _UNIT_PROGRESS, "enabled": True, "name": "progress.service"},
+        {"contents": _UNIT_RELEASE_IMAGE, "name": "release-image.service"},
+        {
+            "dropins": [{"contents": _DROPIN_GATEWAYD_CERTS, "name": "certs.conf"}],
+            "name": "systemd-journal-gatewayd.service",
+        },
+        {"contents": _UNIT_GATEWAYD_SOCKET, "enabled": True, "name": "systemd-journal-gatewayd.socket"},
+    ]
+
+
+def _ign_file(path: str, data: str | bytes, mode: int) -> dict[str, Any]:
+    """A storage.files entry shaped like the installer's (Go struct field order, uncompressed data URL)."""
+    return {
+        "overwrite": True,
+        "path": path,
+        "user": {"name": "root"},
+        "contents": {"source": _DATA_URL + _b64(data), "verification": {}},
+        "mode": mode,
+    }
+
+
+def _bootstrap_files(
+    cluster: _Cluster, pki: _PKI, kubeconfigs: dict[str, str], password_hash: str
+) -> list[dict[str, Any]]:
+    values = {"RELEASE_IMAGE": RELEASE_IMAGE, "INSTALLER_VERSION": INSTALLER_VERSION}
+    scripts = {
+        "approve-csr.sh": _APPROVE_CSR_SH,
+        "bootkube.sh": _BOOTKUBE_SH,
+        "bootstrap-service-record.sh": _SERVICE_RECORD_SH,
+        "crio-configure.sh": _CRIO_CONFIGURE_SH,
+        "installer-gather.sh": _INSTALLER_GATHER_SH,
+        "kubelet.sh": _KUBELET_SH,
+        "release-image-download.sh": _RELEASE_IMAGE_DOWNLOAD_SH,
+        "release-image.sh": _RELEASE_IMAGE_SH,
+        "report-progress.sh": _REPORT_PROGRESS_SH,
+    }
+    files = [_ign_file(f"/usr/local/bin/{name}", _fill(text, **values), _MODE_SCRIPT) for name, text in scripts.items()]
+    files += [
+        _ign_file("/etc/motd", _MOTD, _MODE_FILE),
+        _ign_file("/etc/containers/registries.conf", _REGISTRIES_CONF, _MODE_FILE),
+        _ign_file("/root/.docker/config.json", cluster.pull_secret, _MODE_SECRET),
+        _ign_file("/etc/kubernetes/kubeconfig", kubeconfigs["kubelet"], _MODE_SECRET),
+        _ign_file("/opt/openshift/auth/kubeconfig", kubeconfigs["admin-internal"], _MODE_SECRET),
+        _ign_file("/opt/openshift/auth/kubeconfig-kubelet", kubeconfigs["kubelet"], _MODE_SECRET),
+        _ign_file("/opt/openshift/auth/kubeconfig-loopback", kubeconfigs["loopback"], _MODE_SECRET),
+    ]
+    if cluster.trust_bundle:
+        files.append(_ign_file("/etc/pki/ca-trust/source/anchors/ca.crt", cluster.trust_bundle, _MODE_FILE))
+    if cluster.has_proxy:
+        env = {"HTTP_PROXY": cluster.proxy.get("httpProxy"), "HTTPS_PROXY": cluster.proxy.get("httpsProxy")}
+        lines = ["[Manager]"] + [f'DefaultEnvironment="{var}={url}"' for var, url in env.items() if url]
+        lines.append(f'DefaultEnvironment="NO_PROXY={_no_proxy(cluster)}"')
+        files.append(_ign_file("/etc/systemd/system.conf.d/10-default-env.conf", "\n".join(lines) + "\n", _MODE_FILE))
+    for name, pair in pki.certs.items():
+        files.append(_ign_file(f"/opt/openshift/tls/{name}.crt", pair.cert, _MODE_SECRET))
+        files.append(_ign_file(f"/opt/openshift/tls/{name}.key", pair.key, _MODE_SECRET))
+    for name, bundle in pki.bundles.items():
+        files.append(_ign_file(f"/opt/openshift/tls/{name}.crt", bundle, _MODE_SECRET))
+    files.append(_ign_file("/opt/openshift/tls/service-account.key", pki.service_account.key, _MODE_SECRET))
+    files.append(_ign_file("/opt/openshift/tls/service-account.pub", pki.service_account.public_pem, _MODE_SECRET))
+    for path, doc in _manifests(cluster, pki, password_hash).items():
+        files.append(_ign_file(f"/opt/openshift/{path}", _yaml(doc), _MODE_FILE))
+    return files
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def generate(install_config_yaml: str) -> dict[str, bytes]:
+    """Return {relative path: content} exactly like `openshift-install create ignition-configs --dir D` leaves in D.
+
+    Keys are OUTPUT_FILES.  Deterministic: everything is seeded from a sha256 of the install-config.
+    Raises ValueError for an install-config that is not a YAML mapping, lacks metadata.name or
+    baseDomain, is otherwise malformed, has invalid network CIDRs or a pullSecret that is not JSON.
+    """
+    rand = _Rand(hashlib.sha256(install_config_yaml.encode()).digest())
+    try:
+        cluster = _parse(install_config_yaml, rand)
+    except (KeyError, TypeError, AttributeError) as err:  # e.g. a network entry without "cidr"
+        raise ValueError(f"install-config has an unexpected shape: {err!r}") from err
+    pki = _pki(cluster, rand)
+    certs, bundles = pki.certs, pki.bundles
+    server_ca = bundles["kube-apiserver-complete-server-ca-bundle"]
+    admin, kubelet = certs["admin-kubeconfig-client"], certs["kubelet-client"]
+    api, api_int = f"https://{cluster.api}:6443", f"https://{cluster.api_int}:6443"
+    localhost_ca = bundles["kube-apiserver-localhost-ca-bundle"]
+    kubeconfigs = {
+        "admin": _kubeconfig(cluster, api, server_ca, "admin", admin),
+        "admin-internal": _kubeconfig(cluster, api_int, server_ca, "admin", admin),
+        "kubelet": _kubeconfig(cluster, api_int, server_ca, "kubelet", kubelet),
+        "loopback": _kubeconfig(cluster, "https://localhost:6443", localhost_ca, "loopback", admin),
+    }
+    password = _kubeadmin_password(rand)
+    # Stands in for the bcrypt hash the installer stores; only its shape matters here.
+    password_hash = "$2a$10$" + rand.text("kubeadmin-hash", _BCRYPT_ALPHABET, 53)
+    bootstrap = {
+        # Empty objects mirror Go's encoding of the installer's non-pointer structs.
+        "ignition": {
+            "config": {"replace": {"verification": {}}},
+            "proxy": {},
+            "security": {"tls": {}},
+            "timeouts": {},
+            "version": IGNITION_VERSION,
+        },
+        "passwd": {"users": [_core_user(cluster)]},
+        "storage": {"files": _bootstrap_files(cluster, pki, kubeconfigs, password_hash)},
+        "systemd": {"units": _units()},
+    }
+    metadata = {"clusterName": cluster.name, "clusterID": cluster.cluster_id, "infraID": cluster.infra_id}
+    root_ca = certs["root-ca"].cert
+    return {
+        "bootstrap.ign": _json(bootstrap),
+        "master.ign": _pointer_ignition(cluster, "master", root_ca),
+        "worker.ign": _pointer_ignition(cluster, "worker", root_ca),
+        "metadata.json": _json(metadata),
+        "auth/kubeconfig": kubeconfigs["admin"].encode(),
+        "auth/kubeadmin-password": password.encode(),
+    }
+
+
+def write_files(files: dict[str, bytes], directory: Path) -> None:
+    for relative, content in files.items():
+        target = directory / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """Report usage errors to main() instead of exiting, so main() returns its status."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.format_usage()}{self.prog}: error: {message}")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="python -m tools.sample_installer", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    create = commands.add_parser("create", help="like openshift-install create (ignition-configs only)")
+    create.add_argument("asset", choices=["ignition-configs"])
+    create.add_argument("--dir", type=Path, default=Path("."), help="assets directory holding install-config.yaml")
+    # Accepted so callers can pass the real installer's flag; logging is not simulated.
+    create.add_argument("--log-level", choices=["debug", "info", "warn", "error"], default="info")
+    samples = commands.add_parser("write-samples", help="write the set into --out, keeping the install-config")
+    samples.add_argument("--out", type=Path, required=True)
+    samples.add_argument("--install-config", type=Path, required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        source = args.dir / "install-config.yaml" if args.command == "create" else args.install_config
+        try:
+            text = source.read_text()
+        except OSError as err:
+            raise _UsageError(f"cannot read install-config: {err}") from err
+        try:
+            files = generate(text)
+        except ValueError as err:
+            raise _UsageError(f"invalid install-config {source}: {err}") from err
+    except _UsageError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if args.command == "create":
+        write_files(files, args.dir)
+        (args.dir / ".openshift_install_state.json").write_text("{}")
+        source.unlink()  # the real installer consumes install-config.yaml too
+    else:
+        write_files(files, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
