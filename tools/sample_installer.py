@@ -30,17 +30,12 @@ from typing import Any, NoReturn, Sequence
 
 import yaml
 
+from ignition.installer_assets import ASSET_FILES
+
 IGNITION_VERSION = "3.2.0"
 RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.12.0-x86_64"
 INSTALLER_VERSION = "v4.12.0"
-OUTPUT_FILES = (
-    "bootstrap.ign",
-    "master.ign",
-    "worker.ign",
-    "metadata.json",
-    "auth/kubeconfig",
-    "auth/kubeadmin-password",
-)
+OUTPUT_FILES = ASSET_FILES
 FAKE_MARKER = "FAKE tools/sample_installer.py"
 
 _DATA_URL = "data:text/plain;charset=utf-8;base64,"

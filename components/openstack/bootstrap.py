@@ -16,7 +16,7 @@ import pulumi_openstack as openstack
 import yaml
 
 from cluster.firewall import helper_rules
-from components.openstack.common import ClusterContext
+from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
 from components.openstack.security import security_group
 from ignition import assembly
@@ -57,8 +57,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         self,
         name: str,
         cluster: ClusterContext,
-        network_id: pulumi.Input[str],
-        subnet_id: pulumi.Input[str],
+        subnet: Subnet,
         served_config: pulumi.Output[str],
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -73,8 +72,8 @@ class BootstrapHelper(pulumi.ComponentResource):
         port = openstack.networking.Port(
             f"{name}-port",
             name=cluster.named("bootstrap-helper"),
-            network_id=network_id,
-            fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet_id, ip_address=str(plan.helper_ip))],
+            network_id=subnet.network_id,
+            fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(plan.helper_ip))],
             security_group_ids=[group.id],
             tags=cluster.tags,
             opts=child,
@@ -125,8 +124,7 @@ class Bootstrap(pulumi.ComponentResource):
         self,
         name: str,
         cluster: ClusterContext,
-        network_id: pulumi.Input[str],
-        subnet_id: pulumi.Input[str],
+        subnet: Subnet,
         security_group_id: pulumi.Input[str],
         user_data: pulumi.Output[str],
         served_config: pulumi.Output[str],
@@ -135,8 +133,8 @@ class Bootstrap(pulumi.ComponentResource):
         super().__init__("ocp:openstack:Bootstrap", name, None, opts)
         config, plan = cluster.config, cluster.plan
         node = plan.bootstrap
-        helper = BootstrapHelper(f"{name}-helper", cluster, network_id, subnet_id, served_config, pulumi.ResourceOptions(parent=self))
-        port = node_port(f"{name}-node", cluster, node, network_id, subnet_id, security_group_id, (plan.api_vip,), self)
+        helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, pulumi.ResourceOptions(parent=self))
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_id, (plan.api_vip,), self)
         role = config.masters.model_copy(
             update={
                 "flavor": config.bootstrap.flavor or config.masters.flavor,

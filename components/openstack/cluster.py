@@ -50,13 +50,12 @@ class OpenStackCluster(pulumi.ComponentResource):
 
         network = Network(f"{name}-network", cluster, child)
         security = SecurityGroups(f"{name}-security", cluster, child)
-        vips = VipPorts(f"{name}-vips", cluster, network.network_id, network.subnet_id, child)
+        vips = VipPorts(f"{name}-vips", cluster, network.subnet, child)
         if plan.bootstrap_enabled:
             Bootstrap(
                 f"{name}-bootstrap",
                 cluster,
-                network.network_id,
-                network.subnet_id,
+                network.subnet,
                 security.master.id,
                 user_data(plan.bootstrap.name),
                 ignitions.apply(lambda by_name: by_name[plan.bootstrap.name].served),
@@ -65,8 +64,7 @@ class OpenStackCluster(pulumi.ComponentResource):
         ControlPlane(
             f"{name}-control-plane",
             cluster,
-            network.network_id,
-            network.subnet_id,
+            network.subnet,
             security.master.id,
             {node.name: user_data(node.name) for node in plan.masters},
             child,
@@ -75,8 +73,7 @@ class OpenStackCluster(pulumi.ComponentResource):
             Workers(
                 f"{name}-workers",
                 cluster,
-                network.network_id,
-                network.subnet_id,
+                network.subnet,
                 security.worker.id,
                 {node.name: user_data(node.name) for node in plan.workers},
                 child,

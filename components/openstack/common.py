@@ -11,6 +11,14 @@ from cluster.config import ClusterConfig
 
 
 @dataclass(frozen=True)
+class Subnet:
+    """Where node ports go: created by the Network component or adopted."""
+
+    network_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+
+
+@dataclass(frozen=True)
 class ClusterContext:
     """Pure facts plus the installer-derived values every component needs."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.openstack.common import ClusterContext
+from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import MachineSet
 
 
@@ -13,8 +13,7 @@ class ControlPlane(MachineSet):
         self,
         name: str,
         cluster: ClusterContext,
-        network_id: pulumi.Input[str],
-        subnet_id: pulumi.Input[str],
+        subnet: Subnet,
         security_group_id: pulumi.Input[str],
         user_data: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
@@ -29,8 +28,7 @@ class ControlPlane(MachineSet):
             cluster.config.masters,
             # Masters may hold the API VIP, and the Ingress VIP when they run the routers.
             (plan.api_vip, plan.ingress_vip),
-            network_id,
-            subnet_id,
+            subnet,
             security_group_id,
             user_data,
             one_at_a_time=True,

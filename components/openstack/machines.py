@@ -10,15 +10,14 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import Node
 from cluster.config import RoleBase
-from components.openstack.common import ClusterContext
+from components.openstack.common import ClusterContext, Subnet
 
 
 def node_port(
     name: str,
     cluster: ClusterContext,
     node: Node,
-    network_id: pulumi.Input[str],
-    subnet_id: pulumi.Input[str],
+    subnet: Subnet,
     security_group_id: pulumi.Input[str],
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
@@ -26,8 +25,8 @@ def node_port(
     return openstack.networking.Port(
         f"{name}-port",
         name=node.name,
-        network_id=network_id,
-        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet_id, ip_address=str(node.ip))],
+        network_id=subnet.network_id,
+        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))],
         security_group_ids=[security_group_id],
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
@@ -92,8 +91,7 @@ class MachineSet(pulumi.ComponentResource):
         nodes: Sequence[Node],
         role: RoleBase,
         vips: Sequence[IPv4Address],
-        network_id: pulumi.Input[str],
-        subnet_id: pulumi.Input[str],
+        subnet: Subnet,
         security_group_id: pulumi.Input[str],
         user_data: dict[str, pulumi.Output[str]],
         one_at_a_time: bool,
@@ -109,7 +107,7 @@ class MachineSet(pulumi.ComponentResource):
         self.servers = []
         for node in nodes:
             node_name = f"{name}-{node.role}-{node.index}"
-            port = node_port(node_name, cluster, node, network_id, subnet_id, security_group_id, vips, self)
+            port = node_port(node_name, cluster, node, subnet, security_group_id, vips, self)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
             after = [self.servers[-1]] if one_at_a_time and self.servers else []

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_openstack as openstack
 
-from components.openstack.common import ClusterContext
+from components.openstack.common import ClusterContext, Subnet
 
 
 class Network(pulumi.ComponentResource):
-    network_id: pulumi.Output[str]
-    subnet_id: pulumi.Output[str]
+    subnet: Subnet
 
     def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ocp:openstack:Network", name, None, opts)
@@ -19,8 +18,7 @@ class Network(pulumi.ComponentResource):
         existing = config.openstack.existing_network
         if existing is not None:
             # The user's subnet: its DHCP pool is theirs to keep clear of our fixed addresses.
-            self.network_id = pulumi.Output.from_input(existing.network_id)
-            self.subnet_id = pulumi.Output.from_input(existing.subnet_id)
+            self.subnet = Subnet(existing.network_id, existing.subnet_id)
         else:
             child = pulumi.ResourceOptions(parent=self)
             network = openstack.networking.Network(
@@ -59,6 +57,5 @@ class Network(pulumi.ComponentResource):
             openstack.networking.RouterInterface(
                 f"{name}-router-interface", router_id=router.id, subnet_id=subnet.id, opts=child
             )
-            self.network_id = network.id
-            self.subnet_id = subnet.id
-        self.register_outputs({"networkId": self.network_id, "subnetId": self.subnet_id})
+            self.subnet = Subnet(network.id, subnet.id)
+        self.register_outputs({"networkId": self.subnet.network_id, "subnetId": self.subnet.subnet_id})

@@ -7,7 +7,7 @@ from ipaddress import IPv4Address
 import pulumi
 import pulumi_openstack as openstack
 
-from components.openstack.common import ClusterContext
+from components.openstack.common import ClusterContext, Subnet
 
 
 class VipPorts(pulumi.ComponentResource):
@@ -18,8 +18,7 @@ class VipPorts(pulumi.ComponentResource):
         self,
         name: str,
         cluster: ClusterContext,
-        network_id: pulumi.Input[str],
-        subnet_id: pulumi.Input[str],
+        subnet: Subnet,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:VipPorts", name, None, opts)
@@ -33,8 +32,8 @@ class VipPorts(pulumi.ComponentResource):
             port = openstack.networking.Port(
                 f"{name}-{vip}-port",
                 name=cluster.named(f"{vip}-port"),
-                network_id=network_id,
-                fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet_id, ip_address=str(address))],
+                network_id=subnet.network_id,
+                fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(address))],
                 description=f"{vip} VIP, held by keepalived on the nodes (status DOWN is normal)",
                 tags=cluster.tags,
                 opts=pulumi.ResourceOptions(parent=self),
