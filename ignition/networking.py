@@ -191,7 +191,9 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan) -> Additions:
             File(REDIRECT_SCRIPT, render("api-vip-redirect.sh.j2").encode(), 0o755),
             File(REDIRECT_CONFIG, env.encode()),
         ),
-        units=(Unit(REDIRECT_UNIT, render("api-vip-redirect.service.j2", script=REDIRECT_SCRIPT, config=REDIRECT_CONFIG)),),
+        units=(
+            Unit(REDIRECT_UNIT, render("api-vip-redirect.service.j2", script=REDIRECT_SCRIPT, config=REDIRECT_CONFIG)),
+        ),
     )
 
 
@@ -212,10 +214,11 @@ def _dns(config: ClusterConfig, plan: AddressPlan, node: Node) -> Additions:
     dispatcher = render("local-dns-dispatcher.sh.j2", node_ip=node.ip, domain=domain)
     command = ["/usr/bin/coredns", "-conf", COREFILE]
     liveness = {"path": "/health", "port": DNS_HEALTH_PORT}
+    image = config.networking.coredns_image
     return Additions(
         files=(
             File(COREFILE, corefile.encode()),
-            _static_pod("coredns", config.networking.coredns_image, command, COREFILE, privileged=True, liveness=liveness),
+            _static_pod("coredns", image, command, COREFILE, privileged=True, liveness=liveness),
             File(DISPATCHER, dispatcher.encode(), 0o755),
         )
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from jinja2 import UndefinedError
 
 from cluster.addresses import AddressPlan, Node, plan_addresses
 from cluster.config import ClusterConfig, ConfigError, load_config
@@ -33,6 +34,7 @@ from ignition.networking import (
     node_additions,
     vrids,
 )
+from ignition.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 IDENTITY = ClusterIdentity(infra_id="ocp4-x7k2p", secret=b"cluster secret one")
@@ -91,6 +93,10 @@ def keepalived(text: str) -> dict[str, dict[str, Any]]:
     return instances
 
 
+def vrrp(config: ClusterConfig, node: Node, identity: ClusterIdentity = IDENTITY) -> dict[str, dict[str, Any]]:
+    return keepalived(files_of(config, node, identity)[KEEPALIVED_CONF].decode())
+
+
 def effective_priority(instance: dict[str, Any], passing: set[str]) -> int | None:
     """keepalived's priority with the given checks passing; None when a weight-0 check fails (FAULT)."""
     priority = instance["priority"]
@@ -147,7 +153,8 @@ def test_vrid_overrides_and_the_derived_one_steps_aside():
     clash = vrids(dev_config(ingressVrid=derived["api"]), IDENTITY)
     assert clash["ingress"] == derived["api"] and clash["api"] != clash["ingress"]
     assert vrids(dev_config(apiVrid=3, ingressVrid=4), IDENTITY) == {"api": 3, "ingress": 4}
-    rendered = keepalived(files_of(dev_config(apiVrid=3, ingressVrid=4, workers=0), plan_addresses(dev_config()).masters[0])[KEEPALIVED_CONF].decode())
+    overridden = dev_config(apiVrid=3, ingressVrid=4, workers=0)
+    rendered = vrrp(overridden, plan_addresses(overridden).masters[0])
     assert (rendered["api"]["vrid"], rendered["ingress"]["vrid"]) == (3, 4)
 
 
@@ -175,7 +182,7 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
     config = dev_config(workers=0)
 
     def passwords(identity: ClusterIdentity, cfg: ClusterConfig = config) -> dict[str, str]:
-        instances = keepalived(files_of(cfg, plan_addresses(cfg).masters[0], identity)[KEEPALIVED_CONF].decode())
+        instances = vrrp(cfg, plan_addresses(cfg).masters[0], identity)
         return {name: instance["password"] for name, instance in instances.items()}
 
     first = passwords(IDENTITY)
@@ -190,8 +197,7 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
 def test_api_vip_stays_on_the_bootstrap_while_it_lives_then_follows_a_ready_master():
     config = dev_config()
     plan = plan_addresses(config)
-    bootstrap = keepalived(files_of(config, plan.bootstrap)[KEEPALIVED_CONF].decode())["api"]
-    master = keepalived(files_of(config, plan.masters[0])[KEEPALIVED_CONF].decode())["api"]
+    bootstrap, master = vrrp(config, plan.bootstrap)["api"], vrrp(config, plan.masters[0])["api"]
     healthy_master = effective_priority(master, {"api_ready", "api_haproxy"})
     lb_only_master = effective_priority(master, {"api_haproxy"})  # its own API is down
     starting_master = effective_priority(master, set())
@@ -206,24 +212,25 @@ def test_api_vip_stays_on_the_bootstrap_while_it_lives_then_follows_a_ready_mast
 
 def test_ingress_vip_only_where_a_router_answers():
     config = dev_config()
-    worker = keepalived(files_of(config, plan_addresses(config).workers[0])[KEEPALIVED_CONF].decode())
-    assert set(worker) == {"ingress"}
-    assert effective_priority(worker["ingress"], set()) is None  # FAULT: never holds the VIP
-    assert effective_priority(worker["ingress"], {"router_ready"}) is not None
-    assert "http://localhost:1936/healthz/ready" in files_of(config, plan_addresses(config).workers[0])[KEEPALIVED_CONF].decode()
+    worker = plan_addresses(config).workers[0]
+    instances = vrrp(config, worker)
+    assert set(instances) == {"ingress"}
+    assert effective_priority(instances["ingress"], set()) is None  # FAULT: never holds the VIP
+    assert effective_priority(instances["ingress"], {"router_ready"}) is not None
+    assert "http://localhost:1936/healthz/ready" in files_of(config, worker)[KEEPALIVED_CONF].decode()
 
 
 def test_compact_cluster_puts_ingress_on_the_masters():
     compact = dev_config(workers=0)
     plan = plan_addresses(compact)
     for master in plan.masters:
-        instances = keepalived(files_of(compact, master)[KEEPALIVED_CONF].decode())
+        instances = vrrp(compact, master)
         assert set(instances) == {"api", "ingress"}
         assert instances["ingress"]["vip"] == f"{plan.ingress_vip}/32"
         assert instances["ingress"]["peers"] == [slot.ip for slot in plan.master_slots if slot != master]
     with_workers = dev_config()
     for master in plan_addresses(with_workers).masters:
-        assert set(keepalived(files_of(with_workers, master)[KEEPALIVED_CONF].decode())) == {"api"}
+        assert set(vrrp(with_workers, master)) == {"api"}
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -233,13 +240,13 @@ def test_peers_are_the_other_slots_of_the_same_vip(workers):
     api_candidates = [plan.bootstrap.ip] + [slot.ip for slot in plan.master_slots]
     ingress_candidates = [slot.ip for slot in (plan.worker_slots if workers else plan.master_slots)]
     for node in plan.nodes:
-        for name, instance in keepalived(files_of(config, node)[KEEPALIVED_CONF].decode()).items():
+        for name, instance in vrrp(config, node).items():
             candidates = api_candidates if name == "api" else ingress_candidates
             assert instance["src"] == node.ip
             assert node.ip not in instance["peers"]
             assert instance["peers"] == [ip for ip in candidates if ip != node.ip]
-    worker_peers = keepalived(files_of(dev_config(), plan_addresses(dev_config()).workers[0])[KEEPALIVED_CONF].decode())
-    assert len(worker_peers["ingress"]["peers"]) == 99  # every reserved slot but its own
+    if workers:
+        assert len(vrrp(config, plan.workers[0])["ingress"]["peers"]) == 99  # every reserved slot but its own
 
 
 # --- DNS, haproxy, what each node gets ---------------------------------------------------
@@ -316,6 +323,11 @@ EXPECTED_FILES["master"] = {
 }
 
 
+def test_templates_render_strictly():
+    with pytest.raises(UndefinedError):
+        render("keepalived.conf.j2", node_name="x")
+
+
 def test_what_each_role_gets():
     config = dev_config(corednsImage="registry.example.com/dns/coredns@sha256:" + "a" * 64)
     plan = plan_addresses(config)
@@ -374,7 +386,8 @@ def test_compact_cluster_changes_only_the_masters_keepalived_conf():
 
 def _digest() -> str:
     config = dev_config(workers=0)
-    parts = [assembly.dumps(assembly.with_additions({}, additions)) for additions in _additions_by_node(config).values()]
+    additions = _additions_by_node(config).values()
+    parts = [assembly.dumps(assembly.with_additions({}, item)) for item in additions]
     return hashlib.sha256("".join(parts).encode()).hexdigest()
 
 
@@ -392,7 +405,8 @@ def test_rendering_is_deterministic_across_processes():
 
 def pointer_like(role: str) -> dict[str, Any]:
     """About the size of the installer's master/worker pointer config (~2 KB)."""
-    ca = "-----BEGIN CERTIFICATE-----\n" + base64.b64encode(bytes(range(256)) * 4).decode() + "\n-----END CERTIFICATE-----\n"
+    body = base64.b64encode(bytes(range(256)) * 4).decode()
+    ca = f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
     return {
         "ignition": {
             "version": "3.2.0",

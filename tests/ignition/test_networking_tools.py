@@ -236,7 +236,7 @@ def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
     assert [path.name for path in target.parent.iterdir()] == ["resolv.conf"]
 
 
-def test_ignition_validate_accepts_a_master_with_everything(tmp_path: Path):
+def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
     need("ignition-validate")
     config = dev_config()
     plan = plan_addresses(config)
