@@ -94,16 +94,28 @@ class RoleBase(Model):
     memory_mib: Annotated[int, Field(ge=2048, le=1048576)] | None = None
     disk_gib: Annotated[int, Field(ge=25, le=16384)] | None = None
 
+    def libvirt_size(self) -> tuple[int, int, int]:
+        """libvirt: (vCPUs, memory MiB, disk GiB) of one domain, the stack's values or the role's defaults."""
+        vcpus, memory_mib, disk_gib = self._libvirt_defaults()
+        return self.vcpus or vcpus, self.memory_mib or memory_mib, self.disk_gib or disk_gib
+
+    def _libvirt_defaults(self) -> tuple[int, int, int]:
+        return 2, 8192, 120  # a worker: OpenShift's minimum is 2 vCPUs and 8 GiB
+
 
 class Masters(RoleBase):
     count: Literal[1, 3, 5] = 3
 
+    def _libvirt_defaults(self) -> tuple[int, int, int]:
+        return 4, 16384, 120  # OpenShift's minimum for a control plane node (and the bootstrap)
+
 
 class Workers(RoleBase):
-    count: Annotated[int, Field(ge=0, le=1000)] = 2
+    count: Annotated[int, Field(ge=0, le=500)] = 2
     # Addresses (and DNS names, VRRP peers) are reserved for this many workers up front, so
-    # scaling within it changes nothing on any existing node.
-    max_count: Annotated[int, Field(ge=1, le=1000)] = 100
+    # scaling within it changes nothing on any existing node. Each slot adds ~90 bytes to every
+    # node's user_data (CoreDNS hosts, VRRP peers); 500 keeps masters well inside 16 KiB.
+    max_count: Annotated[int, Field(ge=1, le=500)] = 100
 
     @model_validator(mode="after")
     def _count_within_reserve(self) -> Workers:
@@ -165,7 +177,39 @@ class OpenStack(Model):
 
 
 class Libvirt(Model):
+    """libvirt/KVM: which host, where the disks live, the image they start from, the network they join."""
+
     uri: NonEmpty = "qemu:///system"
+    # Storage pool for the base image, every node's disk and every node's ignition file.
+    pool: NonEmpty = "default"
+    # RHCOS (or FCOS) qcow2 for QEMU: a path on the machine that runs Pulumi, or an http(s) URL.
+    # Uploaded once into the pool as every node's backing file. Required: checked with the
+    # platform, so that leaving the whole of ocp:libvirt out gets the same message.
+    image: NonEmpty | None = None
+    # Default (neither set): a NAT network this program creates from ocp:machineNetwork, with
+    # the cluster domain and DHCP restricted to the address plan's pool. Else the nodes join an
+    # existing libvirt network or a host bridge, by name, whose DHCP is the owner's to arrange.
+    network: NonEmpty | None = None
+    bridge: NonEmpty | None = None
+
+    @field_validator("image")
+    @classmethod
+    def _uncompressed(cls, value: str | None) -> str | None:
+        if value is not None and value.endswith((".gz", ".xz", ".bz2", ".zst")):
+            raise ValueError(
+                f"{value!r} is compressed and libvirt would boot the compressed bytes: decompress it "
+                "(gunzip / xz -d) and name the .qcow2"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_network(self) -> Libvirt:
+        if self.network is not None and self.bridge is not None:
+            raise ValueError(
+                "set at most one of ocp:libvirt.network (an existing libvirt network) and ocp:libvirt.bridge "
+                "(a host bridge); leave both out to have a NAT network created from ocp:machineNetwork"
+            )
+        return self
 
 
 class Installer(Model):
@@ -264,7 +308,7 @@ class ClusterConfig(Model):
         platform, other = self.platform, {"openstack": "libvirt", "libvirt": "openstack"}[self.platform]
         if getattr(self, other) is not None:
             raise ValueError(f"ocp:{other} is set but ocp:platform is {platform}: remove ocp:{other}")
-        openstack_only = ("flavor", "image", "root_volume", "availability_zones")
+        openstack_only = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy")
         libvirt_only = ("vcpus", "memory_mib", "disk_gib")
         wrong = libvirt_only if platform == "openstack" else openstack_only
         for role in ("masters", "workers"):
@@ -285,9 +329,31 @@ class ClusterConfig(Model):
                         f"{'4 vCPUs and 16 GiB RAM' if role == 'masters' else '2 vCPUs and 8 GiB RAM'}"
                     )
             self._check_openstack_external_network()
-        if platform == "libvirt" and self.bootstrap.helper.model_fields_set:
-            raise ValueError("ocp:bootstrap.helper is an OpenStack setting: libvirt passes ignition directly")
+        if platform == "libvirt":
+            self._check_libvirt()
         return self
+
+    def _check_libvirt(self) -> None:
+        if self.libvirt is None or self.libvirt.image is None:
+            raise ValueError(
+                "ocp:libvirt.image is required with platform libvirt: write the path (on the machine that runs "
+                "Pulumi) or the http(s) URL of an RHCOS qcow2 for QEMU, e.g. "
+                "image: /var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2"
+            )
+        if "helper" in self.bootstrap.model_fields_set:
+            raise ValueError(
+                "ocp:bootstrap.helper is an OpenStack setting and ocp:platform is libvirt: remove it "
+                "(libvirt passes the bootstrap its full ignition directly)"
+            )
+        for name in ("flavor", "image"):
+            if name in self.bootstrap.model_fields_set:
+                raise ValueError(
+                    f"ocp:bootstrap.{name} is an OpenStack setting and ocp:platform is libvirt: remove it "
+                    "(the bootstrap is sized like the masters: ocp:masters.vcpus, memoryMib, diskGib; "
+                    "its image is ocp:libvirt.image)"
+                )
+        if "tags" in self.model_fields_set:
+            raise ValueError("ocp:tags is an OpenStack setting and ocp:platform is libvirt: remove it")
 
     def _check_openstack_external_network(self) -> None:
         assert self.openstack is not None

@@ -35,4 +35,7 @@ def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]
         from components.openstack.cluster import OpenStackCluster
 
         return OpenStackCluster(name, config, plan, pull_secret, pulumi.get_stack()).outputs.as_dict()
-    raise pulumi.RunError("ocp:platform: libvirt is not supported by this version yet; use openstack")
+    # platform libvirt: the config model allows no third
+    from components.libvirt.cluster import LibvirtCluster
+
+    return LibvirtCluster(name, config, plan, pull_secret, pulumi.get_stack()).outputs.as_dict()

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
+from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # Stands in for the encrypted pull secret, which only the Pulumi CLI can decrypt.
 SAMPLE_PULL_SECRET = '{"auths":{"fake.example.com":{"auth":"ZmFrZTpmYWtl","email":"fake@example.com"}}}'
 SERVER_TYPES = {"openstack:compute/instance:Instance"}
+# libvirt: a Domain boots from the Ignition beside it (both children of one ocp:libvirt:Machine).
+DOMAIN_TYPES = {"libvirt:index/domain:Domain"}
+FW_CFG_TYPES = {"libvirt:index/ignition:Ignition"}
 SERVED_CONFIG_TYPES = {"command:remote:Command"}
 
 
@@ -73,15 +77,24 @@ def node_outputs(run: ProgramRun) -> list[NodeOutput]:
         for resource in run.resources
         if resource.type in SERVED_CONFIG_TYPES and isinstance(text := unwrap(resource.inputs.get("stdin")), str)
     }
+    fw_cfg = {
+        resource.parent: unwrap(resource.inputs.get("content", ""))
+        for resource in run.resources
+        if resource.type in FW_CFG_TYPES
+    }
     ips = run.outputs.get("nodes", {})
     result = []
     for resource in run.resources:
-        if resource.type not in SERVER_TYPES:
+        if resource.type in SERVER_TYPES:
+            user_data = unwrap(resource.inputs.get("userData", ""))
+        elif resource.type in DOMAIN_TYPES:
+            user_data = fw_cfg.get(resource.parent, "")
+        else:
             continue
         hostname = unwrap(resource.inputs["name"])
-        user_data = unwrap(resource.inputs.get("userData", ""))
         result.append(NodeOutput(hostname, ips.get(hostname), user_data, _full_ignition(user_data, served)))
-    return result
+    # Resources register in no fixed order: list nodes by address (bootstrap, masters, workers).
+    return sorted(result, key=lambda node: (node.ip is None, ip_address(node.ip) if node.ip else 0, node.hostname))
 
 
 def _full_ignition(user_data: str, served: dict[str, str]) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ BAD_CONFIGS = [
     (section("masters", flavour="big"), "ocp:masters.flavour: unknown key"),
     (section("workers", count=-1), "ocp:workers.count"),
     (section("workers", count=20, maxCount=10), "raise workers.maxCount"),
-    (section("workers", maxCount=65500), "ocp:workers.maxCount"),
+    (section("workers", maxCount=501), "ocp:workers.maxCount: Input should be less than or equal to 500"),
     (section("openstack", apiFloatingIp="sometimes"), "ocp:openstack.apiFloatingIp"),
     (section("openstack", externalNetwork=None), "ocp:openstack.externalNetwork is required"),
     (section("openstack", sshAllowedCidr="everywhere"), "ocp:openstack.sshAllowedCidr"),

@@ -1,0 +1,74 @@
+"""LibvirtCluster: every libvirt resource of one cluster, wired in dependency order."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_command as command
+import pulumi_libvirt as libvirt
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
+from components.installer import Installer
+from components.libvirt.bootstrap import Bootstrap
+from components.libvirt.common import ClusterContext
+from components.libvirt.control_plane import ControlPlane
+from components.libvirt.network import Network
+from components.libvirt.volumes import BaseVolume
+from components.libvirt.workers import Workers
+from components.outputs import ClusterOutputs
+from ignition.nodes import all_node_ignitions
+
+
+class LibvirtCluster(pulumi.ComponentResource):
+    outputs: ClusterOutputs
+
+    def __init__(
+        self,
+        name: str,
+        config: ClusterConfig,
+        plan: AddressPlan,
+        pull_secret: pulumi.Output[str],
+        stack: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:libvirt:Cluster", name, None, opts)
+        assert config.libvirt is not None
+        providers = [
+            libvirt.Provider(f"{name}-libvirt", uri=config.libvirt.uri, opts=pulumi.ResourceOptions(parent=self)),
+            command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
+        ]
+        child = pulumi.ResourceOptions(parent=self, providers=providers)
+        installer = Installer(f"{name}-installer", config, pull_secret, stack, child)
+        cluster = ClusterContext(config, plan)
+        # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
+        ignitions = installer.assets.apply(lambda assets: all_node_ignitions(config, plan, assets, "direct"))
+
+        def user_data(node_name: str) -> pulumi.Output[str]:
+            return ignitions.apply(lambda by_name: by_name[node_name].user_data)
+
+        network = Network(f"{name}-network", cluster, child)
+        base = BaseVolume(f"{name}-base-volume", cluster, child)
+        if plan.bootstrap_enabled:
+            Bootstrap(
+                f"{name}-bootstrap", cluster, network.attachment, base.volume_id, user_data(plan.bootstrap.name), child
+            )
+        ControlPlane(
+            f"{name}-control-plane",
+            cluster,
+            network.attachment,
+            base.volume_id,
+            {node.name: user_data(node.name) for node in plan.masters},
+            child,
+        )
+        if plan.workers:
+            Workers(
+                f"{name}-workers",
+                cluster,
+                network.attachment,
+                base.volume_id,
+                {node.name: user_data(node.name) for node in plan.workers},
+                child,
+            )
+        # No floating IPs on libvirt: clients reach the VIPs on the machine network (docs/libvirt.md).
+        self.outputs = ClusterOutputs.build(config, plan, installer.assets)
+        self.register_outputs(self.outputs.as_dict())

@@ -1,0 +1,135 @@
+"""Machine: one node (its disk, its ignition file and its domain); MachineSet: the nodes of one role.
+
+The node boots from a copy-on-write layer over the base image and reads its ignition
+through QEMU's fw_cfg (`opt/com.coreos/config`), which has no size limit that matters: the
+bootstrap gets its full config directly. Its NIC has a MAC derived from its planned
+address and a DHCP reservation (MAC -> address, hostname) that the provider adds to the
+network when it creates the domain.
+
+A node is installed from its ignition, which runs once, at first boot. When the config
+changes (a new installer run, changed on-node networking), the node is reinstalled, as a
+changed user_data replaces an OpenStack server: the disk's name carries the config's
+digest, so the disk is replaced with it (and the domain with both). A new vCPU or memory
+size replaces only the domain: the node restarts on the disk it has.
+
+libvirt names are unique per host (domains) and per pool (volumes), and these names
+survive most replacements (a new size, a new base image), so every replacement deletes the
+old resource before creating the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_libvirt as libvirt
+
+from cluster.addresses import Node
+from cluster.config import RoleBase
+from components.libvirt.common import GIB, Attachment, ClusterContext, mac_address
+
+
+def disk_name(node: Node, user_data: str) -> str:
+    """`<hostname>-<digest of its ignition>.qcow2`: a new config is a new disk. The digest is
+    8 hex digits of a sha256 over the whole config; it reveals nothing of the secrets in it."""
+    return f"{node.name}-{hashlib.sha256(user_data.encode()).hexdigest()[:8]}.qcow2"
+
+
+class Machine(pulumi.ComponentResource):
+    domain: libvirt.Domain
+
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        node: Node,
+        size: RoleBase,
+        attachment: Attachment,
+        base_volume_id: pulumi.Input[str],
+        user_data: pulumi.Input[str],
+        autostart: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:libvirt:Machine", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        vcpus, memory_mib, disk_gib = size.libvirt_size()
+        # Written into the pool as a file that QEMU reads at boot; secret in Pulumi's state.
+        ignition = libvirt.Ignition(
+            f"{name}-ignition",
+            name=f"{node.name}.ign",
+            pool=cluster.pool,
+            content=user_data,
+            opts=child,
+        )
+        disk = libvirt.Volume(
+            f"{name}-disk",
+            name=pulumi.Output.unsecret(pulumi.Output.from_input(user_data).apply(lambda text: disk_name(node, text))),
+            pool=cluster.pool,
+            base_volume_id=base_volume_id,
+            size=disk_gib * GIB,
+            format="qcow2",
+            opts=child,
+        )
+        self.domain = libvirt.Domain(
+            f"{name}-domain",
+            name=node.name,
+            vcpu=vcpus,
+            memory=memory_mib,
+            # RHCOS 4.13+ needs x86-64-v2; QEMU's default CPU model lacks it.
+            cpu=libvirt.DomainCpuArgs(mode="host-passthrough"),
+            disks=[libvirt.DomainDiskArgs(volume_id=disk.id)],
+            network_interfaces=[
+                libvirt.DomainNetworkInterfaceArgs(
+                    network_id=attachment.network_id,
+                    network_name=attachment.network_name,
+                    bridge=attachment.bridge,
+                    mac=mac_address(node.ip),
+                    addresses=[str(node.ip)],
+                    hostname=node.name,
+                    wait_for_lease=False,  # the address is fixed: nothing to wait for
+                )
+            ],
+            coreos_ignition=ignition.id,
+            # `virsh console <node>` shows the boot, ignition's progress included.
+            consoles=[libvirt.DomainConsoleArgs(type="pty", target_type="serial", target_port="0")],
+            autostart=autostart,
+            opts=child,
+        )
+        self.register_outputs({"domainId": self.domain.id, "mac": mac_address(node.ip), "ip": str(node.ip)})
+
+
+class MachineSet(pulumi.ComponentResource):
+    """The machines of one role, created in parallel (libvirt has no placement to wait for)."""
+
+    machines: list[Machine]
+
+    def __init__(
+        self,
+        type_token: str,
+        name: str,
+        cluster: ClusterContext,
+        nodes: Sequence[Node],
+        size: RoleBase,
+        attachment: Attachment,
+        base_volume_id: pulumi.Input[str],
+        user_data: dict[str, pulumi.Output[str]],
+        autostart: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(type_token, name, None, opts)
+        self.machines = [
+            Machine(
+                f"{name}-{node.role}-{node.index}",
+                cluster,
+                node,
+                size,
+                attachment,
+                base_volume_id,
+                user_data[node.name],
+                autostart,
+                pulumi.ResourceOptions(parent=self),
+            )
+            for node in nodes
+        ]
+        self.register_outputs({"domains": [machine.domain.id for machine in self.machines]})
