@@ -19,11 +19,15 @@ PULL_SECRET = '{"auths":{"registry.example.com":{"auth":"dGVzdDp0ZXN0","email":"
 
 
 def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:
-    """A committed stack's config plus a test pull secret; overrides as `key=value` (objects as dicts)."""
+    """A committed stack's config plus a test pull secret; overrides as `key=value` (objects as dicts,
+    None removes the key)."""
     config = dict(read_stack_file(ROOT / f"Pulumi.{stack}.yaml").config)
     config["ocp:pullSecret"] = PULL_SECRET
     for key, value in overrides.items():
-        config[f"ocp:{key}"] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+        if value is None:
+            config.pop(f"ocp:{key}", None)
+        else:
+            config[f"ocp:{key}"] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
     return config
 
 

@@ -16,7 +16,7 @@ from components.libvirt.network import Network
 from components.libvirt.volumes import BaseVolume
 from components.libvirt.workers import Workers
 from components.outputs import ClusterOutputs
-from ignition.nodes import all_node_ignitions
+from components.node_configs import NodeConfigs
 
 
 class LibvirtCluster(pulumi.ComponentResource):
@@ -41,23 +41,20 @@ class LibvirtCluster(pulumi.ComponentResource):
         installer = Installer(f"{name}-installer", config, pull_secret, stack, child)
         cluster = ClusterContext(config, plan)
         # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
-        ignitions = installer.assets.apply(lambda assets: all_node_ignitions(config, plan, assets, "direct"))
-
-        def user_data(node_name: str) -> pulumi.Output[str]:
-            return ignitions.apply(lambda by_name: by_name[node_name].user_data)
+        nodes = NodeConfigs(installer.assets, config, plan, "direct")
 
         network = Network(f"{name}-network", cluster, child)
         base = BaseVolume(f"{name}-base-volume", cluster, child)
         if plan.bootstrap_enabled:
             Bootstrap(
-                f"{name}-bootstrap", cluster, network.attachment, base.volume_id, user_data(plan.bootstrap.name), child
+                f"{name}-bootstrap", cluster, network.attachment, base.volume_id, nodes.user_data(plan.bootstrap), child
             )
         ControlPlane(
             f"{name}-control-plane",
             cluster,
             network.attachment,
             base.volume_id,
-            {node.name: user_data(node.name) for node in plan.masters},
+            nodes.user_data_of(plan.masters),
             child,
         )
         if plan.workers:
@@ -66,7 +63,7 @@ class LibvirtCluster(pulumi.ComponentResource):
                 cluster,
                 network.attachment,
                 base.volume_id,
-                {node.name: user_data(node.name) for node in plan.workers},
+                nodes.user_data_of(plan.workers),
                 child,
             )
         # No floating IPs on libvirt: clients reach the VIPs on the machine network (docs/libvirt.md).

@@ -17,7 +17,7 @@ from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
 from components.openstack.workers import Workers
 from components.outputs import ClusterOutputs
-from ignition.nodes import all_node_ignitions
+from components.node_configs import NodeConfigs
 
 
 class OpenStackCluster(pulumi.ComponentResource):
@@ -43,10 +43,7 @@ class OpenStackCluster(pulumi.ComponentResource):
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
         cluster = ClusterContext(config, plan, infra_id)
-        ignitions = installer.assets.apply(lambda assets: all_node_ignitions(config, plan, assets, "served"))
-
-        def user_data(node_name: str) -> pulumi.Output[str]:
-            return ignitions.apply(lambda by_name: by_name[node_name].user_data)
+        nodes = NodeConfigs(installer.assets, config, plan, "served")
 
         network = Network(f"{name}-network", cluster, child)
         security = SecurityGroups(f"{name}-security", cluster, child)
@@ -57,8 +54,8 @@ class OpenStackCluster(pulumi.ComponentResource):
                 cluster,
                 network.subnet,
                 security.master.id,
-                user_data(plan.bootstrap.name),
-                ignitions.apply(lambda by_name: by_name[plan.bootstrap.name].served),
+                nodes.user_data(plan.bootstrap),
+                nodes.served(plan.bootstrap),
                 child,
             )
         ControlPlane(
@@ -66,7 +63,7 @@ class OpenStackCluster(pulumi.ComponentResource):
             cluster,
             network.subnet,
             security.master.id,
-            {node.name: user_data(node.name) for node in plan.masters},
+            nodes.user_data_of(plan.masters),
             child,
         )
         if plan.workers:
@@ -75,7 +72,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 cluster,
                 network.subnet,
                 security.worker.id,
-                {node.name: user_data(node.name) for node in plan.workers},
+                nodes.user_data_of(plan.workers),
                 child,
             )
         self.outputs = ClusterOutputs.build(

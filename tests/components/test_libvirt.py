@@ -20,10 +20,10 @@ from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.stackfile import read_stack_file
 from ignition import assembly
+from tests.conftest import PULL_SECRET, inputs_by_name, stack_config, with_section
 from tools.mock_run import ProgramRun, Resource, is_secret, run_program, unwrap
 
 ROOT = Path(__file__).resolve().parents[2]
-PULL_SECRET = '{"auths":{}}'
 XSL = "{http://www.w3.org/1999/XSL/Transform}"
 
 PROVIDER = "pulumi:providers:libvirt"
@@ -37,34 +37,11 @@ DOMAIN = "libvirt:index/domain:Domain"
 
 
 def kvm_config(**overrides: Any) -> dict[str, str]:
-    """Pulumi.kvm.yaml as the CLI would pass it, plus a pull secret; overrides as `key=value` (None removes)."""
-    config = dict(read_stack_file(ROOT / "Pulumi.kvm.yaml").config)
-    config["ocp:pullSecret"] = PULL_SECRET
-    for key, value in overrides.items():
-        if value is None:
-            config.pop(f"ocp:{key}", None)
-        else:
-            config[f"ocp:{key}"] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-    return config
-
-
-def with_section(config: dict[str, str], key: str, **changes: Any) -> dict[str, str]:
-    """A copy of `config` with fields of one object key changed (None removes a field)."""
-    section = json.loads(config.get(f"ocp:{key}", "{}"))
-    for name, value in changes.items():
-        if value is None:
-            section.pop(name, None)
-        else:
-            section[name] = value
-    return {**config, f"ocp:{key}": json.dumps(section)}
+    return stack_config("kvm", **overrides)
 
 
 def run(config: dict[str, str]) -> ProgramRun:
     return run_program(config, stack="kvm")
-
-
-def inputs_by_name(program_run: ProgramRun) -> dict[str, str]:
-    return {r.name: json.dumps(unwrap(r.inputs), sort_keys=True) for r in program_run.resources}
 
 
 def mock_id(resource: Resource) -> str:
@@ -531,11 +508,7 @@ def run_recording(config: dict[str, str]) -> tuple[ProgramRun, BaseException | N
 
 
 def dev_config(**overrides: Any) -> dict[str, str]:
-    config = dict(read_stack_file(ROOT / "Pulumi.dev.yaml").config)
-    config["ocp:pullSecret"] = PULL_SECRET
-    for key, value in overrides.items():
-        config[f"ocp:{key}"] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-    return config
+    return stack_config("dev", **overrides)
 
 
 KVM = kvm_config()
