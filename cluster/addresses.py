@@ -75,10 +75,13 @@ class AddressPlan:
         bootstrap = (self.bootstrap,) if self.bootstrap_enabled else ()
         return bootstrap + self.masters + self.workers
 
+    router_count: int
+
     @property
-    def ingress_nodes(self) -> tuple[Node, ...]:
-        """Nodes that run routers: workers, or the masters of a compact cluster."""
-        return self.workers if self.worker_count else self.masters
+    def router_slots(self) -> tuple[Node, ...]:
+        """Where routers run and the Ingress VIP may sit: the first `networking.routerNodes`
+        worker slots (whether or not those workers exist yet), or a compact cluster's masters."""
+        return self.worker_slots[: self.router_count] if self.worker_count else self.master_slots
 
 
 def _host(network: IPv4Network, offset: int) -> IPv4Address:
@@ -143,6 +146,7 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
         master_count=config.masters.count,
         worker_count=config.workers.count,
         bootstrap_enabled=config.bootstrap.enabled,
+        router_count=min(config.networking.router_nodes, max_workers),
         allocation_pools=_pools(pool_start, last_host, {api_vip, ingress_vip}),
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from cluster.config_base import Model
 
@@ -99,6 +99,10 @@ class NetworkingSettings(Model):
     haproxy_port: Port = 9445
     haproxy_health_port: Port = 50936
     haproxy_stats_port: Port = 29445
+    # How many worker slots (the first ones) run the routers and may hold the Ingress VIP. A
+    # fixed set keeps VRRP peers few and real: unicast adverts to absent peers queue for ARP
+    # and, by the hundred, crowd out the ones to real peers (docs/lab.md, finding 3).
+    router_nodes: Annotated[int, Field(ge=2, le=10)] = 3
 
     @model_validator(mode="after")
     def _distinct(self) -> NetworkingSettings:

@@ -87,7 +87,10 @@ def vrids(config: ClusterConfig, identity: ClusterIdentity) -> dict[str, int]:
 
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
     """Every file and unit of the on-node networking for one node."""
-    additions = _dns(config, plan, node) + _keepalived(config, node, _vrrp_instances(config, plan, node, identity))
+    additions = _dns(config, plan, node)
+    instances = _vrrp_instances(config, plan, node, identity)
+    if instances:  # a worker that runs no router holds no VIP
+        additions += _keepalived(config, node, instances)
     if node.role == "master":
         additions += _haproxy(config, plan)
     return additions
@@ -120,7 +123,7 @@ def _vrrp_instances(
                 checks=checks,
             )
         )
-    if node in plan.ingress_nodes:
+    if node in plan.router_slots:
         router_ready = f"http://localhost:{ROUTER_HEALTH_PORT}/healthz/ready"
         instances.append(
             Instance(
@@ -129,7 +132,7 @@ def _vrrp_instances(
                 vrid=ids["ingress"],
                 priority=INGRESS_PRIORITY,
                 password=identity.derive("keepalived-ingress", 8),
-                peers=_peers(plan.worker_slots if node.role == "worker" else plan.master_slots, node),
+                peers=_peers(plan.router_slots, node),
                 checks=(Check("router_ready", router_ready, 0),),
             )
         )

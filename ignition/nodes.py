@@ -28,6 +28,8 @@ MCS_PLAIN_PORT = 22624
 USER_DATA_LIMIT = 16 * 1024
 SHIM_LIMIT = 4 * 1024
 SCHEDULER_MANIFEST = "/opt/openshift/manifests/cluster-scheduler-02-config.yml"
+# The installer's documented way to shape the default IngressController at install time.
+INGRESS_MANIFEST = "/opt/openshift/manifests/cluster-ingress-default-ingresscontroller.yaml"
 
 BootstrapDelivery = Literal["served", "direct"]
 Contributor = Callable[[ClusterConfig, AddressPlan, Node, ClusterIdentity], Additions]
@@ -59,6 +61,23 @@ def scheduler_manifest(masters_schedulable: bool) -> File:
     return File(SCHEDULER_MANIFEST, yaml.safe_dump(document, sort_keys=True).encode())
 
 
+def ingress_placement(plan: AddressPlan) -> File:
+    """Routers only on the router slots: the nodes whose keepalived may hold the Ingress VIP.
+    Names of slots, not of existing workers, so scaling workers never changes it."""
+    spec: dict = {}
+    if plan.worker_count:
+        hostnames = [node.name for node in plan.router_slots]
+        selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
+        spec = {"nodePlacement": {"nodeSelector": selector}}
+    document = {
+        "apiVersion": "operator.openshift.io/v1",
+        "kind": "IngressController",
+        "metadata": {"name": "default", "namespace": "openshift-ingress-operator"},
+        "spec": spec,
+    }
+    return File(INGRESS_MANIFEST, yaml.safe_dump(document, sort_keys=True).encode())
+
+
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
     additions = assembly.hostname(node.name)
     for contribute in CONTRIBUTORS:
@@ -75,8 +94,8 @@ def node_ignition(
 ) -> NodeIgnition:
     additions = node_additions(config, plan, node, assets.identity)
     if node.role == "bootstrap":
-        schedulable = Additions(files=(scheduler_manifest(config.workers.count == 0),))
-        full = assembly.with_additions(assets.bootstrap, schedulable + additions)
+        shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(plan)))
+        full = assembly.with_additions(assets.bootstrap, shape + additions)
         if bootstrap_delivery == "direct":
             return NodeIgnition(user_data=assembly.dumps(full), full=full)
         served = assembly.dumps(full)

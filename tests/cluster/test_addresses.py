@@ -73,7 +73,14 @@ def test_removing_the_bootstrap_moves_no_one():
 
 
 def test_compact_cluster_runs_ingress_on_masters():
-    assert plan_for(workers={"count": 0}).ingress_nodes == plan_for().masters
+    assert plan_for(workers={"count": 0}).router_slots == plan_for(workers={"count": 0}).master_slots
+
+
+@pytest.mark.parametrize("count", [1, 2, 5, 60])
+def test_router_slots_do_not_depend_on_the_worker_count(count):
+    assert [node.name for node in plan_for(workers={"count": count}).router_slots] == [
+        "ocp4-worker-0", "ocp4-worker-1", "ocp4-worker-2"
+    ]
 
 
 def test_worker_slots_that_do_not_fit_are_an_error():

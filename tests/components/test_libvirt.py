@@ -18,7 +18,6 @@ import pytest
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
-from cluster.stackfile import read_stack_file
 from ignition import assembly
 from tests.conftest import PULL_SECRET, inputs_by_name, stack_config, with_section
 from tools.mock_run import ProgramRun, Resource, is_secret, run_program, unwrap

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from ipaddress import IPv4Network
 
 import pytest
 

@@ -28,6 +28,7 @@ from ignition.networking import (
     DISPATCHER,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
+    MANIFESTS,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_UNIT,
@@ -238,7 +239,7 @@ def test_peers_are_the_other_slots_of_the_same_vip(workers):
     config = dev_config(workers=workers)
     plan = plan_addresses(config)
     api_candidates = [plan.bootstrap.ip] + [slot.ip for slot in plan.master_slots]
-    ingress_candidates = [slot.ip for slot in (plan.worker_slots if workers else plan.master_slots)]
+    ingress_candidates = [slot.ip for slot in plan.router_slots]
     for node in plan.nodes:
         for name, instance in vrrp(config, node).items():
             candidates = api_candidates if name == "api" else ingress_candidates
@@ -246,7 +247,18 @@ def test_peers_are_the_other_slots_of_the_same_vip(workers):
             assert node.ip not in instance["peers"]
             assert instance["peers"] == [ip for ip in candidates if ip != node.ip]
     if workers:
-        assert len(vrrp(config, plan.workers[0])["ingress"]["peers"]) == 99  # every reserved slot but its own
+        # The other router slots only, never the 100 reserved worker slots (docs/lab.md, finding 3).
+        assert vrrp(config, plan.workers[0])["ingress"]["peers"] == [IPv4Address("10.0.0.31"), IPv4Address("10.0.0.32")]
+
+
+def test_workers_beyond_the_router_slots_hold_no_vip():
+    config = dev_config(workers=5)
+    plan = plan_addresses(config)
+    assert [node.name for node in plan.router_slots] == ["ocp4-worker-0", "ocp4-worker-1", "ocp4-worker-2"]
+    for worker in plan.workers[3:]:
+        files = files_of(config, worker)
+        assert KEEPALIVED_CONF not in files and f"{MANIFESTS}/keepalived.yaml" not in files
+        assert COREFILE in files  # DNS on every node all the same
 
 
 # --- DNS, haproxy, what each node gets ---------------------------------------------------
@@ -290,7 +302,8 @@ def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
     cfg = files[HAPROXY_CFG].decode()
     servers = re.findall(r"^    server (\S+) (\S+)$", cfg, re.M)
     assert servers == [(slot.name, f"{slot.ip}:6443") for slot in plan.master_slots]
-    assert "default-server check check-ssl verify none inter 1s fall 2 rise 3" in cfg
+    assert "default-server check check-ssl verify none inter 500ms fall 2 rise 3" in cfg
+    assert "option redispatch 1" in cfg  # a refused connection goes to another master at once
     assert "bind :9445\n" in cfg and "bind 127.0.0.1:29445\n" in cfg
     assert "timeout tunnel 86400s" in cfg
     env = dict(line.split("=", 1) for line in files[REDIRECT_CONFIG].decode().splitlines() if "=" in line)

@@ -86,3 +86,18 @@ def test_an_addition_replaces_a_file_of_the_same_path():
     base = assembly.with_additions({}, assembly.Additions(files=(assembly.File("/etc/a", b"old"),)))
     result = assembly.with_additions(base, assembly.Additions(files=(assembly.File("/etc/a", b"new"),)))
     assert [assembly.file_contents(f) for f in result["storage"]["files"]] == [b"new"]
+
+
+def test_routers_are_placed_on_the_router_slots(nodes):
+    import yaml
+
+    full = nodes["ocp4-bootstrap"].ignition
+    manifest = next(f for f in full["storage"]["files"] if f["path"].endswith("default-ingresscontroller.yaml"))
+    document = yaml.safe_load(assembly.file_contents(manifest))
+    assert (document["kind"], document["metadata"]["name"]) == ("IngressController", "default")
+    expression = document["spec"]["nodePlacement"]["nodeSelector"]["matchExpressions"][0]
+    assert expression == {
+        "key": "kubernetes.io/hostname",
+        "operator": "In",
+        "values": ["ocp4-worker-0", "ocp4-worker-1", "ocp4-worker-2"],
+    }

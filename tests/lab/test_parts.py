@@ -1,0 +1,169 @@
+"""The lab's parts that need no namespaces: config and log reading, the arithmetic of the
+figures, scenario order, reporting, and the client against a loopback server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import IPv4Address
+
+import pytest
+
+from cluster.addresses import plan_addresses
+from ignition.networking import KEEPALIVED_CONF
+from tests.ignition.test_networking import dev_config, files_of
+from tools.lab import report, runner
+from tools.lab.client import Probe, Sample, first_success
+from tools.lab.keepalived import Status, parse
+from tools.lab.runner import LabRun, order
+from tools.lab.scenarios import Result, _path, takeover_budget, two_holders
+
+
+def _conf(role: str, workers: int | None = None) -> str:
+    config = dev_config(workers=workers)
+    plan = plan_addresses(config)
+    node = {
+        "bootstrap": plan.bootstrap,
+        "master": plan.masters[0],
+        "worker": plan.workers[0] if plan.workers else None,
+    }[role]
+    assert node is not None
+    return files_of(config, node)[KEEPALIVED_CONF].decode()
+
+
+def test_reads_what_each_node_kind_runs():
+    bootstrap, master, worker = parse(_conf("bootstrap")), parse(_conf("master")), parse(_conf("worker"))
+    compact_master = parse(_conf("master", workers=0))
+    assert (bootstrap.interface, master.interface, worker.interface) == ("ens3", "br-ex", "br-ex")
+    assert [(i.name, i.priority, i.healthy_priority) for i in bootstrap.instances] == [("api", 50, 100)]
+    assert [(i.name, i.priority, i.healthy_priority) for i in master.instances] == [("api", 40, 70)]
+    assert [(i.name, i.healthy_priority) for i in worker.instances] == [("ingress", 40)]
+    assert [i.name for i in compact_master.instances] == ["api", "ingress"]
+    api = master.instance("api")
+    assert api is not None and api.vip == IPv4Address("10.0.0.5") and api.advert_int == 1
+    assert [(s.name, s.interval, s.rise, s.fall, s.weight) for s in api.scripts] == [
+        ("api_ready", 2, 3, 2, 15),
+        ("api_haproxy", 2, 3, 2, 15),
+    ]
+
+
+def test_follows_state_and_priority_from_the_log():
+    status = Status(parse(_conf("master")))
+    assert not status.healthy()  # no state yet
+    status.feed("Sun Nov 22 05:02:18 2026: (api) Entering BACKUP STATE (init)")
+    status.feed("Sun Nov 22 05:02:22 2026: (api) Changing effective priority from 40 to 55")
+    assert not status.healthy()
+    status.feed("Sun Nov 22 05:02:24 2026: (api) Changing effective priority from 55 to 70")
+    assert status.healthy()
+    status.feed("Sun Nov 22 05:02:30 2026: (api) Entering FAULT STATE")
+    assert not status.healthy()
+    status.reset()
+    assert status.describe() == "api - 40"
+
+
+HISTORY = [(0.0, frozenset()), (1.0, frozenset({"a"})), (5.0, frozenset({"a", "b"})), (5.5, frozenset({"b"}))]
+
+
+def test_counts_time_with_two_holders_within_a_window():
+    assert two_holders(HISTORY, 0, 10) == pytest.approx(0.5)
+    assert two_holders(HISTORY, 5.2, 10) == pytest.approx(0.3)
+    assert two_holders(HISTORY, 0, 5.1) == pytest.approx(0.1)
+    assert two_holders(HISTORY[:3], 0, 6) == pytest.approx(1.0)  # still two at the end
+
+
+def test_path_lists_the_holders_from_the_fault_on():
+    assert _path(HISTORY, 2.0, 10) == ["a", "a+b", "b"]
+    assert _path(HISTORY, 0.5, 4) == ["-", "a"]
+
+
+def test_first_success_is_the_first_to_finish_after_the_fault():
+    samples = [Sample("api", 0.9, 1.0, True, ""), Sample("api", 1.1, 1.6, True, ""), Sample("api", 1.2, 1.3, True, "")]
+    assert first_success(samples, 1.0) == samples[2]
+    assert first_success(samples, 2.0) is None
+
+
+def test_runs_what_a_scenario_needs_first_in_order():
+    assert order([]) == [
+        "bring-up",
+        "bootstrap-removed",
+        "holder-killed",
+        "api-unhealthy",
+        "link-cut",
+        "backend-dies",
+        "ingress",
+    ]
+    assert order(["link-cut"]) == ["bring-up", "bootstrap-removed", "link-cut"]
+    assert order(["ingress"]) == ["bring-up", "ingress"]
+
+
+def test_takeover_budget():
+    assert takeover_budget(1) == 4
+    assert takeover_budget(2) == 7
+
+
+def test_says_everything_missing_in_one_message(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(runner.shutil, "which", lambda command: None if command in ("keepalived", "nft") else "/bin/x")
+    monkeypatch.setattr(runner.netns, "unavailable", lambda: "network namespaces need root")
+    assert runner.unavailable() == (
+        "network namespaces need root; not installed: keepalived, nft (Debian packages: keepalived nftables)"
+    )
+
+
+def test_results_survive_json_and_show_in_the_table():
+    result = Result(
+        "holder-killed", "api", "ocp4-master-2", "ocp4-master-1", ["ocp4-master-2", "ocp4-master-1"], 3.3, 3.31
+    )
+    result.requests, result.failed, result.failed_outside, result.settled = 100, 60, 0, True
+    run = LabRun(
+        "dev", 1.0, {"ocp4-bootstrap": "bootstrap", "ocp4-master-1": "master", "ocp4-master-2": "master"}, [result]
+    )
+    assert LabRun.from_dict(json.loads(report.as_json([run]))[0]) == run
+    text = report.as_text([run])
+    assert "takeover target 4 s" in text
+    assert "holder-killed  master-2 > master-1  3.30     3.31       100       60 (0)" in text
+    assert "left behind: nothing" in text
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"ok\n"
+        self.send_response(200 if self.path == "/ok" else 500)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_probe_counts_successes_and_failures(loopback_server: int):
+    targets = {"good": f"http://127.0.0.1:{loopback_server}/ok", "bad": f"http://127.0.0.1:{loopback_server}/no"}
+    process = subprocess.Popen(
+        Probe.command(targets, interval=0.05, max_seconds=0.5), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    probe = Probe(process)
+    process.wait(timeout=10)  # it stops by itself after max_seconds
+    samples = probe.stop()
+    good, bad = [s for s in samples if s.target == "good"], [s for s in samples if s.target == "bad"]
+    assert good and all(sample.ok for sample in good)
+    assert bad and not any(sample.ok for sample in bad) and bad[0].detail == "500 ok"
+    assert all(sample.start <= sample.end for sample in samples)
+
+
+def test_quiet_times_are_the_gaps_between_faults(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(runner.time, "monotonic", lambda: 100.0)
+    results = [Result("a", "api", fault_at=1, settled_at=10), Result("b", "api", fault_at=12, settled_at=20)]
+    results.append(Result("no fault", "api"))  # skipped: never injected
+    assert runner._quiet_times(results) == [(10, 12), (20, 100.0)]

@@ -1,0 +1,85 @@
+"""The lab's targets, per scenario and shape of the dev stack (docs/lab.md)."""
+
+from __future__ import annotations
+
+from tests.lab.conftest import LabSession
+from tools.lab.runner import LabRun
+from tools.lab.scenarios import SCENARIOS
+
+WHOLE_LAB_LIMIT_S = 300
+
+
+def test_the_lab_ran_every_scenario_and_left_nothing_behind(lab_run: LabRun):
+    assert lab_run.error is None
+    assert [result.scenario for result in lab_run.results] == list(SCENARIOS)
+    assert lab_run.leftovers == []
+
+
+def test_every_scenario_ends_with_one_holder_per_vip(lab_run: LabRun):
+    assert [result.scenario for result in lab_run.results if not result.settled] == []
+
+
+def test_never_two_holders_after_convergence(lab_run: LabRun):
+    assert lab_run.split_brain_s == 0
+
+
+def test_a_vip_moves_only_when_a_fault_makes_it(lab_run: LabRun):
+    assert lab_run.quiet_moves == 0
+
+
+def test_bring_up_puts_the_api_vip_on_the_bootstrap_and_keeps_it_there(lab_run: LabRun):
+    result = lab_run.result("bring-up")
+    assert result.path == ["-", *lab_run.of_role("bootstrap")]
+    assert result.answers_s is not None
+    assert result.failed_outside == 0
+    assert "masters_ready_s" in result.figures
+
+
+def test_bootstrap_removal_hands_over_cleanly(lab_run: LabRun):
+    """Priority 0 on SIGTERM: a master takes over within about a second, no silent wait."""
+    result = lab_run.result("bootstrap-removed")
+    assert result.holder_after in lab_run.of_role("master")
+    assert result.answers_s is not None and result.answers_s <= lab_run.advert_int + 1
+    assert result.failed_outside == 0
+
+
+def test_hard_kill_takeover_within_target(lab_run: LabRun):
+    result = lab_run.result("holder-killed")
+    assert result.holder_after in lab_run.of_role("master") and result.holder_after != result.holder_before
+    assert result.answers_s is not None and result.answers_s <= lab_run.budget_s
+    assert result.failed_outside == 0
+
+
+def test_unhealthy_api_loses_the_vip(lab_run: LabRun):
+    result = lab_run.result("api-unhealthy")
+    assert result.moved_s is not None
+    assert result.holder_after in lab_run.of_role("master") and result.holder_after != result.holder_before
+
+
+def test_link_cut_takeover_within_target(lab_run: LabRun):
+    result = lab_run.result("link-cut")
+    assert result.holder_after != result.holder_before
+    assert result.answers_s is not None and result.answers_s <= lab_run.budget_s
+    assert result.figures["two_holders_after_return_s"] == 0
+
+
+def test_link_cut_fails_only_inside_the_takeover_window(lab_run: LabRun):
+    assert lab_run.result("link-cut").failed_outside == 0
+
+
+def test_dead_backend_costs_no_request(lab_run: LabRun):
+    result = lab_run.result("backend-dies")
+    assert result.path == [result.holder_before]
+    assert result.failed == 0
+
+
+def test_ingress_vip_moves_to_another_router_node(lab_run: LabRun):
+    result = lab_run.result("ingress")
+    routers = lab_run.of_role("worker") or lab_run.of_role("master")  # compact: the masters
+    assert result.holder_before in routers and result.holder_after in routers
+    assert result.holder_after != result.holder_before
+    assert result.answers_s is not None
+
+
+def test_whole_lab_within_five_minutes(lab_session: LabSession):
+    assert lab_session.wall_s < WHOLE_LAB_LIMIT_S

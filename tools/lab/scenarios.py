@@ -1,0 +1,373 @@
+"""The scenarios: a fault injected into a running lab, what the client and the holders saw.
+
+Every scenario after the bring-up starts from a settled lab (one holder per VIP, every
+running keepalived at its full priority) and ends settled again, after repairing what it
+broke. Figures count from the fault (CLOCK_MONOTONIC):
+
+- moved: until the VIP is seen (`ip -4 addr`, every 50 ms) on a node that did not hold it;
+- answers: until the first request started after the fault took effect succeeds through the VIP;
+- failed: requests through the VIP that failed, and how many of them started after it
+  answered again (outside the takeover window; for a fault that should cost nothing, all);
+- two holders: time two or more nodes had the VIP between the fault and the settled end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from types import TracebackType
+
+from tools.lab.client import Probe, Sample, first_success
+from tools.lab.clock import LabTimeout, wait_until
+from tools.lab.services import HAPROXY, KEEPALIVED, STANDINS, NodeServices
+from tools.lab.standins import API, HEALTHY, ROUTER, STOPPED, UNHEALTHY
+from tools.lab.topology import Testbed
+
+# After the VIP answers again: how long to go on counting failures.
+TAIL = 2.0
+# Longest any one step may take before the scenario gives up on it (and reports so).
+STEP_TIMEOUT = 30.0
+# How long requests go on after a backend dies: haproxy's checks (inter 1s fall 2) and then some.
+BACKEND_WATCH = 6.0
+
+
+def takeover_budget(advert_int: float) -> float:
+    """The target for a takeover from a silent holder: Master_Down_Interval (3 adverts plus
+    skew, under one) and a second for the client to get through."""
+    return 3 * advert_int + 1
+
+
+@dataclass
+class Result:
+    scenario: str
+    vip: str
+    holder_before: str | None = None
+    holder_after: str | None = None
+    path: list[str] = field(default_factory=list)  # holders seen from the fault on, "+" joins two
+    moved_s: float | None = None
+    answers_s: float | None = None
+    requests: int = 0
+    failed: int = 0
+    failed_outside: int | None = None  # None: the scenario has no takeover window
+    two_holders_s: float = 0.0
+    settled: bool = False
+    figures: dict[str, float] = field(default_factory=dict)  # the scenario's own
+    notes: list[str] = field(default_factory=list)
+    fault_at: float = 0.0
+    settled_at: float = 0.0
+
+
+class Observation:
+    """One scenario's measurement: the client's requests through one VIP and its holders."""
+
+    def __init__(self, bed: Testbed, scenario: str, vip: str, baseline: bool = True):
+        self.bed, self.vip, self.baseline = bed, vip, baseline
+        self.result = Result(scenario, vip)
+        self._probe: Probe | None = None
+        self._samples: list[Sample] = []
+        self._recovered_at: float | None = None
+        self._in_force_at = 0.0
+
+    def __enter__(self) -> Observation:
+        self._probe = self.bed.probe(self.vip)
+        if self.baseline:
+            self.result.holder_before = _only(self.bed.holders.current(self.vip))
+            started = time.monotonic()
+            self._wait(
+                lambda: first_success(self._live(), started) is not None, "a request through the VIP before the fault"
+            )
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        assert self._probe is not None
+        self._samples = self._probe.stop()
+        # Kept beside the logs (--keep): every request, times relative to the fault.
+        with (self.bed.workdir / f"{self.result.scenario}.requests.jsonl").open("w") as output:
+            for sample in self._samples:
+                relative = {
+                    **asdict(sample),
+                    "start": sample.start - self.result.fault_at,
+                    "end": sample.end - self.result.fault_at,
+                }
+                output.write(json.dumps(relative) + "\n")
+
+    @property
+    def holder(self) -> str:
+        """The one holder of the VIP before the fault (a settled lab has one)."""
+        if self.result.holder_before is None:
+            raise RuntimeError(f"no single holder of the {self.vip} VIP before {self.result.scenario}")
+        return self.result.holder_before
+
+    def _live(self) -> list[Sample]:
+        assert self._probe is not None
+        return self._probe.samples(self.vip)
+
+    def _wait(self, predicate: Callable[[], bool], what: str, timeout: float = STEP_TIMEOUT) -> float | None:
+        try:
+            return wait_until(predicate, timeout, what)
+        except LabTimeout as error:
+            self.result.notes.append(str(error))
+            return None
+
+    def fault(self, action: Callable[[], None]) -> None:
+        """Inject it. Figures count from the start; requests that began before `action`
+        returned may still have slipped through (a daemon not yet dead): they never count as
+        the VIP answering again."""
+        self.result.fault_at = time.monotonic()
+        action()
+        self._in_force_at = time.monotonic()
+
+    def wait_moved(self) -> None:
+        """Until a node that did not hold the VIP at the fault holds it."""
+        before = {self.result.holder_before}
+
+        def moved() -> float | None:
+            return next(
+                (
+                    seen
+                    for seen, holders in self.bed.holders.history(self.vip)
+                    if seen >= self.result.fault_at and holders - before
+                ),
+                None,
+            )
+
+        if self._wait(lambda: moved() is not None, f"the {self.vip} VIP to move") is not None:
+            self.result.moved_s = (moved() or 0.0) - self.result.fault_at
+
+    def wait_answers(self) -> None:
+        """Until a request started after the fault succeeds: the end of the takeover window."""
+        self._wait(lambda: first_success(self._live(), self._in_force_at) is not None, f"the {self.vip} VIP to answer")
+        success = first_success(self._live(), self._in_force_at)
+        if success is not None:
+            self._recovered_at = success.end
+            self.result.answers_s = success.end - self.result.fault_at
+
+    def expect_no_outage(self) -> None:
+        """Every failure from the fault on counts as outside the window: there should be none."""
+        self._recovered_at = self._in_force_at
+
+    def wait_healthy(self, nodes: list[NodeServices], what: str) -> float | None:
+        return self._wait(lambda: all(node.keepalived.healthy() for node in nodes), what)
+
+    def finish(self) -> Result:
+        """Settle the lab (after the caller's repairs) and work out the figures."""
+        result = self.result
+        settled = settle(self.bed)
+        result.settled = settled is not None
+        result.settled_at = settled if settled is not None else time.monotonic()
+        if settled is None:
+            holders = {vip: sorted(self.bed.holders.current(vip)) for vip in self.bed.urls}
+            keepalived = {name: node.keepalived.describe() for name, node in self.bed.nodes.items()}
+            result.notes.append(f"did not settle: holders {holders}, keepalived {keepalived}")
+        result.holder_after = _only(self.bed.holders.current(self.vip))
+        history = self.bed.holders.history(self.vip)
+        result.path = _path(history, result.fault_at, result.settled_at)
+        result.two_holders_s = round(two_holders(history, result.fault_at, result.settled_at), 2)
+        result.requests = len(self._samples)
+        failures = [sample for sample in self._samples if not sample.ok]
+        result.failed = len(failures)
+        if self._recovered_at is not None:
+            result.failed_outside = sum(1 for sample in failures if sample.start >= self._recovered_at)
+        for name in ("moved_s", "answers_s"):
+            if (value := getattr(result, name)) is not None:
+                setattr(result, name, round(value, 2))
+        return result
+
+
+def _only(holders: frozenset[str]) -> str | None:
+    return next(iter(holders)) if len(holders) == 1 else None
+
+
+def _path(history: list[tuple[float, frozenset[str]]], start: float, end: float) -> list[str]:
+    """The distinct holder sets from `start` to `end`, the one in force at `start` first."""
+    path: list[str] = []
+    for seen, holders in history:
+        if seen > end:
+            break
+        name = "+".join(sorted(holders)) or "-"
+        if seen <= start:
+            path = [name]
+        elif not path or path[-1] != name:
+            path.append(name)
+    return path
+
+
+def two_holders(history: list[tuple[float, frozenset[str]]], start: float, end: float) -> float:
+    """Seconds within [start, end] during which two or more nodes held the VIP."""
+    total = 0.0
+    for (seen, holders), (until, _) in zip(history, [*history[1:], (end, frozenset())], strict=True):
+        if len(holders) >= 2:
+            total += max(0.0, min(until, end) - max(seen, start))
+    return total
+
+
+def settle(bed: Testbed, timeout: float = STEP_TIMEOUT) -> float | None:
+    """Wait until every VIP has exactly one holder and every running keepalived is at its
+    full priority, and that holds for one advertisement interval; the time it started to
+    hold, or None when it did not within `timeout`."""
+    since: list[float] = []
+
+    def steady() -> bool:
+        now = time.monotonic()
+        ok = all(len(bed.holders.current(vip)) == 1 for vip in bed.urls) and all(
+            node.keepalived.healthy() for node in bed.nodes.values() if node.running(KEEPALIVED)
+        )
+        if not ok:
+            since.clear()
+        elif not since:
+            since.append(now)
+        return bool(since) and now - since[0] >= bed.plan.advert_int()
+
+    try:
+        wait_until(steady, timeout, "the lab to settle")
+    except LabTimeout:
+        return None
+    return since[0]
+
+
+def bring_up(bed: Testbed) -> Result:
+    """Everything starts; the API VIP goes to the bootstrap (masters' APIs still down), the
+    masters' APIs come up, and the VIP stays on the bootstrap (100 beats a master's 70)."""
+    bootstrap = [bed.nodes[node.name] for node in bed.plan.of_role("bootstrap")]
+    masters = [bed.nodes[node.name] for node in bed.plan.of_role("master")]
+    for node in bed.nodes.values():
+        node.start(STANDINS)
+        for standin in node.standin_services:
+            master_api = bootstrap and standin == API and node.node.role == "master"
+            node.standins.set(standin, STOPPED if master_api else HEALTHY)
+
+    def start_the_rest() -> None:
+        for node in bed.nodes.values():
+            for service in node.services:
+                if not node.running(service):
+                    node.start(service)
+
+    with Observation(bed, "bring-up", "api", baseline=False) as observation:
+        observation.fault(start_the_rest)
+        observation.wait_moved()
+        observation.wait_answers()
+        if bootstrap:
+            apis_up = time.monotonic()
+            for master in masters:
+                master.standins.set(API, HEALTHY)
+            ready = observation.wait_healthy(masters, "every master at its full priority")
+            if ready is not None:
+                observation.result.figures["masters_ready_s"] = round(ready - apis_up, 2)
+            # Long enough for a master that outranked the bootstrap to take the VIP.
+            time.sleep(takeover_budget(bed.plan.advert_int()))
+    return observation.finish()
+
+
+def bootstrap_removed(bed: Testbed) -> Result:
+    """The bootstrap goes away cleanly: keepalived stops (SIGTERM: priority 0), its API too."""
+    bootstrap = bed.plan.of_role("bootstrap")
+    if not bootstrap:
+        return Result("bootstrap-removed", "api", notes=["the stack has no bootstrap"], settled=True)
+    node = bed.nodes[bootstrap[0].name]
+
+    def remove() -> None:
+        node.standins.set(API, STOPPED)
+        node.stop(KEEPALIVED, wait=False)  # it takes a second to exit: the handover starts at once
+
+    with Observation(bed, "bootstrap-removed", "api") as observation:
+        observation.fault(remove)
+        observation.wait_moved()
+        observation.wait_answers()
+        time.sleep(TAIL)
+    node.stop(STANDINS)
+    return observation.finish()
+
+
+def holder_killed(bed: Testbed) -> Result:
+    """SIGKILL keepalived, haproxy and the API on the API VIP's holder: no priority 0."""
+    with Observation(bed, "holder-killed", "api") as observation:
+        node = bed.nodes[observation.holder]
+        observation.fault(lambda: node.kill(KEEPALIVED, HAPROXY, STANDINS))
+        observation.wait_moved()
+        observation.wait_answers()
+        time.sleep(TAIL)
+    node.restore()
+    return observation.finish()
+
+
+def api_unhealthy(bed: Testbed) -> Result:
+    """The holder's API answers /readyz with 500 while its keepalived runs on."""
+    with Observation(bed, "api-unhealthy", "api") as observation:
+        node = bed.nodes[observation.holder]
+        observation.fault(lambda: node.standins.set(API, UNHEALTHY))
+        # haproxy keeps the VIP answering through the other masters: the move is what counts.
+        observation.wait_moved()
+        time.sleep(TAIL)
+    node.restore()
+    return observation.finish()
+
+
+def link_cut(bed: Testbed) -> Result:
+    """The holder's cable is pulled at the switch, and plugged back after the takeover."""
+    with Observation(bed, "link-cut", "api") as observation:
+        holder = observation.holder
+        observation.fault(lambda: bed.set_link(holder, up=False))
+        observation.wait_moved()
+        observation.wait_answers()
+        time.sleep(TAIL)
+        returned = time.monotonic()
+        bed.set_link(holder, up=True)
+        # As long as a takeover takes: a split brain would show and heal in that time.
+        time.sleep(takeover_budget(bed.plan.advert_int()))
+    result = observation.finish()
+    history = bed.holders.history("api")
+    result.figures["two_holders_after_return_s"] = round(two_holders(history, returned, result.settled_at), 2)
+    return result
+
+
+def backend_dies(bed: Testbed) -> Result:
+    """Another master's API stops while the holder stays: haproxy must route around it."""
+    with Observation(bed, "backend-dies", "api") as observation:
+        victim = next(node.name for node in bed.plan.of_role("master") if node.name != observation.holder)
+        observation.result.notes.append(f"{victim}'s API stopped")
+        observation.expect_no_outage()
+        observation.fault(lambda: bed.nodes[victim].standins.set(API, STOPPED))
+        # haproxy's health checks take the dead backend out within seconds: watch that long.
+        time.sleep(BACKEND_WATCH)
+    bed.nodes[victim].restore()
+    return observation.finish()
+
+
+def ingress_moves(bed: Testbed) -> Result:
+    """The router on the Ingress VIP's holder stops: the VIP moves to another router node."""
+    with Observation(bed, "ingress", "ingress") as observation:
+        node = bed.nodes[observation.holder]
+        observation.fault(lambda: node.standins.set(ROUTER, STOPPED))
+        observation.wait_moved()
+        observation.wait_answers()
+        time.sleep(TAIL)
+    node.restore()
+    result = observation.finish()
+    roles = sorted({node.role for node in bed.plan.candidates("ingress")})
+    result.notes.append(f"Ingress VIP on the {' and '.join(roles)}s")
+    return result
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    run: Callable[[Testbed], Result]
+    needs: tuple[str, ...]  # scenarios that set the stage, run first when this one runs alone
+
+
+SCENARIOS = {
+    scenario.name: scenario
+    for scenario in (
+        Scenario("bring-up", bring_up, ()),
+        Scenario("bootstrap-removed", bootstrap_removed, ("bring-up",)),
+        Scenario("holder-killed", holder_killed, ("bring-up", "bootstrap-removed")),
+        Scenario("api-unhealthy", api_unhealthy, ("bring-up", "bootstrap-removed")),
+        Scenario("link-cut", link_cut, ("bring-up", "bootstrap-removed")),
+        Scenario("backend-dies", backend_dies, ("bring-up", "bootstrap-removed")),
+        Scenario("ingress", ingress_moves, ("bring-up",)),
+    )
+}

@@ -1,0 +1,146 @@
+"""Stand-ins for what the cluster would run on a node, each healthy, unhealthy or stopped.
+
+- api: the kube-apiserver, HTTPS on 6443, `GET /readyz`;
+- router: the router's health endpoint, HTTP on 1936 `GET /healthz/ready`, and the ingress
+  port (80) answering any path.
+
+Healthy answers 200, unhealthy 500 on every path, stopped closes the ports (connections are
+refused). One process per node namespace, run as a script with the standard library only:
+
+    python standins.py --control SOCKET --name NODE --cert CERT --key KEY \\
+        [--api PORT] [--router HEALTH_PORT,INGRESS_PORT]
+
+The lab switches a service by sending `<service> <state>\\n` to the Unix socket SOCKET (a
+file, so reachable from outside the namespace) and waits for `ok\\n`: the change is in force
+when the answer comes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import socketserver
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HEALTHY, UNHEALTHY, STOPPED = "healthy", "unhealthy", "stopped"
+STATES = (HEALTHY, UNHEALTHY, STOPPED)
+API, ROUTER = "api", "router"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        service = self.server.service
+        healthy = service.state == HEALTHY
+        body = f"{service.node} {service.name} {'ok' if healthy else 'unhealthy'}\n".encode()
+        self.send_response(200 if healthy else 500)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, service: _Service):
+        self.service = service
+        super().__init__(("0.0.0.0", port), _Handler)
+
+    def finish_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        # The TLS handshake happens here, in the request's own thread, so that a slow
+        # client never holds up the accept loop.
+        if self.service.tls is not None:
+            request.settimeout(2)
+            request = self.service.tls.wrap_socket(request, server_side=True)
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # clients that give up halfway (health checks, timeouts) are normal here
+
+
+class _Service:
+    def __init__(self, node: str, name: str, ports: list[int], tls: ssl.SSLContext | None):
+        self.node, self.name, self.ports, self.tls = node, name, ports, tls
+        self.state = STOPPED
+        self._servers: list[_Server] = []
+
+    def set(self, state: str) -> None:
+        if state == STOPPED:
+            for server in self._servers:
+                # Refuse new connections at once (what a dead process's port does); then let the
+                # serving loop notice, which takes up to its poll interval.
+                server.socket.shutdown(socket.SHUT_RDWR)
+                server.shutdown()
+                server.server_close()
+            self._servers = []
+        elif not self._servers:
+            self._servers = [_Server(port, self) for port in self.ports]
+            for server in self._servers:
+                threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.state = state
+
+
+def serve(arguments: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Stand-ins for a node's API and router")
+    parser.add_argument("--control", required=True, type=Path, help="Unix socket to take commands on")
+    parser.add_argument("--name", required=True, help="the node's name, in every answer")
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--api", type=int, help="the API's port")
+    parser.add_argument("--router", help="HEALTH_PORT,INGRESS_PORT of the router")
+    args = parser.parse_args(arguments)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(args.cert, args.key)
+    services = {}
+    if args.api:
+        services[API] = _Service(args.name, API, [args.api], tls)
+    if args.router:
+        services[ROUTER] = _Service(args.name, ROUTER, [int(port) for port in args.router.split(",")], None)
+
+    class Control(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            for line in self.rfile:
+                service, state = line.decode().split()
+                services[service].set(state)
+                self.wfile.write(b"ok\n")
+
+    with socketserver.UnixStreamServer(str(args.control), Control) as control:
+        control.serve_forever()
+
+
+class StandIns:
+    """The lab's side: switches the services of one running stand-in process."""
+
+    def __init__(self, control: Path):
+        self.control = control
+
+    def ready(self) -> bool:
+        """Taking commands: the socket file appears before it listens, so connect to see."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            try:
+                connection.connect(str(self.control))
+            except OSError:
+                return False
+        return True
+
+    def set(self, service: str, state: str) -> None:
+        if state not in STATES:
+            raise ValueError(f"{state!r} is not one of {', '.join(STATES)}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(5)
+            connection.connect(str(self.control))
+            connection.sendall(f"{service} {state}\n".encode())
+            if connection.makefile().readline().strip() != "ok":
+                raise RuntimeError(f"the stand-in at {self.control} did not switch {service} to {state}")
+
+
+if __name__ == "__main__":
+    serve()
