@@ -46,6 +46,24 @@ def run(config: dict[str, str], stack: str = "dev") -> ProgramRun:
     return run_program(config, stack=stack)
 
 
+def run_recording(config: dict[str, str], stack: str = "dev") -> tuple[ProgramRun, Exception | None]:
+    """Run the program, keeping what it registered even when it fails."""
+    recorded = ProgramRun()
+    try:
+        run_program(config, stack=stack, into=recorded)
+        return recorded, None
+    except Exception as error:  # noqa: BLE001 - the error is what the test looks at
+        return recorded, error
+
+
+def diff(before: dict[str, str], after: dict[str, str]) -> tuple[set[str], set[str], set[str]]:
+    """Resource names added, removed and changed between two `inputs_by_name` results."""
+    added = set(after) - set(before)
+    removed = set(before) - set(after)
+    changed = {name for name in set(before) & set(after) if before[name] != after[name]}
+    return added, removed, changed
+
+
 def inputs_by_name(program_run: ProgramRun) -> dict[str, str]:
     """Every resource's inputs, secrets revealed, as canonical JSON keyed by logical name."""
     return {

@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import inputs_by_name, run, stack_config, with_section
+from tests.conftest import diff, inputs_by_name, run, stack_config, with_section
 
 BOOTSTRAP_PREFIX = "ocp4-bootstrap"
 
 
 def is_worker(name: str) -> bool:
     return name.startswith("ocp4-workers")
-
-
-def diff(before: dict[str, str], after: dict[str, str]) -> tuple[set[str], set[str], set[str]]:
-    added = set(after) - set(before)
-    removed = set(before) - set(after)
-    changed = {name for name in set(before) & set(after) if before[name] != after[name]}
-    return added, removed, changed
 
 
 def workers(count: int) -> dict[str, str]:

@@ -8,8 +8,7 @@ import pulumi
 import pytest
 
 from cluster.config import KNOWN_KEYS, load_config
-from tests.conftest import ROOT, stack_config, with_section
-from tools.mock_run import ProgramRun, run_program
+from tests.conftest import ROOT, run_recording, stack_config, with_section
 
 DEV = stack_config("dev")
 
@@ -67,16 +66,6 @@ BAD_CONFIGS = [
     (bad("clusterNmae", "typo"), "ocp:clusterNmae: not a setting"),
     (bad("masters", "{not json"), "ocp:masters: expected an object"),
 ]
-
-
-def run_recording(config: dict[str, str]) -> tuple[ProgramRun, BaseException | None]:
-    """Run the program, keeping what it registered even when it fails."""
-    recorded = ProgramRun()
-    try:
-        run_program(config, into=recorded)
-        return recorded, None
-    except Exception as error:  # noqa: BLE001 - the error is what the test looks at
-        return recorded, error
 
 
 def test_table_has_at_least_twenty_cases():

@@ -19,7 +19,7 @@ import pytest
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from ignition import assembly
-from tests.conftest import PULL_SECRET, inputs_by_name, stack_config, with_section
+from tests.conftest import PULL_SECRET, diff, inputs_by_name, run_recording, stack_config, with_section
 from tools.mock_run import ProgramRun, Resource, is_secret, run_program, unwrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,13 +50,6 @@ def mock_id(resource: Resource) -> str:
 
 def plan_of(config: dict[str, str]):
     return plan_addresses(load_config(config))
-
-
-def diff(before: dict[str, str], after: dict[str, str]) -> tuple[set[str], set[str], set[str]]:
-    added = set(after) - set(before)
-    removed = set(before) - set(after)
-    changed = {name for name in set(before) & set(after) if before[name] != after[name]}
-    return added, removed, changed
 
 
 def dhcp_ranges(xslt: str) -> list[tuple[IPv4Address, IPv4Address]]:
@@ -497,24 +490,11 @@ def test_bootstrap_teardown_removes_only_bootstrap_resources(kvm_run):
 # --------------------------------------------------------------------------- bad configs
 
 
-def run_recording(config: dict[str, str]) -> tuple[ProgramRun, BaseException | None]:
-    recorded = ProgramRun()
-    try:
-        run_program(config, stack="kvm", into=recorded)
-        return recorded, None
-    except Exception as error:  # noqa: BLE001 - the error is what the test looks at
-        return recorded, error
-
-
-def dev_config(**overrides: Any) -> dict[str, str]:
-    return stack_config("dev", **overrides)
-
-
 KVM = kvm_config()
-DEV = dev_config()
+DEV = stack_config("dev")
 BAD_CONFIGS = [
     # libvirt keys on OpenStack
-    (dev_config(libvirt={"image": "/images/rhcos.qcow2"}), "ocp:libvirt is set but ocp:platform is openstack"),
+    (stack_config("dev", libvirt={"image": "/images/rhcos.qcow2"}), "ocp:libvirt is set but ocp:platform is openstack"),
     (with_section(DEV, "masters", vcpus=8), "ocp:masters.vcpus is a libvirt setting"),
     (with_section(DEV, "workers", memoryMib=8192), "ocp:workers.memoryMib is a libvirt setting"),
     (with_section(DEV, "workers", diskGib=200), "ocp:workers.diskGib is a libvirt setting"),
@@ -542,7 +522,7 @@ BAD_CONFIGS = [
 
 @pytest.mark.parametrize("config,expected", BAD_CONFIGS, ids=[text[:45] for _, text in BAD_CONFIGS])
 def test_bad_config_stops_before_any_resource(config, expected):
-    recorded, error = run_recording(config)
+    recorded, error = run_recording(config, stack="kvm")
     assert isinstance(error, pulumi.RunError), error
     message = str(error)
     assert expected in message
@@ -551,11 +531,11 @@ def test_bad_config_stops_before_any_resource(config, expected):
 
 
 def test_messages_say_what_to_write_instead():
-    _, error = run_recording(kvm_config(libvirt=None))
+    _, error = run_recording(kvm_config(libvirt=None), stack="kvm")
     assert "qcow2" in str(error) and "image:" in str(error)
-    _, error = run_recording(with_section(KVM, "masters", flavor="master"))
+    _, error = run_recording(with_section(KVM, "masters", flavor="master"), stack="kvm")
     assert "remove it" in str(error)
-    _, error = run_recording(with_section(KVM, "libvirt", image="/images/rhcos.qcow2.xz"))
+    _, error = run_recording(with_section(KVM, "libvirt", image="/images/rhcos.qcow2.xz"), stack="kvm")
     assert "decompress" in str(error)
 
 
