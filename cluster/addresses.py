@@ -76,49 +76,56 @@ class AddressPlan:
         return bootstrap + self.masters + self.workers
 
     router_count: int
+    # Decided at install (a compact cluster's masters keep the routers when workers come
+    # later): cluster.day2 sets it from the install record.
+    routers_on_masters: bool
 
     @property
     def router_slots(self) -> tuple[Node, ...]:
         """Where routers run and the Ingress VIP may sit: the first `networking.routerNodes`
         worker slots (whether or not those workers exist yet), or a compact cluster's masters."""
-        return self.worker_slots[: self.router_count] if self.worker_count else self.master_slots
+        return self.master_slots if self.routers_on_masters else self.worker_slots[: self.router_count]
 
 
 def _host(network: IPv4Network, offset: int) -> IPv4Address:
     return network.network_address + offset
 
 
-def plan_addresses(config: ClusterConfig) -> AddressPlan:
-    network = config.machine_network
-    name = config.cluster_name
-    last_host = network.broadcast_address - 1
-    max_workers = config.workers.max_count
-    pool_start = _host(network, WORKER_OFFSET + max_workers)
-    if pool_start > last_host - 8:
-        raise ConfigError(
-            [
-                f"ocp:workers.maxCount: {max_workers} worker addresses from host {WORKER_OFFSET} on leave no room "
-                f"for a DHCP pool in {network}: lower workers.maxCount or use a larger ocp:machineNetwork"
-            ]
-        )
+def gateway(network: IPv4Network) -> IPv4Address:
+    return _host(network, GATEWAY_OFFSET)
 
-    master_slots = tuple(
-        Node(f"{name}-master-{i}", "master", i, _host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
-    )
-    worker_slots = tuple(
-        Node(f"{name}-worker-{i}", "worker", i, _host(network, WORKER_OFFSET + i)) for i in range(max_workers)
-    )
-    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, _host(network, BOOTSTRAP_OFFSET))
-    gateway = _host(network, GATEWAY_OFFSET)
-    api_vip = config.api_vip or _host(network, API_VIP_OFFSET)
-    ingress_vip = config.ingress_vip or _host(network, INGRESS_VIP_OFFSET)
 
-    taken = {
-        gateway: "the router's gateway address",
-        bootstrap.ip: bootstrap.name,
+def effective_vips(
+    network: IPv4Network, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None
+) -> tuple[IPv4Address, IPv4Address]:
+    """The configured VIPs, or the installer's defaults (5th and 7th host)."""
+    return api_vip or _host(network, API_VIP_OFFSET), ingress_vip or _host(network, INGRESS_VIP_OFFSET)
+
+
+def reserved_addresses(network: IPv4Network, name: str, max_workers: int) -> dict[IPv4Address, str]:
+    """Every address the plan gives a node or the router, with what it is."""
+    return {
+        gateway(network): "the router's gateway address",
+        _host(network, BOOTSTRAP_OFFSET): f"{name}-bootstrap",
         _host(network, HELPER_OFFSET): "the bootstrap helper",
-        **{node.ip: f"{node.name}'s reserved address" for node in master_slots + worker_slots},
+        **{_host(network, MASTER_OFFSET + i): f"{name}-master-{i}'s reserved address" for i in range(MASTER_SLOTS)},
+        **{_host(network, WORKER_OFFSET + i): f"{name}-worker-{i}'s reserved address" for i in range(max_workers)},
     }
+
+
+def placement_problems(
+    network: IPv4Network, name: str, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None, max_workers: int
+) -> list[str]:
+    """Why these addresses cannot be planned, one message per problem; checked with the config
+    (cluster.config), so they come with every other problem of the stack at once."""
+    last_host = network.broadcast_address - 1
+    if _host(network, WORKER_OFFSET + max_workers) > last_host - 8:
+        return [
+            f"ocp:workers.maxCount: {max_workers} worker addresses from host {WORKER_OFFSET} on leave no room "
+            f"for a DHCP pool in {network}: lower workers.maxCount or use a larger ocp:machineNetwork"
+        ]
+    api_vip, ingress_vip = effective_vips(network, api_vip, ingress_vip)
+    taken = reserved_addresses(network, name, max_workers)
     problems = []
     for key, vip in (("apiVip", api_vip), ("ingressVip", ingress_vip)):
         if vip not in network or vip in (network.network_address, network.broadcast_address):
@@ -131,12 +138,31 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
             )
     if api_vip == ingress_vip:
         problems.append(f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ")
+    return problems
+
+
+def plan_addresses(config: ClusterConfig) -> AddressPlan:
+    network = config.machine_network
+    name = config.cluster_name
+    last_host = network.broadcast_address - 1
+    max_workers = config.workers.max_count
+    pool_start = _host(network, WORKER_OFFSET + max_workers)
+    problems = placement_problems(network, name, config.api_vip, config.ingress_vip, max_workers)
     if problems:
         raise ConfigError(problems)
 
+    master_slots = tuple(
+        Node(f"{name}-master-{i}", "master", i, _host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
+    )
+    worker_slots = tuple(
+        Node(f"{name}-worker-{i}", "worker", i, _host(network, WORKER_OFFSET + i)) for i in range(max_workers)
+    )
+    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, _host(network, BOOTSTRAP_OFFSET))
+    api_vip, ingress_vip = effective_vips(network, config.api_vip, config.ingress_vip)
+
     return AddressPlan(
         network=network,
-        gateway=gateway,
+        gateway=gateway(network),
         api_vip=api_vip,
         ingress_vip=ingress_vip,
         bootstrap=bootstrap,
@@ -147,6 +173,7 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
         worker_count=config.workers.count,
         bootstrap_enabled=config.bootstrap.enabled,
         router_count=min(config.networking.router_nodes, max_workers),
+        routers_on_masters=config.workers.count == 0,
         allocation_pools=_pools(pool_start, last_host, {api_vip, ingress_vip}),
     )
 

@@ -1,71 +1,79 @@
-"""Installer: the configs of `openshift-install create ignition-configs`, as secret outputs.
+"""Installer: the configs of `openshift-install create ignition-configs`, as secret outputs,
+reviewed against the stack before any node is built from them.
 
 Either runs the installer through pulumi-command, or reads a directory the user already
-generated. In both cases the files reach the program through Pulumi state (the command's
-stdout, marked secret), so another machine with the same state gets the same configs.
+generated. The files reach the program through Pulumi state (the command's stdout, marked
+secret), so another machine with the same state gets the same configs. The command runs
+once per cluster: every input is in `ignore_changes`, so no later edit re-runs it (a new
+PKI and infra ID would orphan the running nodes); cluster/day2.py says what an edit does
+instead, and refuses the ones a running cluster cannot take.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 import pulumi
 import pulumi_command as command
 
-from cluster.config import ClusterConfig
-from cluster.install_config import render_install_config
-from ignition.installer_assets import InstallerAssets, bundle, read_assets_dir, unbundle
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig, ConfigError
+from cluster.day2 import review, stack_settings
+from cluster.installer import (
+    InstallerAssets,
+    bundle,
+    read_assets_dir,
+    render_install_config,
+    run_environment,
+    run_script,
+    unbundle,
+    update_script,
+)
 
-# Runs in a fresh directory and prints every file as `<path> <base64>`; constant text, so
-# only the environment decides whether the installer runs again.
-RUN_INSTALLER = r"""set -eu
-rm -rf "$INSTALLER_DIR" && mkdir -p "$INSTALLER_DIR"
-printf '%s' "$INSTALL_CONFIG" > "$INSTALLER_DIR/install-config.yaml"
-"$OPENSHIFT_INSTALL" create ignition-configs --dir "$INSTALLER_DIR" >&2
-for f in bootstrap.ign master.ign worker.ign metadata.json auth/kubeconfig auth/kubeadmin-password; do
-  printf '%s ' "$f"; base64 -w0 "$INSTALLER_DIR/$f"; echo
-done
-"""
-# A changed binary path or directory must not mint new PKI: keep what the last run printed.
-KEEP_PREVIOUS_OUTPUT = """printf '%s' "$PULUMI_COMMAND_STDOUT"\n"""
+# Every input of the command: after the first run, none of them may run it again.
+RUN_ONCE = ["create", "update", "delete", "environment", "dir", "interpreter", "logging", "stdin", "triggers"]
 
 
 class Installer(pulumi.ComponentResource):
+    # Raises (so nothing that depends on it registers) when the stack cannot change this way.
     assets: pulumi.Output[InstallerAssets]
-    install_config: pulumi.Output[str]
 
     def __init__(
         self,
         name: str,
         config: ClusterConfig,
+        plan: AddressPlan,
         pull_secret: pulumi.Output[str],
         stack: str,
+        now: float,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:installer:Installer", name, None, opts)
-        self.install_config = pulumi.Output.secret(pull_secret).apply(
-            lambda secret: render_install_config(config, secret)
-        )
         installer = config.installer
         if installer.assets_dir is not None:
-            # Read now, so a missing file stops the program before anything is created.
-            files = read_assets_dir(installer.assets_dir)
-            stdout = pulumi.Output.secret(bundle(files))
+            stdout = pulumi.Output.secret(bundle(read_assets_dir(installer.assets_dir)))
         else:
+            settings = stack_settings(config, plan)
+            environment = pulumi.Output.secret(pull_secret).apply(
+                lambda secret: run_environment(config, stack, render_install_config(config, secret), secret, settings)
+            )
             run = command.local.Command(
                 f"{name}-run",
-                create=RUN_INSTALLER,
-                update=KEEP_PREVIOUS_OUTPUT,
-                environment={
-                    "OPENSHIFT_INSTALL": installer.binary,
-                    "INSTALLER_DIR": installer.dir or f"assets/{stack}",
-                    "INSTALL_CONFIG": self.install_config,
-                },
-                # New PKI exactly when the install-config changes.
-                triggers=[self.install_config.apply(lambda text: hashlib.sha256(text.encode()).hexdigest())],
+                create=run_script(),
+                update=update_script(),
+                environment=environment,
+                # The previous stdout (~400 KB) would not fit in one environment string.
+                add_previous_output_in_env=False,
                 logging=command.local.Logging.STDERR,
-                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
+                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE),
             )
             stdout = pulumi.Output.secret(run.stdout)
-        self.assets = stdout.apply(lambda text: InstallerAssets.from_files(unbundle(text)))
+        self.assets = stdout.apply(lambda text: _reviewed(config, plan, InstallerAssets.from_files(unbundle(text)), now))
         self.register_outputs({"infraId": self.assets.apply(lambda assets: assets.infra_id)})
+
+
+def _reviewed(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, now: float) -> InstallerAssets:
+    result = review(config, plan, assets, now)
+    for warning in result.warnings:
+        pulumi.log.warn(warning)
+    if result.problems:
+        raise pulumi.RunError(ConfigError(list(result.problems)).report("the stack cannot change this way on a running cluster"))
+    return assets

@@ -8,7 +8,8 @@ import pulumi
 
 from cluster.addresses import AddressPlan, Node
 from cluster.config import ClusterConfig
-from ignition.installer_assets import InstallerAssets
+from cluster.day2 import installed_plan
+from cluster.installer import InstallerAssets
 from ignition.nodes import BootstrapDelivery, all_node_ignitions
 
 
@@ -20,7 +21,9 @@ class NodeConfigs:
         plan: AddressPlan,
         delivery: BootstrapDelivery,
     ):
-        self._by_name = assets.apply(lambda installer: all_node_ignitions(config, plan, installer, delivery))
+        self._by_name = assets.apply(
+            lambda installer: all_node_ignitions(config, installed_plan(plan, installer), installer, delivery)
+        )
 
     def user_data(self, node: Node) -> pulumi.Output[str]:
         return self._by_name.apply(lambda by_name: by_name[node.name].user_data)

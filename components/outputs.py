@@ -10,7 +10,7 @@ import pulumi
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 from cluster.endpoints import api_url, console_url, etc_hosts
-from ignition.installer_assets import InstallerAssets
+from cluster.installer import InstallerAssets
 
 
 @dataclass(frozen=True)

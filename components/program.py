@@ -3,39 +3,72 @@ configuration (stopping with one clear message before any resource), then build 
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
-from cluster.config import NAMESPACE, ClusterConfig, ConfigError, check_local_files, load_config
+from cluster.config import NAMESPACE, ClusterConfig, ConfigError, load_config
+from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
+
+
+def now() -> float:
+    """The program's clock (the offline plan sets another to preview a later run)."""
+    return time.time()
 
 
 def read_config() -> tuple[ClusterConfig, AddressPlan]:
     raw = {**get_config_env(), **CONFIG.get()}
     try:
-        config = load_config({key: value for key, value in raw.items() if key.startswith(f"{NAMESPACE}:")})
+        # The ocp: keys, and openstack:cloud, which must not contradict ocp:openstack.cloud.
+        config = load_config(raw)
         plan = plan_addresses(config)
-        check_local_files(config)
+        check_local_files(config, pulumi.get_stack())
     except ConfigError as error:
-        raise pulumi.RunError(format_problems(error)) from None
+        raise pulumi.RunError(error.report()) from None
     return config, plan
 
 
-def format_problems(error: ConfigError) -> str:
-    count = len(error.problems)
-    heading = "invalid stack configuration" + (f" ({count} problems)" if count > 1 else "")
-    return heading + ":\n  " + "\n  ".join(error.problems)
+def check_local_files(config: ClusterConfig, stack: str) -> None:
+    """Files the program reads or writes on the machine that runs it; a problem stops it before any resource."""
+    problems = []
+    installer = config.installer
+    if installer.assets_dir is not None:
+        missing = missing_asset_files(installer.assets_dir)
+        if missing:
+            problems.append(
+                f"ocp:installer.assetsDir: {installer.assets_dir} lacks {', '.join(missing)}: point it at the --dir of "
+                "`openshift-install create ignition-configs`"
+            )
+    else:
+        directory = Path(installer_dir(config, stack))
+        if directory.is_dir() and any(directory.iterdir()) and not (directory / DIR_MARKER).exists():
+            problems.append(
+                f"ocp:installer.dir: {directory} holds files this program did not make, and the installer run starts "
+                "by emptying its directory: name a new directory (default assets/<stack>)"
+            )
+    key_file = config.bootstrap.helper.ssh_private_key_file
+    if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
+        if not Path(key_file).expanduser().is_file():
+            problems.append(
+                f"ocp:bootstrap.helper.sshPrivateKeyFile: {key_file} is not a file: name the private key "
+                "matching ocp:sshKey, or remove the key to use your SSH agent"
+            )
+    if problems:
+        raise ConfigError(problems)
 
 
 def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]:
     """Create every resource; returns the stack outputs."""
-    pull_secret = pulumi.Config(NAMESPACE).require_secret("pullSecret")
+    pull_secret = pulumi.Output.secret(config.pull_secret.get_secret_value())
     name = config.cluster_name
     if config.platform == "openstack":
         from components.openstack.cluster import OpenStackCluster
 
-        return OpenStackCluster(name, config, plan, pull_secret, pulumi.get_stack()).outputs.as_dict()
+        return OpenStackCluster(name, config, plan, pull_secret, pulumi.get_stack(), now()).outputs.as_dict()
     # platform libvirt: the config model allows no third
     from components.libvirt.cluster import LibvirtCluster
 
-    return LibvirtCluster(name, config, plan, pull_secret, pulumi.get_stack()).outputs.as_dict()
+    return LibvirtCluster(name, config, plan, pull_secret, pulumi.get_stack(), now()).outputs.as_dict()

@@ -15,8 +15,10 @@ import hashlib
 import json
 import urllib.parse
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from cluster.dataurl import file_contents
 
 SPEC_VERSION = "3.2.0"
 # Ignition waits this long for response headers; slow clouds and a busy helper need more than 10 s.
@@ -53,12 +55,10 @@ class Additions:
 @dataclass(frozen=True)
 class NodeIgnition:
     """What one node gets: `user_data` goes to the server; `served` (bootstrap on OpenStack)
-    is the full config the user_data points at; `full` is the config the node ends up with."""
+    is the full config the user_data points at."""
 
     user_data: str
-    full: dict[str, Any]
     served: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def dumps(config: dict[str, Any]) -> str:
@@ -153,29 +153,6 @@ def resolve_merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, An
         if section in parent and section not in result:
             result[section] = parent[section]
     return result
-
-
-def decode_data_url(source: str) -> bytes:
-    """Contents of a data URL as written by us or by openshift-install (base64 or percent-encoded)."""
-    if not source.startswith("data:"):
-        raise ValueError(f"not a data URL: {source[:40]}")
-    header, _, payload = source[5:].partition(",")
-    if header.endswith(";base64"):
-        return base64.b64decode(payload)
-    return urllib.parse.unquote_to_bytes(payload)
-
-
-def file_contents(entry: dict[str, Any]) -> bytes | None:
-    """Decoded contents of one ignition file entry, None when it is fetched from elsewhere."""
-    source = entry.get("contents", {}).get("source")
-    if source is None:
-        return b""
-    if not source.startswith("data:"):
-        return None
-    data = decode_data_url(source)
-    if entry["contents"].get("compression") == "gzip":
-        data = gzip.decompress(data)
-    return data
 
 
 def readable(config: dict[str, Any]) -> dict[str, Any]:

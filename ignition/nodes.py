@@ -20,9 +20,9 @@ import yaml
 from cluster.addresses import AddressPlan, Node
 from cluster.config import ClusterConfig
 from cluster.identity import ClusterIdentity
+from cluster.installer import InstallerAssets
 from ignition import assembly
 from ignition.assembly import Additions, File, NodeIgnition
-from ignition.installer_assets import InstallerAssets
 
 MCS_PLAIN_PORT = 22624
 USER_DATA_LIMIT = 16 * 1024
@@ -45,30 +45,31 @@ def _networking(config: ClusterConfig, plan: AddressPlan, node: Node, identity: 
 CONTRIBUTORS: tuple[Contributor, ...] = (_networking,)
 
 
-def bootstrap_helper_url(plan: AddressPlan, port: int) -> str:
-    return f"http://{plan.helper_ip}:{port}/bootstrap.ign"
+def bootstrap_helper_url(plan: AddressPlan, port: int, identity: ClusterIdentity) -> str:
+    """Where the bootstrap helper serves the bootstrap's config: under a path unguessable
+    without the cluster's secret, so it is a secret itself (the shim's user_data, the upload)."""
+    return f"http://{plan.helper_ip}:{port}/{identity.derive('bootstrap-helper-path', 32)}/bootstrap.ign"
 
 
 def scheduler_manifest(masters_schedulable: bool) -> File:
     """The installer makes masters schedulable because it sees 0 compute replicas (always 0
-    here, see cluster.install_config); this sets what the cluster really has."""
+    here, see cluster.installer); this sets what the cluster really has."""
     document = {
         "apiVersion": "config.openshift.io/v1",
         "kind": "Scheduler",
         "metadata": {"name": "cluster"},
-        "spec": {"mastersSchedulable": masters_schedulable, "policy": {"name": ""}},
+        "spec": {"mastersSchedulable": masters_schedulable},
     }
     return File(SCHEDULER_MANIFEST, yaml.safe_dump(document, sort_keys=True).encode())
 
 
 def ingress_placement(plan: AddressPlan) -> File:
     """Routers only on the router slots: the nodes whose keepalived may hold the Ingress VIP.
-    Names of slots, not of existing workers, so scaling workers never changes it."""
-    spec: dict = {}
-    if plan.worker_count:
-        hostnames = [node.name for node in plan.router_slots]
-        selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
-        spec = {"nodePlacement": {"nodeSelector": selector}}
+    Names of slots, not of existing workers, so scaling workers never changes it; in a
+    compact cluster the masters, which keep the routers when workers are added later."""
+    hostnames = [node.name for node in plan.router_slots]
+    selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
+    spec: dict = {"nodePlacement": {"nodeSelector": selector}}
     document = {
         "apiVersion": "operator.openshift.io/v1",
         "kind": "IngressController",
@@ -97,19 +98,19 @@ def node_ignition(
         shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(plan)))
         full = assembly.with_additions(assets.bootstrap, shape + additions)
         if bootstrap_delivery == "direct":
-            return NodeIgnition(user_data=assembly.dumps(full), full=full)
+            return NodeIgnition(user_data=assembly.dumps(full))
         served = assembly.dumps(full)
         shim = assembly.shim_config(
-            bootstrap_helper_url(plan, config.bootstrap.helper.port),
+            bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity),
             served,
             assembly.certificate_authorities(assets.master),
             assembly.hostname(node.name),
         )
-        return NodeIgnition(user_data=assembly.dumps(shim), full=assembly.resolve_merge(shim, full), served=served)
+        return NodeIgnition(user_data=assembly.dumps(shim), served=served)
     pointer = assets.master if node.role == "master" else assets.worker
     source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
     config_ = assembly.pointer_config(pointer, source, additions)
-    return NodeIgnition(user_data=assembly.dumps(config_), full=config_)
+    return NodeIgnition(user_data=assembly.dumps(config_))
 
 
 def all_node_ignitions(

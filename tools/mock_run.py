@@ -2,8 +2,14 @@
 
 Each run gets a fresh event loop and a fresh `contextvars` context (Pulumi keeps its
 settings and root stack in context variables), so runs never leak into each other. The
-mocks answer like the providers would, and the installer's command is answered by the
-fake installer (`tools.sample_installer`), fed the very install-config the program built.
+mocks answer like the providers would, and the installer's command is answered as its run
+script would (cluster/installer.py) with the fake installer (`tools.sample_installer`), fed
+the very install-config the program built.
+
+Given a deployed state (`tools.preview.Engine`), a run is the *next* `pulumi up` of that
+stack: what the engine keeps between runs (outputs of unchanged resources, so the
+installer's configs and infra ID; ignored inputs) comes from the state, and every
+registration gets the step the engine would take.
 """
 
 from __future__ import annotations
@@ -11,22 +17,31 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import json
+import logging
 import runpy
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
+from pulumi.runtime.sync_await import _sync_await
 
-from ignition.installer_assets import bundle
+from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle
+from components import program
 from tools import sample_installer
+from tools.preview import Deployed, Engine
 
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
 SECRET_MASK = "[secret]"
+# Steps after which a resource keeps its id (and, but for its inputs, its outputs).
+KEEPS_IDENTITY = {"same", "update", "resize", "rebuild"}
 
 
 @dataclass
@@ -35,8 +50,14 @@ class Resource:
     name: str
     parent: str | None  # the parent's URN; None for children of the stack
     urn: str
-    inputs: dict[str, Any]  # secrets still wrapped, see unwrap() and mask()
+    inputs: dict[str, Any]  # as the program registered them, secrets still wrapped: see unwrap() and mask()
     dependencies: tuple[str, ...] = ()  # URNs of explicit depends_on
+    options: dict[str, Any] = field(default_factory=dict)
+    custom: bool = True
+    id: str = ""
+    kept_inputs: dict[str, Any] = field(default_factory=dict)  # what the engine keeps (ignored inputs as deployed), plain
+    outputs: dict[str, Any] = field(default_factory=dict)  # plain
+    action: str = "create"
 
     @property
     def secret_paths(self) -> list[str]:
@@ -48,12 +69,49 @@ class ProgramRun:
     resources: list[Resource] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
 
     def of_type(self, type_: str) -> list[Resource]:
         return [resource for resource in self.resources if resource.type == type_]
 
     def by_name(self, name: str) -> Resource:
         return next(resource for resource in self.resources if resource.name == name)
+
+    def state(self) -> list[dict[str, Any]]:
+        """What the engine would store after this run: enough for `deployed_from` to take it up."""
+        return [
+            {
+                "type": r.type,
+                "name": r.name,
+                "urn": r.urn,
+                "id": r.id,
+                "custom": r.custom,
+                "inputs": r.kept_inputs,
+                "outputs": r.outputs,
+                "secretInputs": sorted({path.split(".")[0].split("[")[0] for path in r.secret_paths}),
+                "deleteBeforeReplace": bool(r.options.get("deleteBeforeReplace")),
+            }
+            for r in self.resources
+        ]
+
+
+def deployed_from(state: list[dict[str, Any]]) -> Engine:
+    """An engine whose deployed state is what `ProgramRun.state()` wrote."""
+    return Engine(
+        {
+            item["urn"]: Deployed(
+                item["type"],
+                item["name"],
+                item["urn"],
+                item["id"],
+                item["inputs"],
+                item["outputs"],
+                tuple(item.get("secretInputs", ())),
+                item.get("deleteBeforeReplace", False),
+            )
+            for item in state
+        }
+    )
 
 
 def is_secret(value: Any) -> bool:
@@ -93,13 +151,15 @@ def _secret_paths(value: Any, path: str) -> list[str]:
 
 
 class ClusterMocks(pulumi.runtime.Mocks):
-    """Provider answers: stable ids, documentation-range floating IPs, the fake installer's output."""
+    """Provider answers: stable ids, documentation-range floating IPs, the installer run's output."""
+
+    def __init__(self, now: float):
+        self.now = now
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
         if args.typ == "command:local:Command":
-            install_config = unwrap(args.inputs["environment"])["INSTALL_CONFIG"]
-            state["stdout"] = bundle(sample_installer.generate(install_config))
+            state["stdout"] = self._installer_run(unwrap(args.inputs["environment"]))
             state["stderr"] = ""
         elif args.typ == "command:remote:Command":
             state["stdout"], state["stderr"] = "", ""
@@ -112,6 +172,21 @@ class ClusterMocks(pulumi.runtime.Mocks):
         digest = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:12]
         return f"{args.name}-{digest}", state
 
+    def _installer_run(self, environment: dict[str, str]) -> str:
+        """What cluster.installer.run_script prints, with the fake installer and a fake `oc`."""
+        files = sample_installer.generate(environment["INSTALL_CONFIG"])
+        record = {
+            "generatedAt": int(self.now),
+            "generation": int(environment["GENERATION"]),
+            "stack": json.loads(environment["INSTALL_FACTS"]),
+        }
+        release = sample_installer.release_images()
+        wanted = environment.get("RELEASE_COMPONENTS", "").split()
+        release["images"] = {name: ref for name, ref in release["images"].items() if name in wanted}
+        files[RECORD_FILE] = json.dumps(record).encode()
+        files[RELEASE_FILE] = json.dumps(release).encode()
+        return bundle(files)
+
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
         if args.token == "openstack:networking/getNetwork:getNetwork":
             return {"id": f"network-{args.args.get('name')}", "name": args.args.get("name")}
@@ -121,22 +196,77 @@ class ClusterMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """The mock monitor, also keeping each resource's parent and raw inputs, in order."""
+    """The mock monitor, also keeping each resource's parent, inputs and options, in order;
+    with an engine, registrations take the steps the engine would take on that state."""
 
-    def __init__(self, mocks: pulumi.runtime.Mocks, run: ProgramRun):
+    def __init__(self, mocks: pulumi.runtime.Mocks, run: ProgramRun, engine: Engine | None):
         super().__init__(mocks)
         self.run = run
+        self.engine = engine
+        # Event loops the SDK makes in its worker threads: closed with the run.
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
-            self.run.resources.append(
-                Resource(
-                    request.type, request.name, request.parent or None, response.urn, inputs, tuple(request.dependencies)
-                )
+        if request.type == "pulumi:pulumi:Stack":
+            return super().RegisterResource(request)
+        pulumi_mocks._ensure_event_loop()
+        self.thread_loops.add(asyncio.get_event_loop())
+        urn = self.make_urn(request.parent, request.type, request.name)
+        inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
+        plain = unwrap(inputs)
+        options = {
+            "ignoreChanges": list(request.ignoreChanges),
+            "dependsOn": list(request.dependencies),
+            "deleteBeforeReplace": request.deleteBeforeReplace,
+            "replaceOnChanges": list(request.replaceOnChanges),
+            "protect": request.protect,
+            "retainOnDelete": request.retainOnDelete,
+        }
+        custom = bool(request.custom)
+        resource = Resource(
+            request.type, request.name, request.parent or None, urn, inputs, tuple(request.dependencies), options, custom
+        )
+        action, kept = "create", plain
+        if self.engine is not None:
+            action, kept = self.engine.step(
+                request.type,
+                request.name,
+                urn,
+                plain,
+                request.ignoreChanges,
+                request.replaceOnChanges,
+                request.deleteBeforeReplace,
+                [path.split(".")[0].split("[")[0] for path in resource.secret_paths],
+                custom,
             )
-        return response
+        deployed = self.engine.deployed.get(urn) if self.engine is not None else None
+        if deployed is not None and action in KEEPS_IDENTITY:
+            id_, state = deployed.id, {**deployed.outputs, **kept}
+        else:
+            args = pulumi.runtime.MockResourceArgs(request.type, request.name, kept, request.provider, request.importId, custom)
+            id_, state = self.mocks.new_resource(args)
+            if deployed is not None:  # replaced: a new resource with a new id
+                id_ = f"{id_}-{hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]}"
+        resource.id, resource.kept_inputs, resource.outputs, resource.action = id_, kept, unwrap(state), action
+        self.run.resources.append(resource)
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        obj_proto = _sync_await(pulumi.runtime.rpc.serialize_properties(state, {}))
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)
+
+    def Invoke(self, request: Any) -> Any:
+        pulumi_mocks._ensure_event_loop()
+        self.thread_loops.add(asyncio.get_event_loop())
+        return super().Invoke(request)
+
+
+class _Warnings(logging.Handler):
+    def __init__(self, run: ProgramRun):
+        super().__init__(logging.WARNING)
+        self.run = run
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.run.warnings.append(record.getMessage())
 
 
 def run_program(
@@ -144,36 +274,57 @@ def run_program(
     stack: str = "dev",
     secret_keys: tuple[str, ...] = ("ocp:pullSecret",),
     into: ProgramRun | None = None,
+    engine: Engine | None = None,
+    now: float | None = None,
 ) -> ProgramRun:
     """Evaluate `__main__.py` with this config; raises what the program raises (pulumi.RunError).
 
-    Pass `into` to keep what was registered even when the program fails."""
-    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun())
+    Pass `into` to keep what was registered even when the program fails; `engine` to run
+    against a deployed state; `now` for the program's clock (default: the real one)."""
+    at = time.time() if now is None else now
+    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun(), engine, at)
 
 
-def _run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...], run: ProgramRun) -> ProgramRun:
+def _run(
+    config: dict[str, str], stack: str, secret_keys: tuple[str, ...], run: ProgramRun, engine: Engine | None, now: float
+) -> ProgramRun:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    mocks = ClusterMocks(now)
+    monitor = RecordingMonitor(mocks, run, engine)
+    logger = logging.getLogger(f"tools.mock_run.{id(run)}")
+    logger.propagate = False
+    handler = _Warnings(run)
+    logger.addHandler(handler)
+    clock = program.now
+    program.now = lambda: now
     try:
-        mocks = ClusterMocks()
         # Pending outputs live in a module-wide set that set_mocks does not reset: a failed run
         # would leave tasks of its closed loop there, and the next run would wait for them forever.
         SETTINGS.outputs.clear()
         pulumi.runtime.set_all_config(dict(config), list(secret_keys))
-        pulumi.runtime.set_mocks(mocks, project="ocp", stack=stack, preview=False, monitor=RecordingMonitor(mocks, run))
+        pulumi.runtime.set_mocks(mocks, project="ocp", stack=stack, preview=False, monitor=monitor, logger=logger)
         runpy.run_path(str(PROGRAM), run_name="__main__")
         loop.run_until_complete(wait_for_rpcs())
         root = pulumi.runtime.get_root_resource()
         run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
     finally:
+        program.now = clock
         # A failed program leaves RPCs under way (the root stack's registration at least):
         # let them finish, so nothing is destroyed while pending.
         pending = asyncio.all_tasks(loop)
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         SETTINGS.outputs.clear()
+        loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
         asyncio.set_event_loop(None)
+        # The SDK's worker threads made loops of their own; left open, they are collected at
+        # interpreter exit and complain ("Invalid file descriptor: -1").
+        for thread_loop in monitor.thread_loops - {loop}:
+            if not thread_loop.is_closed():
+                thread_loop.close()
+        logger.removeHandler(handler)
     return run
 
 

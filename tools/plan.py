@@ -4,20 +4,30 @@
     python -m tools.plan --config-file PATH          # any stack file
     python -m tools.plan --stack dev --assets DIR    # installer configs already generated
     python -m tools.plan --stack dev --out DIR       # default build/plan-<stack>
+    python -m tools.plan --stack dev --from DIR      # the next `pulumi up` of a stack deployed as plan DIR
+    python -m tools.plan ... --at +21h               # as if run later (or at an ISO 8601 time)
 
-Writes resources.json and outputs.json (secrets shown as "[secret]"), and per node
+Writes resources.json (with each resource's options) and outputs.json (secrets shown as
+"[secret]"), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
+keys under nodes/, which is why plan directories are private to the user), and per node
 user_data (exactly what the server receives), ignition.json (the config the node ends up
-with, data URLs decoded) and files/<path> (every file Ignition writes). Needs no cloud and
-no Pulumi CLI. An invalid configuration exits 2 with one message and writes nothing.
+with, data URLs decoded) and files/<path> (every file Ignition writes). With --from, also
+changes.json: what the next `pulumi up` does to every resource (tools/preview.py), printed as
+a table, disruption first. Needs no cloud and no Pulumi CLI. A configuration or an edit the
+program refuses exits 2 with its messages and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import sys
 import tempfile
+import time
+from datetime import datetime
 from collections import Counter
 from dataclasses import dataclass
 from ipaddress import ip_address
@@ -26,9 +36,10 @@ from typing import Any
 
 import pulumi
 
-from cluster.stackfile import read_stack_file
+from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
-from tools.mock_run import ProgramRun, mask, run_program, unwrap
+from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
+from tools.preview import Change, Engine, table
 
 ROOT = Path(__file__).resolve().parent.parent
 # Stands in for the encrypted pull secret, which only the Pulumi CLI can decrypt.
@@ -111,9 +122,11 @@ def _full_ignition(user_data: str, served: dict[str, str]) -> dict[str, Any] | N
 
 def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
     resources = [
-        {"type": r.type, "name": r.name, "parent": r.parent, "inputs": mask(r.inputs)} for r in run.resources
+        {"type": r.type, "name": r.name, "parent": r.parent, "inputs": mask(r.inputs), "options": r.options}
+        for r in run.resources
     ]
     _write(out / "resources.json", json.dumps(resources, indent=2, sort_keys=True) + "\n")
+    _write(out / "state.json", json.dumps(run.state(), indent=1, sort_keys=True) + "\n", private=True)
     outputs = {key: "[secret]" if key in run.secret_outputs else value for key, value in run.outputs.items()}
     _write(out / "outputs.json", json.dumps(outputs, indent=2, sort_keys=True) + "\n")
     nodes = node_outputs(run)
@@ -133,19 +146,50 @@ def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
     return nodes
 
 
-def _write(path: Path, contents: str | bytes) -> None:
+def _write(path: Path, contents: str | bytes, private: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(contents.encode() if isinstance(contents, str) else contents)
+    if private:
+        path.chmod(0o600)
+
+
+def parse_time(text: str | None) -> float | None:
+    """`+21h` (hours from now) or an ISO 8601 time; None: the real clock."""
+    if text is None:
+        return None
+    relative = re.fullmatch(r"\+(\d+(?:\.\d+)?)h", text)
+    if relative:
+        return time.time() + float(relative.group(1)) * 3600
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise PlanError(f"--at {text!r}: write +<hours>h (e.g. +21h) or an ISO 8601 time (2026-11-23T10:00:00+00:00)") from None
+
+
+def deployed_state(directory: str | None) -> Engine | None:
+    if directory is None:
+        return None
+    path = Path(directory) / "state.json"
+    if not path.is_file():
+        raise PlanError(f"--from {directory}: no state.json there: name the directory of an earlier plan of this stack")
+    return deployed_from(json.loads(path.read_text()))
 
 
 def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], notes: list[str]) -> str:
-    lines = [f"offline plan of stack {stack!r} -> {out}", *[f"  {note}" for note in notes], "", "resources by type:"]
+    lines = [
+        f"offline plan of stack {stack!r} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
+        *[f"  {note}" for note in notes],
+        "",
+        "resources by type:",
+    ]
     counts = Counter(resource.type for resource in run.resources)
     lines += [f"  {count:4d}  {type_}" for type_, count in sorted(counts.items())]
     lines += [f"  {sum(counts.values()):4d}  in all", "", "nodes:"]
     width = max((len(node.hostname) for node in nodes), default=0)
     for node in nodes:
         lines.append(f"  {node.hostname:<{width}}  {node.ip or '-':<15}  user_data {len(node.user_data.encode()):6d} B")
+    if run.warnings:
+        lines += ["", "warnings:", *[f"  {warning}" for warning in run.warnings]]
     return "\n".join(lines)
 
 
@@ -156,25 +200,35 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--config-file", help="path of a Pulumi.<stack>.yaml")
     parser.add_argument("--assets", help="directory of installer configs (bootstrap.ign, ..., auth/)")
     parser.add_argument("--out", help="output directory (default build/plan-<stack>)")
+    parser.add_argument("--from", dest="deployed", metavar="PLANDIR", help="preview the next `pulumi up` of a stack deployed as this earlier plan")
+    parser.add_argument("--at", metavar="TIME", help="run as if at this time: +<hours>h or ISO 8601 (default: now)")
     args = parser.parse_args(argv)
+    engine = None
     try:
         stack, config, notes = stack_config(args.stack, args.config_file, args.assets)
-        run = run_program(config, stack=stack)
-    except (PlanError, pulumi.RunError) as error:
+        engine = deployed_state(args.deployed)
+        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at))
+    except (PlanError, StackFileError, pulumi.RunError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out or ROOT / "build" / f"plan-{stack}")
-    # Written aside and moved into place: a failure leaves the previous plan, never half a new one.
-    staging = Path(tempfile.mkdtemp(prefix=".plan-", dir=out.parent if out.parent.exists() else None))
+    changes: list[Change] = engine.all_changes() if engine is not None else []
+    # Written aside (mode 0700) and moved into place: a failure leaves the previous plan, never half a new one.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".plan-", dir=out.parent))
     try:
         nodes = write_plan(run, staging)
+        if engine is not None:
+            _write(staging / "changes.json", json.dumps([c.as_json() for c in changes], indent=2) + "\n")
         if out.exists():
             shutil.rmtree(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staging), out)
+        os.rename(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(summary(stack, out, run, nodes, notes))
+    if engine is not None:
+        print(f"\nnext `pulumi up` of the stack deployed as {args.deployed} (changes.json):")
+        print(table(changes, ()))
     return 0
 
 

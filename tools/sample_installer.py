@@ -12,6 +12,7 @@ the install-config.  Nothing in it is a secret:
 
 Usage:
     python -m tools.sample_installer create ignition-configs --dir DIR
+    python -m tools.sample_installer version
     python -m tools.sample_installer write-samples --out DIR --install-config FILE
 """
 
@@ -30,7 +31,7 @@ from typing import Any, NoReturn, Sequence
 
 import yaml
 
-from ignition.installer_assets import ASSET_FILES
+from cluster.installer import ASSET_FILES, RELEASE_COMPONENTS
 
 IGNITION_VERSION = "3.2.0"
 RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.12.0-x86_64"
@@ -939,6 +940,19 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
     }
 
 
+def release_images() -> dict[str, Any]:
+    """What `openshift-install version` and `oc adm release info --image-for` would give for
+    this fake release: digest-pinned pullspecs, fake digests (sha256 of the name)."""
+
+    def digest(name: str) -> str:
+        return "sha256:" + hashlib.sha256(f"{FAKE_MARKER} {name}".encode()).hexdigest()
+
+    return {
+        "release": f"quay.io/openshift-release-dev/ocp-release@{digest(RELEASE_IMAGE)}",
+        "images": {name: f"quay.io/openshift-release-dev/ocp-v4.0-art-dev@{digest(name)}" for name in RELEASE_COMPONENTS},
+    }
+
+
 def write_files(files: dict[str, bytes], directory: Path) -> None:
     for relative, content in files.items():
         target = directory / relative
@@ -968,6 +982,7 @@ def _parser() -> _Parser:
     create.add_argument("--dir", type=Path, default=Path("."), help="assets directory holding install-config.yaml")
     # Accepted so callers can pass the real installer's flag; logging is not simulated.
     create.add_argument("--log-level", choices=["debug", "info", "warn", "error"], default="info")
+    commands.add_parser("version", help="like openshift-install version: the release image it installs")
     samples = commands.add_parser("write-samples", help="write the set into --out, keeping the install-config")
     samples.add_argument("--out", type=Path, required=True)
     samples.add_argument("--install-config", type=Path, required=True)
@@ -977,6 +992,9 @@ def _parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
+        if args.command == "version":
+            print(f"openshift-install {INSTALLER_VERSION} ({FAKE_MARKER})\nrelease image {release_images()['release']}")
+            return 0
         source = args.dir / "install-config.yaml" if args.command == "create" else args.install_config
         try:
             text = source.read_text()

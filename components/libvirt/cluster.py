@@ -29,6 +29,7 @@ class LibvirtCluster(pulumi.ComponentResource):
         plan: AddressPlan,
         pull_secret: pulumi.Output[str],
         stack: str,
+        now: float,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:libvirt:Cluster", name, None, opts)
@@ -38,7 +39,7 @@ class LibvirtCluster(pulumi.ComponentResource):
             command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        installer = Installer(f"{name}-installer", config, pull_secret, stack, child)
+        installer = Installer(f"{name}-installer", config, plan, pull_secret, stack, now, child)
         cluster = ClusterContext(config, plan)
         # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
         nodes = NodeConfigs(installer.assets, config, plan, "direct")

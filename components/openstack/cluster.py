@@ -30,6 +30,7 @@ class OpenStackCluster(pulumi.ComponentResource):
         plan: AddressPlan,
         pull_secret: pulumi.Output[str],
         stack: str,
+        now: float,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:Cluster", name, None, opts)
@@ -39,7 +40,7 @@ class OpenStackCluster(pulumi.ComponentResource):
             command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        installer = Installer(f"{name}-installer", config, pull_secret, stack, child)
+        installer = Installer(f"{name}-installer", config, plan, pull_secret, stack, now, child)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
         cluster = ClusterContext(config, plan, infra_id)
@@ -47,7 +48,7 @@ class OpenStackCluster(pulumi.ComponentResource):
 
         network = Network(f"{name}-network", cluster, child)
         security = SecurityGroups(f"{name}-security", cluster, child)
-        vips = VipPorts(f"{name}-vips", cluster, network.subnet, child)
+        vips = VipPorts(f"{name}-vips", cluster, network.subnet, security, child)
         if plan.bootstrap_enabled:
             Bootstrap(
                 f"{name}-bootstrap",
@@ -56,6 +57,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 security.master.id,
                 nodes.user_data(plan.bootstrap),
                 nodes.served(plan.bootstrap),
+                installer.assets.apply(lambda assets: assets.identity),
                 child,
             )
         ControlPlane(

@@ -13,6 +13,20 @@ from cluster.config import RoleBase
 from components.openstack.common import ClusterContext, Subnet
 
 
+# Instance inputs that replace (userData, keyPair, blockDevices, availabilityZone,
+# schedulerHints, configDrive) or rebuild (imageName, imageId) a server: read at first boot only.
+FIRST_BOOT_ONLY = (
+    "userData",
+    "imageName",
+    "imageId",
+    "blockDevices",
+    "keyPair",
+    "availabilityZone",
+    "schedulerHints",
+    "configDrive",
+)
+
+
 def node_port(
     name: str,
     cluster: ClusterContext,
@@ -61,6 +75,10 @@ def server(
             )
         ]
     zones = role.availability_zones
+    # First-boot inputs: a running server keeps what it was created with (a change would
+    # replace or re-image it); new servers get the current values. Its size changes only
+    # when the stack names it in <role>.resize.
+    ignored = [*FIRST_BOOT_ONLY, *([] if node.index in role.resize else ["flavorName", "flavorId"])]
     return openstack.compute.Instance(
         name,
         name=node.name,
@@ -73,7 +91,7 @@ def server(
         user_data=user_data,
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
         tags=cluster.tags,
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored)),
     )
 
 

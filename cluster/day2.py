@@ -1,0 +1,222 @@
+"""What a stack edit does to a cluster that already runs. Pure Python.
+
+Every setting a stack file can hold is classified here (a test checks none is missing):
+
+- `refuse`: cannot change on a running cluster (a new name, network or control plane size
+  means a new cluster). A change stops the program before anything changes.
+- `warn`: only applies at install time, or only to nodes created from now on. The running
+  cluster keeps its value; the warning says how to change it in the cluster.
+- `apply`: a day-2 operation this program carries out (scaling, bootstrap teardown, rules,
+  floating IPs, tags, an explicit resize).
+- `inert`: read only when the installer runs, which it does once; a change does nothing.
+
+The comparison is against the install record: the stack's settings when `openshift-install`
+ran, kept in Pulumi state with its output (cluster/installer.py). Configs the user generated
+(`installer.assetsDir`) carry no record; then only what the configs themselves say is checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
+from cluster.installer import MAX_BOOTSTRAP_AGE_HOURS, InstallerAssets, check_assets, installed_settings
+
+Kind = Literal["refuse", "warn", "apply", "inert"]
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: Kind
+    # refuse: why, and what to do instead. warn: what the running cluster keeps and how to
+    # change it there. apply/inert: what a change does (the README's day-2 table).
+    text: str
+
+
+_NEW_CLUSTER = "create a new stack for a new cluster"
+_KEEP_SIZE = "existing {role} keep the size they have; new ones get it; resize existing ones with ocp:{role}.resize"
+_NEW_SERVERS = "only servers created from now on boot from it; running nodes keep theirs (RHCOS updates come from the cluster, not the image)"
+_AGREE = "every node that may hold a VIP must agree on it, and running nodes keep their keepalived.conf"
+_NODE_FILES = "running nodes keep the files they were installed with; new nodes get the new value. Change it on running nodes with a MachineConfig"
+_BOOTSTRAP = "applies when a bootstrap is created; a running bootstrap keeps its own"
+
+EFFECTS: dict[str, Effect] = {
+    "platform": Effect("refuse", f"a cluster cannot move between platforms: {_NEW_CLUSTER}"),
+    "clusterName": Effect("refuse", f"the name is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
+    "baseDomain": Effect("refuse", f"the domain is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
+    "machineNetwork": Effect("refuse", f"every node address and the subnet come from it: {_NEW_CLUSTER}"),
+    "apiVip": Effect("refuse", "the API VIP is in every node's keepalived, haproxy and DNS configuration"),
+    "ingressVip": Effect("refuse", "the Ingress VIP is in every node's keepalived and DNS configuration"),
+    "masters.count": Effect("refuse", "this program does not change etcd membership"),
+    "masters.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running masters"),
+    "workers.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running workers"),
+    "openstack.cloud": Effect("refuse", f"every resource lives in that cloud: {_NEW_CLUSTER}"),
+    "openstack.externalNetwork": Effect("refuse", "the router's gateway and every created floating IP come from it: new floating IPs would mean new addresses"),
+    "openstack.existingNetwork": Effect("refuse", "every node's port is on that network"),
+    "libvirt.uri": Effect("refuse", f"every domain lives on that host: {_NEW_CLUSTER}"),
+    "libvirt.pool": Effect("refuse", "every disk and ignition file lives in that pool"),
+    "libvirt.network": Effect("refuse", "every node's NIC is on that network"),
+    "libvirt.bridge": Effect("refuse", "every node's NIC is on that bridge"),
+    "installer.generation": Effect("refuse", "a new generation means a new PKI and infra ID that the running masters do not have"),
+    "networking.apiVrid": Effect("refuse", _AGREE),
+    "networking.ingressVrid": Effect("refuse", _AGREE),
+    "networking.advertInt": Effect("refuse", _AGREE),
+    "networking.routerNodes": Effect("refuse", "where the routers run and the Ingress VIP may sit was decided at install"),
+    "sshKey": Effect("warn", "the cluster keeps the keys it was installed with, new nodes too (they get them from the cluster). Change them with `oc edit machineconfig 99-master-ssh` and `99-worker-ssh`"),
+    "pullSecret": Effect("warn", "the cluster keeps the pull secret it was installed with. Change it with `oc set data secret/pull-secret -n openshift-config --from-file=.dockerconfigjson=pull-secret.json`"),
+    "proxy": Effect("warn", "the cluster keeps the proxy it was installed with. Change it with `oc edit proxy/cluster`"),
+    "additionalTrustBundle": Effect("warn", "the cluster keeps the CAs it was installed with. Change them in the ConfigMap user-ca-bundle (namespace openshift-config) and `oc edit proxy/cluster` (spec.trustedCA)"),
+    "nameservers": Effect("warn", "running nodes keep their CoreDNS upstreams; new nodes and the subnet's DHCP get the new ones. Change /etc/coredns/Corefile on running nodes with a MachineConfig"),
+    "masters.flavor": Effect("warn", _KEEP_SIZE.format(role="masters")),
+    "masters.vcpus": Effect("warn", _KEEP_SIZE.format(role="masters")),
+    "masters.memoryMib": Effect("warn", _KEEP_SIZE.format(role="masters")),
+    "masters.diskGib": Effect("warn", "running masters keep their disks; only new disks get the size"),
+    "masters.image": Effect("warn", _NEW_SERVERS),
+    "masters.rootVolume": Effect("warn", "running masters keep their root volumes; only new servers get it"),
+    "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
+    "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
+    "workers.count": Effect("apply", "adds or removes workers; nothing else changes"),
+    "workers.maxCount": Effect("warn", "running nodes keep the DNS names and addresses reserved at install; workers beyond the old maxCount are not in their CoreDNS hosts"),
+    "workers.flavor": Effect("warn", _KEEP_SIZE.format(role="workers")),
+    "workers.vcpus": Effect("warn", _KEEP_SIZE.format(role="workers")),
+    "workers.memoryMib": Effect("warn", _KEEP_SIZE.format(role="workers")),
+    "workers.diskGib": Effect("warn", "running workers keep their disks; new workers get the size"),
+    "workers.image": Effect("warn", _NEW_SERVERS),
+    "workers.rootVolume": Effect("warn", "running workers keep their root volumes; new workers get it"),
+    "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
+    "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
+    "bootstrap.enabled": Effect("apply", "false removes the bootstrap and its helper; true creates them (refused when the configs are too old)"),
+    "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
+    "bootstrap.image": Effect("warn", _BOOTSTRAP),
+    "bootstrap.helper": Effect("warn", _BOOTSTRAP),
+    "openstack.apiFloatingIp": Effect("apply", "creates, associates or releases the API floating IP"),
+    "openstack.ingressFloatingIp": Effect("apply", "creates, associates or releases the Ingress floating IP"),
+    "openstack.sshAllowedCidr": Effect("apply", "replaces the SSH rules; nodes are untouched"),
+    "libvirt.image": Effect("warn", "every disk stands on the image uploaded at install, new ones too; RHCOS updates come from the cluster"),
+    "tags": Effect("apply", "updates the tags in place"),
+    "networking": Effect("warn", _NODE_FILES),
+    "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
+    "installer.oc": Effect("inert", "the installer already ran; used again only for a new generation"),
+    "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
+    "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
+}
+
+
+def effect_of(key: str) -> Effect | None:
+    """The effect of the most specific classified key that `key` is or lies under."""
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        found = EFFECTS.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
+
+def stack_settings(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
+    """The stack's settings as the user writes them, flattened to dotted keys, with the VIPs
+    the plan resolved and the pull secret as a digest: what the install record keeps."""
+    document = config.model_dump(mode="json", by_alias=True, exclude={"pull_secret"})
+    document["apiVip"], document["ingressVip"] = str(plan.api_vip), str(plan.ingress_vip)
+    secret = config.pull_secret.get_secret_value().encode()
+    document["pullSecret"] = "sha256:" + hashlib.sha256(secret).hexdigest()
+    return _flatten(document)
+
+
+def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in document.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            result.update(_flatten(value, f"{path}."))
+        else:
+            result[path] = value
+    return result
+
+
+@dataclass(frozen=True)
+class Review:
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, now: float) -> Review:
+    """This run's stack against the cluster the configs were made for."""
+    record = assets.record
+    problems: list[str] = []
+    warnings: list[str] = []
+    if record is not None and record.stack is not None:
+        installed = dict(record.stack)
+        if record.generation != config.installer.generation:
+            problems.append(
+                f"ocp:installer.generation: {config.installer.generation}, but this cluster's configs are generation "
+                f"{record.generation} and its masters were built from them: a new generation would give them a PKI and "
+                f"infra ID they do not have. Set it back to {record.generation}; to start over, `pulumi destroy` first"
+            )
+    else:
+        # Configs the user generated: they say only what their install-config says.
+        problems += check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
+        installed = {key: value for key, value in installed_settings(assets).items() if key not in _ASSET_CHECKED}
+    current = _grouped(stack_settings(config, plan))
+    for reported, was in _grouped(installed).items():
+        now_set = current.get(reported, {})
+        effect = effect_of(reported)
+        if was == now_set or effect is None or effect.kind in ("apply", "inert"):
+            continue
+        if effect.kind == "refuse":
+            problems.append(
+                f"ocp:{reported}: was {_shown(reported, was)} at install, now {_shown(reported, now_set)}: "
+                f"cannot change on a running cluster ({effect.text}). Set it back"
+            )
+        else:
+            warnings.append(f"ocp:{reported}: changed since install; {effect.text}")
+    if config.bootstrap.enabled and record is not None and record.age_hours(now) > MAX_BOOTSTRAP_AGE_HOURS:
+        made = datetime.fromtimestamp(record.generated_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        problems.append(
+            f"ocp:bootstrap.enabled: the installer configs were made {record.age_hours(now):.0f} h ago ({made}); "
+            "several of their certificates are valid 24 h, so a bootstrap created from them now fails. If "
+            "`openshift-install wait-for bootstrap-complete` already passed, set ocp:bootstrap.enabled: false; "
+            "otherwise start over: `pulumi destroy`, then `pulumi up` makes new configs"
+        )
+    return Review(tuple(problems), tuple(warnings))
+
+
+# check_assets words these for configs that may simply be the wrong ones.
+_ASSET_CHECKED = {"clusterName", "baseDomain", "machineNetwork", "masters.count", "apiVip", "ingressVip"}
+_SECRET_KEYS = ("pullSecret",)
+
+
+def _grouped(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Settings by the classified key they lie under: changes under one object key
+    (proxy.httpProxy, proxy.noProxy) are reported once, by it."""
+    groups: dict[str, dict[str, Any]] = {}
+    for key, value in settings.items():
+        parts = key.split(".")
+        reported = next(
+            (".".join(parts[:end]) for end in range(1, len(parts) + 1) if ".".join(parts[:end]) in EFFECTS), key
+        )
+        groups.setdefault(reported, {})[key] = value
+    return groups
+
+
+def _shown(reported: str, values: Mapping[str, Any]) -> str:
+    if reported in _SECRET_KEYS:
+        return "(secret)"
+    shown = values[reported] if list(values) == [reported] else dict(values)
+    text = json.dumps(shown, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def installed_plan(plan: AddressPlan, assets: InstallerAssets) -> AddressPlan:
+    """The plan with what was decided at install: a cluster installed without workers keeps
+    its routers (and the Ingress VIP) on the masters when workers are added."""
+    record = assets.record
+    if record is None or record.stack is None or "workers.count" not in record.stack:
+        return plan
+    return dataclasses.replace(plan, routers_on_masters=record.stack["workers.count"] == 0)

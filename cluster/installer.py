@@ -1,0 +1,329 @@
+"""The contract with `openshift-install`, in one place. Pure Python.
+
+- what the program gives it: `install-config.yaml` (`render_install_config`);
+- what it leaves behind: `ASSET_FILES`, parsed into `InstallerAssets`;
+- how those reach the program: the run script prints every file as a `<path> <base64>`
+  line (`bundle`), plus two lines of its own: the install record (when, which generation,
+  the stack's settings at install time) and the release payload's images;
+- the run script itself (`run_script`), built from `ASSET_FILES`;
+- whether a set of configs belongs to this stack (`check_assets`).
+
+The installer runs once per cluster (see components/installer.py): its output, kept in
+Pulumi state, is what every later run builds nodes from and compares the stack against.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster.config import ClusterConfig
+from cluster.dataurl import file_contents
+from cluster.identity import ClusterIdentity
+
+CLUSTER_NETWORK = {"cidr": "10.128.0.0/14", "hostPrefix": 23}
+SERVICE_NETWORK = "172.30.0.0/16"
+
+ASSET_FILES = (
+    "bootstrap.ign",
+    "master.ign",
+    "worker.ign",
+    "metadata.json",
+    "auth/kubeconfig",
+    "auth/kubeadmin-password",
+)
+# Lines the run script adds to the installer's files.
+RECORD_FILE = "ocp-install-record.json"
+RELEASE_FILE = "ocp-release-images.json"
+# Images of the release payload the on-node networking runs (platform none), by payload name.
+RELEASE_COMPONENTS = ("keepalived-ipfailover", "haproxy-router", "coredns")
+# Marks a directory the run script made, so it never deletes one it did not.
+DIR_MARKER = ".ocp-pulumi-installer-dir"
+# The bundle as last printed, kept beside the configs for the command's update path.
+KEPT_BUNDLE = ".ocp-pulumi-bundle"
+# Where the bootstrap's config carries the install-config the installer consumed.
+CLUSTER_CONFIG_MANIFEST = "/opt/openshift/manifests/cluster-config.yaml"
+# Several certificates in the configs are valid 24 hours; leave time to boot.
+MAX_BOOTSTRAP_AGE_HOURS = 20
+
+
+def install_config(config: ClusterConfig, pull_secret: str) -> dict[str, Any]:
+    """`platform: none`: the installer talks to no cloud and renders no VIP/LB/DNS pods; this
+    program provisions the machines and brings keepalived, haproxy and CoreDNS itself."""
+    document: dict[str, Any] = {
+        "apiVersion": "v1",
+        "baseDomain": config.base_domain,
+        "metadata": {"name": config.cluster_name},
+        "networking": {
+            "networkType": "OVNKubernetes",
+            "machineNetwork": [{"cidr": str(config.machine_network)}],
+            "clusterNetwork": [CLUSTER_NETWORK],
+            "serviceNetwork": [SERVICE_NETWORK],
+        },
+        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": config.masters.count},
+        # Always 0: the machines are ours. Masters' schedulability is set by ignition.nodes.
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}],
+        "platform": {"none": {}},
+        "pullSecret": pull_secret,
+        "sshKey": config.ssh_key,
+    }
+    if config.proxy is not None:
+        proxy = {
+            "httpProxy": config.proxy.http_proxy,
+            "httpsProxy": config.proxy.https_proxy,
+            "noProxy": ",".join(config.proxy.no_proxy) or None,
+        }
+        document["proxy"] = {key: value for key, value in proxy.items() if value}
+    if config.additional_trust_bundle is not None:
+        document["additionalTrustBundle"] = config.additional_trust_bundle
+        # Without a proxy the bundle would reach only the installer's own use, not the
+        # cluster-wide trusted CA; Always puts it there.
+        document["additionalTrustBundlePolicy"] = "Always"
+    return document
+
+
+def render_install_config(config: ClusterConfig, pull_secret: str) -> str:
+    return yaml.safe_dump(install_config(config, pull_secret), sort_keys=True, default_flow_style=False)
+
+
+# --------------------------------------------------------------------------- the run script
+
+
+def run_script() -> str:
+    """Runs `openshift-install create ignition-configs` in a directory it owns and prints the
+    bundle. Constant text: the environment carries everything that differs per stack."""
+    files = " ".join(shlex.quote(name) for name in ASSET_FILES)
+    return f"""set -eu
+umask 077
+dir=$INSTALLER_DIR
+if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/{DIR_MARKER}" ]; then
+  echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
+  exit 3
+fi
+rm -rf "$dir" && mkdir -p "$dir" && : > "$dir/{DIR_MARKER}"
+printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
+"$OPENSHIFT_INSTALL" create ignition-configs --dir "$dir" >&2
+generated_at=$(date -u +%s)
+release=$("$OPENSHIFT_INSTALL" version | sed -n 's/^release image //p')
+images=""
+if [ -n "$RELEASE_COMPONENTS" ]; then
+  printf '%s' "$PULL_SECRET" > "$dir/.pull-secret.json"
+  for name in $RELEASE_COMPONENTS; do
+    image=$("$OC" adm release info --registry-config="$dir/.pull-secret.json" --image-for="$name" "$release")
+    images="$images${{images:+,}}\\"$name\\":\\"$image\\""
+  done
+  rm -f "$dir/.pull-secret.json"
+fi
+{{
+  for f in {files}; do printf '%s ' "$f"; base64 -w0 "$dir/$f"; echo; done
+  printf '{RECORD_FILE} '
+  printf '{{"generatedAt":%s,"generation":%s,"stack":%s}}' "$generated_at" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
+  printf '{RELEASE_FILE} '
+  printf '{{"release":"%s","images":{{%s}}}}' "$release" "$images" | base64 -w0; echo
+}} > "$dir/{KEPT_BUNDLE}"
+cat "$dir/{KEPT_BUNDLE}"
+"""
+
+
+def update_script() -> str:
+    """pulumi-command's update path: re-print the bundle kept beside the configs. Never the
+    previous stdout from the environment: at ~400 KB, Linux refuses it (one string >= 128 KiB)."""
+    return f"""set -eu
+if [ ! -r "$INSTALLER_DIR/{KEPT_BUNDLE}" ]; then
+  echo "the installer's output is kept in Pulumi state, but this update would replace it and $INSTALLER_DIR/{KEPT_BUNDLE} is not here to re-print: undo the change to the installer command's inputs" >&2
+  exit 3
+fi
+cat "$INSTALLER_DIR/{KEPT_BUNDLE}"
+"""
+
+
+def run_environment(
+    config: ClusterConfig, stack: str, install_config_text: str, pull_secret: str, facts: Mapping[str, Any]
+) -> dict[str, str]:
+    """The run script's environment; every value stays far below Linux's 128 KiB per string."""
+    installer = config.installer
+    assert installer.binary is not None
+    return {
+        "OPENSHIFT_INSTALL": installer.binary,
+        "OC": installer.oc,
+        "INSTALLER_DIR": installer_dir(config, stack),
+        "INSTALL_CONFIG": install_config_text,
+        "PULL_SECRET": pull_secret,
+        "RELEASE_COMPONENTS": " ".join(RELEASE_COMPONENTS),
+        "GENERATION": str(installer.generation),
+        "INSTALL_FACTS": json.dumps(facts, sort_keys=True, separators=(",", ":")),
+    }
+
+
+def installer_dir(config: ClusterConfig, stack: str) -> str:
+    return config.installer.dir or f"assets/{stack}"
+
+
+# --------------------------------------------------------------------------- the installer's output
+
+
+@dataclass(frozen=True)
+class InstallRecord:
+    """When the configs were made, which generation, and the stack's settings then (absent
+    for configs the user generated: only what the configs themselves say is known)."""
+
+    generated_at: float
+    generation: int = 1
+    stack: Mapping[str, Any] | None = None
+
+    def age_hours(self, now: float) -> float:
+        return (now - self.generated_at) / 3600
+
+
+@dataclass(frozen=True)
+class InstallerAssets:
+    bootstrap: dict[str, Any]
+    master: dict[str, Any]
+    worker: dict[str, Any]
+    metadata: dict[str, Any]
+    kubeconfig: str
+    kubeadmin_password: str
+    record: InstallRecord | None = None
+    release_image: str | None = None
+    release_images: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def infra_id(self) -> str:
+        return self.metadata["infraID"]
+
+    @property
+    def identity(self) -> ClusterIdentity:
+        # The kubeadmin password is random per installer run and secret: a fine root for
+        # per-cluster secrets such as the VRRP password.
+        root = hashlib.sha256(b"ocp-cluster-secret\0" + self.kubeadmin_password.encode()).digest()
+        return ClusterIdentity(
+            infra_id=self.infra_id, secret=root, release_image=self.release_image, release_images=self.release_images
+        )
+
+    @property
+    def install_config(self) -> dict[str, Any]:
+        """The install-config the installer consumed, as the bootstrap hands it to the cluster
+        (`cluster-config-v1`); without the pull secret."""
+        for entry in self.bootstrap.get("storage", {}).get("files", []):
+            if entry.get("path") == CLUSTER_CONFIG_MANIFEST:
+                manifest = yaml.safe_load(file_contents(entry) or b"{}") or {}
+                return yaml.safe_load(manifest.get("data", {}).get("install-config", "")) or {}
+        return {}
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, bytes]) -> InstallerAssets:
+        missing = [name for name in ASSET_FILES if name not in files]
+        if missing:
+            raise ValueError(f"installer output lacks {', '.join(missing)}")
+        record = release = None
+        if RECORD_FILE in files:
+            data = json.loads(files[RECORD_FILE])
+            record = InstallRecord(float(data["generatedAt"]), int(data.get("generation", 1)), data.get("stack"))
+        if RELEASE_FILE in files:
+            release = json.loads(files[RELEASE_FILE])
+        return cls(
+            bootstrap=json.loads(files["bootstrap.ign"]),
+            master=json.loads(files["master.ign"]),
+            worker=json.loads(files["worker.ign"]),
+            metadata=json.loads(files["metadata.json"]),
+            kubeconfig=files["auth/kubeconfig"].decode(),
+            kubeadmin_password=files["auth/kubeadmin-password"].decode().strip(),
+            record=record,
+            release_image=(release or {}).get("release") or None,
+            release_images=dict((release or {}).get("images") or {}),
+        )
+
+
+def missing_asset_files(directory: str | Path) -> list[str]:
+    directory = Path(directory)
+    return [name for name in ASSET_FILES if not (directory / name).is_file()]
+
+
+def read_assets_dir(directory: str | Path) -> dict[str, bytes]:
+    """An installer's output directory, with a record of when it was generated (the
+    bootstrap config's modification time: a copy made without keeping times looks newer)."""
+    directory = Path(directory)
+    missing = missing_asset_files(directory)
+    if missing:
+        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}")
+    files = {name: (directory / name).read_bytes() for name in ASSET_FILES}
+    generated_at = (directory / "bootstrap.ign").stat().st_mtime
+    files[RECORD_FILE] = json.dumps({"generatedAt": int(generated_at)}).encode()
+    return files
+
+
+def bundle(files: Mapping[str, bytes]) -> str:
+    """The line format the run script prints: `<path> <base64>` per file, extras last."""
+    names = [*ASSET_FILES, *(name for name in (RECORD_FILE, RELEASE_FILE) if name in files)]
+    return "".join(f"{name} {base64.b64encode(files[name]).decode()}\n" for name in names)
+
+
+def unbundle(text: str) -> dict[str, bytes]:
+    files = {}
+    for line in text.splitlines():
+        if line.strip():
+            name, _, payload = line.partition(" ")
+            files[name] = base64.b64decode(payload)
+    return files
+
+
+# --------------------------------------------------------------------------- do the configs fit the stack
+
+
+def installed_settings(assets: InstallerAssets) -> dict[str, Any]:
+    """What the configs themselves say about the stack they were made for, in stack-file
+    keys: the install-config carried in the bootstrap config, and the infra ID's name."""
+    document = assets.install_config
+    settings: dict[str, Any] = {}
+    name = (document.get("metadata") or {}).get("name") or assets.metadata.get("clusterName")
+    if name:
+        settings["clusterName"] = name
+    if document.get("baseDomain"):
+        settings["baseDomain"] = document["baseDomain"]
+    networks = (document.get("networking") or {}).get("machineNetwork") or []
+    if networks:
+        settings["machineNetwork"] = str(IPv4Network(networks[0]["cidr"]))
+    replicas = (document.get("controlPlane") or {}).get("replicas")
+    if replicas is not None:
+        settings["masters.count"] = int(replicas)
+    if document.get("sshKey"):
+        settings["sshKey"] = document["sshKey"].strip()
+    if document.get("additionalTrustBundle"):
+        settings["additionalTrustBundle"] = document["additionalTrustBundle"]
+    platform = document.get("platform") or {}
+    for key, field_name in (("apiVip", "apiVIPs"), ("ingressVip", "ingressVIPs")):
+        for section in platform.values():
+            if isinstance(section, dict) and section.get(field_name):
+                settings[key] = str(section[field_name][0])
+    return settings
+
+
+def check_assets(config: ClusterConfig, api_vip: str, ingress_vip: str, assets: InstallerAssets) -> list[str]:
+    """Configs made for another cluster (name, domain, machine network, VIPs, control plane
+    size) would build nodes that never join this one: one problem per disagreement."""
+    stack = {
+        "clusterName": config.cluster_name,
+        "baseDomain": config.base_domain,
+        "machineNetwork": str(config.machine_network),
+        "masters.count": config.masters.count,
+        "apiVip": api_vip,
+        "ingressVip": ingress_vip,
+    }
+    problems = []
+    for key, value in installed_settings(assets).items():
+        if stack[key] != value:
+            problems.append(
+                f"ocp:{key}: the stack says {stack[key]} but the installer configs were made for {value}: "
+                "point ocp:installer.assetsDir (or --assets) at the configs of this cluster, or regenerate them "
+                "from this stack"
+            )
+    return problems
