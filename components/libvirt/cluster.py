@@ -40,7 +40,7 @@ class LibvirtCluster(pulumi.ComponentResource):
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
         installer = Installer(f"{name}-installer", config, plan, pull_secret, stack, now, child)
-        cluster = ClusterContext(config, plan)
+        cluster = ClusterContext(config, plan, installer.assets)
         # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
         nodes = NodeConfigs(installer.assets, config, plan, "direct")
 

@@ -6,15 +6,14 @@ bootstrap gets its full config directly. Its NIC has a MAC derived from its plan
 address and a DHCP reservation (MAC -> address, hostname) that the provider adds to the
 network when it creates the domain.
 
-A node is installed from its ignition, which runs once, at first boot. When the config
-changes (a new installer run, changed on-node networking), the node is reinstalled, as a
-changed user_data replaces an OpenStack server: the disk's name carries the config's
-digest, so the disk is replaced with it (and the domain with both). A new vCPU or memory
-size replaces only the domain: the node restarts on the disk it has.
+A node is installed from its ignition, which runs once, at first boot: a running node keeps
+the ignition, disk and image it was created with (`ignore_changes`, as user_data on
+OpenStack), and new nodes get the current ones. A new vCPU or memory size applies only to
+nodes the stack names in `<role>.resize`: their domain is replaced and restarts on the disk
+it has.
 
-libvirt names are unique per host (domains) and per pool (volumes), and these names
-survive most replacements (a new size, a new base image), so every replacement deletes the
-old resource before creating the new one.
+libvirt names are unique per host (domains) and per pool (volumes), so every replacement
+deletes the old resource before creating the new one.
 """
 
 from __future__ import annotations
@@ -30,10 +29,14 @@ from cluster.config import RoleBase
 from components.libvirt.common import GIB, Attachment, ClusterContext, mac_address
 
 
-def disk_name(node: Node, user_data: str) -> str:
-    """`<hostname>-<digest of its ignition>.qcow2`: a new config is a new disk. The digest is
-    8 hex digits of a sha256 over the whole config; it reveals nothing of the secrets in it."""
-    return f"{node.name}-{hashlib.sha256(user_data.encode()).hexdigest()[:8]}.qcow2"
+def disk_name(node: Node) -> str:
+    return f"{node.name}.qcow2"
+
+
+# Read at first boot only; a change would replace the node's disk or ignition (and with them its domain).
+FIRST_BOOT_IGNITION = ["content"]
+FIRST_BOOT_DISK = ["baseVolumeId", "size"]
+FIRST_BOOT_DOMAIN = ["coreosIgnition", "disks"]
 
 
 class Machine(pulumi.ComponentResource):
@@ -60,16 +63,16 @@ class Machine(pulumi.ComponentResource):
             name=f"{node.name}.ign",
             pool=cluster.pool,
             content=user_data,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=FIRST_BOOT_IGNITION)),
         )
         disk = libvirt.Volume(
             f"{name}-disk",
-            name=pulumi.Output.unsecret(pulumi.Output.from_input(user_data).apply(lambda text: disk_name(node, text))),
+            name=cluster.reviewed(disk_name(node)),
             pool=cluster.pool,
             base_volume_id=base_volume_id,
             size=disk_gib * GIB,
             format="qcow2",
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=FIRST_BOOT_DISK)),
         )
         self.domain = libvirt.Domain(
             f"{name}-domain",
@@ -94,7 +97,12 @@ class Machine(pulumi.ComponentResource):
             # `virsh console <node>` shows the boot, ignition's progress included.
             consoles=[libvirt.DomainConsoleArgs(type="pty", target_type="serial", target_port="0")],
             autostart=autostart,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    ignore_changes=FIRST_BOOT_DOMAIN + ([] if node.index in size.resize else ["vcpu", "memory"])
+                ),
+            ),
         )
         self.register_outputs({"domainId": self.domain.id, "mac": mac_address(node.ip), "ip": str(node.ip)})
 

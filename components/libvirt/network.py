@@ -70,7 +70,7 @@ class Network(pulumi.ComponentResource):
             ]
             network = libvirt.Network(
                 f"{name}-network",
-                name=config.cluster_name,
+                name=cluster.reviewed(config.cluster_name),
                 mode="nat",
                 domain=domain,
                 addresses=[str(plan.network)],  # the host takes the first address, the plan's gateway
