@@ -15,6 +15,16 @@ from cluster.config_base import Model
 API_PORT = 6443
 DNS_HEALTH_PORT = 18080
 ROUTER_HEALTH_PORT = 1936
+# The machine config server's plain-HTTP listener: first-boot configs and its /healthz.
+MCS_HTTP_PORT = 22624
+
+# Images of the on-node networking, by their names in the release payload's image-references
+# (`oc adm release info --image-for=<name>`), and what each provides.
+IMAGE_NAMES = {
+    "keepalived-ipfailover": "keepalived (and curl for its checks)",
+    "haproxy-router": "/usr/sbin/haproxy",
+    "coredns": "/usr/bin/coredns",
+}
 
 # Ports that something else on an OpenShift node already listens on.
 TAKEN_PORTS = {
@@ -28,12 +38,10 @@ TAKEN_PORTS = {
     10259: "the kube-scheduler",
     DNS_HEALTH_PORT: "CoreDNS's health endpoint",
     22623: "the machine config server",
-    22624: "the machine config server (HTTP)",
+    MCS_HTTP_PORT: "the machine config server (HTTP)",
 }
 
 _IMAGE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[-a-z0-9._]+)+(:[\w.-]{1,128}|@sha256:[0-9a-f]{64})$")
-# What `ip link` accepts, minus characters that would need quoting in the configs.
-_INTERFACE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 
 
 def _vrid(value: int | None) -> int | None:
@@ -59,44 +67,39 @@ def _port(value: int) -> int:
     return value
 
 
-def _image(value: str) -> str:
-    if not _IMAGE.match(value):
-        raise ValueError(
-            f"{value!r} is not a pullable image reference: write registry/repository:tag or "
-            "registry/repository@sha256:<digest>, e.g. quay.io/openshift/origin-coredns:4.16"
-        )
-    return value
-
-
-def _interface(value: str) -> str:
-    if not _INTERFACE.match(value):
-        raise ValueError(
-            f"{value!r} is not a network interface name: write at most 15 letters, digits, '_', '.' or '-', e.g. br-ex"
-        )
-    return value
+def _images(value: dict[str, str]) -> dict[str, str]:
+    problems = []
+    for name, image in value.items():
+        if name not in IMAGE_NAMES:
+            problems.append(f"{name!r} is not an image of the on-node networking: the keys are {', '.join(IMAGE_NAMES)}")
+        elif not _IMAGE.match(image):
+            problems.append(
+                f"{name}: {image!r} is not a pullable image reference: write registry/repository@sha256:<digest> "
+                "(or :tag), e.g. mirror.example.com/ocp/release@sha256:<64 hex digits>"
+            )
+    if problems:
+        raise ValueError("; ".join(problems))
+    return dict(sorted(value.items()))
 
 
 Vrid = Annotated[int | None, AfterValidator(_vrid)]
 Port = Annotated[int, AfterValidator(_port)]
-Image = Annotated[str, AfterValidator(_image)]
-Interface = Annotated[str, AfterValidator(_interface)]
 
 
 class NetworkingSettings(Model):
-    # Where keepalived puts the VIPs: the interface holding the node's address. On masters and
-    # workers OVNKubernetes moves it to br-ex before the kubelet starts; the bootstrap runs no
-    # OVN, so it keeps the NIC (virtio on the `pc` machine type: ens3).
-    interface: Interface = "br-ex"
-    bootstrap_interface: Interface = "ens3"
+    # No interface setting: keepalived-run finds the interface holding the node's address at
+    # run time and follows it when it moves (NIC -> br-ex).
     # VRRP advertisement interval in seconds; a silent holder is replaced after about 3.6 x this.
     advert_int: Annotated[int, AfterValidator(_advert_int)] = 1
     # Left out, each is derived from the infra ID (see ignition/networking.py `vrids`).
     api_vrid: Vrid = None
     ingress_vrid: Vrid = None
-    keepalived_image: Image = "quay.io/openshift/origin-keepalived-ipfailover:4.16"
-    haproxy_image: Image = "quay.io/openshift/origin-haproxy-router:4.16"
-    coredns_image: Image = "quay.io/openshift/origin-coredns:4.16"
+    # By payload name (IMAGE_NAMES): overrides the image the installer's release payload
+    # gives (mirrors, disconnected installs, fixes). Keys are data: not camelCased.
+    images: Annotated[dict[str, str], AfterValidator(_images)] = Field(default_factory=dict)
     haproxy_port: Port = 9445
+    # haproxy's frontend for the machine config server (VIP:22624 is redirected there).
+    haproxy_mcs_port: Port = 22625
     haproxy_health_port: Port = 50936
     haproxy_stats_port: Port = 29445
     # How many worker slots (the first ones) run the routers and may hold the Ingress VIP. A
@@ -113,6 +116,7 @@ class NetworkingSettings(Model):
             )
         ports = {
             "haproxyPort": self.haproxy_port,
+            "haproxyMcsPort": self.haproxy_mcs_port,
             "haproxyHealthPort": self.haproxy_health_port,
             "haproxyStatsPort": self.haproxy_stats_port,
         }

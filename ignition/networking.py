@@ -1,9 +1,13 @@
 """The on-node networking a `platform: none` cluster must bring itself. Pure Python.
 
-Every node: CoreDNS (static pod) answering the cluster's names, and a NetworkManager hook
-that puts it first in resolv.conf. Nodes that may hold a VIP: keepalived (static pod) with
-one unicast VRRP instance per VIP. Masters: haproxy (static pod) in front of every master's
-API, and api-vip-redirect.service sending `<API VIP>:6443` to it while it is healthy.
+Every node: CoreDNS (static pod) answering the cluster's names, a NetworkManager hook that
+puts it first in resolv.conf (NetworkManager itself told to leave the file alone), and a
+kubelet that waits for that. Nodes that may hold a VIP: keepalived (static pod) with one
+unicast VRRP instance per VIP, run by keepalived-run on whichever interface holds the node's
+address. Masters: haproxy (static pod) in front of every master's API and machine config
+server, and api-vip-redirect.service sending `<API VIP>:6443` and `:22624` to it while it is
+healthy. Images come from the installer's release payload unless `ocp:networking.images`
+overrides them (`node_images`).
 
 Change isolation: peers, DNS names and backends come from the address plan's reserved
 *slots*, never from the current node counts, so scaling workers or removing the bootstrap
@@ -17,35 +21,48 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, Literal
 
-from cluster.addresses import AddressPlan, Node
-from cluster.config import ClusterConfig
+from cluster.addresses import AddressPlan, Node, plan_addresses
+from cluster.config import ClusterConfig, ConfigError
 from cluster.identity import ClusterIdentity
-from cluster.networking import API_PORT, DNS_HEALTH_PORT, ROUTER_HEALTH_PORT
+from cluster.networking import API_PORT, DNS_HEALTH_PORT, IMAGE_NAMES, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 from ignition.assembly import Additions, File, Unit
 from ignition.render import render
 
 MANIFESTS = "/etc/kubernetes/manifests"
 KEEPALIVED_CONF = "/etc/keepalived/keepalived.conf"
+KEEPALIVED_RUN = "/etc/keepalived/keepalived-run"
+KEEPALIVED_RUN_CONFIG = "/etc/keepalived/keepalived-run.env"
+# keepalived's writable directory in its pod (an emptyDir): the config with the interface, pid files.
+KEEPALIVED_RUN_DIR = "/run/keepalived"
 HAPROXY_CFG = "/etc/haproxy/haproxy.cfg"
 COREFILE = "/etc/coredns/Corefile"
 DISPATCHER = "/etc/NetworkManager/dispatcher.d/30-local-dns"
+NM_CONF = "/etc/NetworkManager/conf.d/99-local-dns.conf"
+KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/20-wait-local-dns.conf"
 REDIRECT_SCRIPT = "/usr/local/bin/api-vip-redirect"
 REDIRECT_CONFIG = "/etc/sysconfig/api-vip-redirect"
 REDIRECT_UNIT = "api-vip-redirect.service"
 REDIRECT_TABLE = "api_vip_redirect"
 HAPROXY_HEALTH_PATH = "/haproxy_ready"
 
+# The static pods and the payload image each runs.
+POD_IMAGES = {"keepalived": "keepalived-ipfailover", "haproxy": "haproxy-router", "coredns": "coredns"}
+
 # VRRP priorities (docs/networking.md has the table). Each check adds its weight while it
-# passes. The bootstrap with a ready API (100) beats any master (at most 70); once the
-# bootstrap API is gone (50) a master with a ready API (55-70) takes over, but a bootstrap
-# still starting up keeps the VIP from masters that have no API yet (40).
+# passes; a failing weight-0 check takes the node out of the election at once (priority 0
+# sent: the VIP moves within a second). The bootstrap serves only while its MCS answers; with
+# its API too (100) it beats any master (at most 85); with its MCS only (50) it still beats
+# masters that have no API yet (40), so masters can fetch their configs, but not one whose
+# API is ready (55 and more).
 BOOTSTRAP_API_PRIORITY = 50
 BOOTSTRAP_API_WEIGHT = 50
 MASTER_API_PRIORITY = 40
-MASTER_API_WEIGHT = 15
+MASTER_CHECK_WEIGHT = 15
 INGRESS_PRIORITY = 40
+
+ImageSource = Literal["payload", "override"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +73,10 @@ class Check:
     url: str
     # 0: a failing check puts the instance in FAULT, so the node drops out of the election.
     weight: int
+    # Seconds between runs; a state changes after `rise` passes or `fall` failures in a row.
+    interval: int = 2
+    rise: int = 3
+    fall: int = 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,45 @@ class Instance:
     password: str
     peers: tuple[IPv4Address, ...]
     checks: tuple[Check, ...]
+
+
+def node_images(config: ClusterConfig, node: Node, identity: ClusterIdentity) -> dict[str, tuple[str, ImageSource]]:
+    """Every image `node` runs, by payload name: (pullspec, where it came from).
+
+    `ocp:networking.images.<name>` wins; otherwise the release payload the installer
+    generated the configs for (`identity.release_images`, digest-pinned). Raises ConfigError,
+    one message per image found in neither, naming the key to set."""
+    overrides = config.networking.images
+    images: dict[str, tuple[str, ImageSource]] = {}
+    problems = []
+    for name in sorted(POD_IMAGES[pod] for pod in _pods(config, node)):
+        if name in overrides:
+            images[name] = (overrides[name], "override")
+        elif name in identity.release_images:
+            images[name] = (identity.release_images[name], "payload")
+        else:
+            release = identity.release_image or "the release payload (not recorded by the installer run)"
+            problems.append(
+                f"ocp:networking.images.{name}: no image for {IMAGE_NAMES[name]} in {release}: set it to a "
+                f"digest-pinned pullspec, e.g. the output of `oc adm release info --image-for={name} <release image>`"
+            )
+    if problems:
+        raise ConfigError(problems)
+    return images
+
+
+def _pods(config: ClusterConfig, node: Node) -> tuple[str, ...]:
+    """The static pods `node` runs."""
+    pods = ["coredns"]
+    if node.role != "worker" or _routes_ingress(config, node):
+        pods.append("keepalived")
+    if node.role == "master":
+        pods.append("haproxy")
+    return tuple(pods)
+
+
+def _routes_ingress(config: ClusterConfig, node: Node) -> bool:
+    return node in plan_addresses(config).router_slots
 
 
 def vrids(config: ClusterConfig, identity: ClusterIdentity) -> dict[str, int]:
@@ -87,12 +147,13 @@ def vrids(config: ClusterConfig, identity: ClusterIdentity) -> dict[str, int]:
 
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
     """Every file and unit of the on-node networking for one node."""
-    additions = _dns(config, plan, node)
+    images = {name: ref for name, (ref, _source) in node_images(config, node, identity).items()}
+    additions = _dns(config, plan, node, images)
     instances = _vrrp_instances(config, plan, node, identity)
     if instances:  # a worker that runs no router holds no VIP
-        additions += _keepalived(config, node, instances)
+        additions += _keepalived(config, plan, node, instances, images)
     if node.role == "master":
-        additions += _haproxy(config, plan)
+        additions += _haproxy(config, plan, images)
     return additions
 
 
@@ -102,15 +163,22 @@ def _vrrp_instances(
     ids = vrids(config, identity)
     instances = []
     if node.role != "worker":
-        api_ready = f"https://localhost:{API_PORT}/readyz"
+        api_ready = Check("api_ready", f"https://localhost:{API_PORT}/readyz", MASTER_CHECK_WEIGHT)
+        mcs = f"http://localhost:{MCS_HTTP_PORT}/healthz"
         if node.role == "bootstrap":
-            priority, checks = BOOTSTRAP_API_PRIORITY, (Check("api_ready", api_ready, BOOTSTRAP_API_WEIGHT),)
+            priority = BOOTSTRAP_API_PRIORITY
+            checks = (
+                # No MCS: bootkube is done (or not started): out of the election at once.
+                Check("mcs_serving", mcs, 0, interval=1, rise=2, fall=2),
+                Check(api_ready.name, api_ready.url, BOOTSTRAP_API_WEIGHT),
+            )
         else:
             through_haproxy = f"https://localhost:{config.networking.haproxy_port}/readyz"
             priority = MASTER_API_PRIORITY
             checks = (
-                Check("api_ready", api_ready, MASTER_API_WEIGHT),
-                Check("api_haproxy", through_haproxy, MASTER_API_WEIGHT),
+                api_ready,
+                Check("api_haproxy", through_haproxy, MASTER_CHECK_WEIGHT),
+                Check("mcs_ready", mcs, MASTER_CHECK_WEIGHT, interval=1),
             )
         instances.append(
             Instance(
@@ -133,7 +201,9 @@ def _vrrp_instances(
                 priority=INGRESS_PRIORITY,
                 password=identity.derive("keepalived-ingress", 8),
                 peers=_peers(plan.router_slots, node),
-                checks=(Check("router_ready", router_ready, 0),),
+                # The router's readiness (its pod's readiness probe): not ready, the node leaves
+                # the election within two checks a second apart and the VIP moves at once.
+                checks=(Check("router_ready", router_ready, 0, interval=1, rise=3, fall=2),),
             )
         )
     return tuple(instances)
@@ -143,35 +213,51 @@ def _peers(candidates: tuple[Node, ...], node: Node) -> tuple[IPv4Address, ...]:
     return tuple(candidate.ip for candidate in candidates if candidate.ip != node.ip)
 
 
-def _keepalived(config: ClusterConfig, node: Node, instances: tuple[Instance, ...]) -> Additions:
-    settings = config.networking
+def _keepalived(
+    config: ClusterConfig, plan: AddressPlan, node: Node, instances: tuple[Instance, ...], images: dict[str, str]
+) -> Additions:
     checks = {check.name: check for instance in instances for check in instance.checks}
     conf = render(
         "keepalived.conf.j2",
         node_name=node.name,
         node_ip=node.ip,
-        interface=settings.bootstrap_interface if node.role == "bootstrap" else settings.interface,
-        advert_int=settings.advert_int,
+        runner=KEEPALIVED_RUN,
+        advert_int=config.networking.advert_int,
         checks=list(checks.values()),
         instances=instances,
     )
-    command = ["/usr/sbin/keepalived", "--dont-fork", "--log-console", "--vrrp", "--use-file", KEEPALIVED_CONF]
+    settings = render(
+        "keepalived-run.env.j2",
+        runner=KEEPALIVED_RUN,
+        node_ip=node.ip,
+        # Both, whatever this node may hold: a VIP it held under another config (the Ingress
+        # VIP of a compact cluster's master) is stale too.
+        vips=[plan.api_vip, plan.ingress_vip],
+    )
+    run = ["/bin/sh", KEEPALIVED_RUN, KEEPALIVED_RUN_CONFIG, KEEPALIVED_CONF, KEEPALIVED_RUN_DIR]
+    liveness = {"exec": {"command": [*run, "alive"]}, "initialDelaySeconds": 10, "periodSeconds": 10}
     return Additions(
         files=(
             # The VRRP passwords are in it.
             File(KEEPALIVED_CONF, conf.encode(), 0o600),
-            _static_pod("keepalived", settings.keepalived_image, command, KEEPALIVED_CONF, privileged=True),
+            File(KEEPALIVED_RUN, render("keepalived-run.sh.j2").encode(), 0o755),
+            File(KEEPALIVED_RUN_CONFIG, settings.encode()),
+            _static_pod(
+                "keepalived", images, run, KEEPALIVED_CONF, liveness, privileged=True, run_dir=KEEPALIVED_RUN_DIR
+            ),
         )
     )
 
 
-def _haproxy(config: ClusterConfig, plan: AddressPlan) -> Additions:
+def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -> Additions:
     settings = config.networking
     cfg = render(
         "haproxy.cfg.j2",
         api_vip=plan.api_vip,
         api_port=API_PORT,
         port=settings.haproxy_port,
+        mcs_port=MCS_HTTP_PORT,
+        mcs_lb_port=settings.haproxy_mcs_port,
         health_port=settings.haproxy_health_port,
         health_path=HAPROXY_HEALTH_PATH,
         stats_port=settings.haproxy_stats_port,
@@ -183,14 +269,23 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan) -> Additions:
         api_vip=plan.api_vip,
         api_port=API_PORT,
         lb_port=settings.haproxy_port,
+        mcs_port=MCS_HTTP_PORT,
+        mcs_lb_port=settings.haproxy_mcs_port,
         health_url=f"http://127.0.0.1:{settings.haproxy_health_port}{HAPROXY_HEALTH_PATH}",
         table=REDIRECT_TABLE,
     )
     command = ["/usr/sbin/haproxy", "-W", "-db", "-f", HAPROXY_CFG]
+    # The stats page answers while haproxy runs, whatever its backends: a liveness that never
+    # restarts haproxy for a cluster still coming up.
+    liveness = {
+        "httpGet": {"host": "127.0.0.1", "path": "/", "port": settings.haproxy_stats_port},
+        "periodSeconds": 10,
+        "failureThreshold": 3,
+    }
     return Additions(
         files=(
             File(HAPROXY_CFG, cfg.encode()),
-            _static_pod("haproxy", settings.haproxy_image, command, HAPROXY_CFG),
+            _static_pod("haproxy", images, command, HAPROXY_CFG, liveness),
             File(REDIRECT_SCRIPT, render("api-vip-redirect.sh.j2").encode(), 0o755),
             File(REDIRECT_CONFIG, env.encode()),
         ),
@@ -200,7 +295,7 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan) -> Additions:
     )
 
 
-def _dns(config: ClusterConfig, plan: AddressPlan, node: Node) -> Additions:
+def _dns(config: ClusterConfig, plan: AddressPlan, node: Node, images: dict[str, str]) -> Additions:
     domain = config.cluster_domain
     escaped = domain.replace(".", r"\.")
     corefile = render(
@@ -214,34 +309,41 @@ def _dns(config: ClusterConfig, plan: AddressPlan, node: Node) -> Additions:
         hosts=(plan.bootstrap,) + plan.master_slots + plan.worker_slots,
         nameservers=config.nameservers,
     )
-    dispatcher = render("local-dns-dispatcher.sh.j2", node_ip=node.ip, domain=domain)
+    dispatcher = render("local-dns-dispatcher.sh.j2", node_ip=node.ip, domain=domain, nm_conf=NM_CONF)
     command = ["/usr/bin/coredns", "-conf", COREFILE]
-    liveness = {"path": "/health", "port": DNS_HEALTH_PORT}
-    image = config.networking.coredns_image
+    liveness = {
+        "httpGet": {"path": "/health", "port": DNS_HEALTH_PORT},
+        "periodSeconds": 10,
+        "failureThreshold": 3,
+    }
     return Additions(
         files=(
             File(COREFILE, corefile.encode()),
-            _static_pod("coredns", image, command, COREFILE, privileged=True, liveness=liveness),
+            _static_pod("coredns", images, command, COREFILE, liveness, privileged=True),
             File(DISPATCHER, dispatcher.encode(), 0o755),
+            File(NM_CONF, render("NetworkManager-local-dns.conf.j2", dispatcher=DISPATCHER).encode()),
+            File(KUBELET_DROPIN, render("kubelet-wait-resolv.conf.j2", node_ip=node.ip).encode()),
         )
     )
 
 
 def _static_pod(
     name: str,
-    image: str,
+    images: dict[str, str],
     command: list[str],
     config_file: str,
+    liveness: dict[str, Any],
     privileged: bool = False,
-    liveness: dict[str, Any] | None = None,
+    run_dir: str | None = None,
 ) -> File:
     """A static pod on the host network that reads its config from `config_file`'s directory."""
     manifest = render(
         "static-pod.yaml.j2",
         name=name,
-        image=image,
+        image=images[POD_IMAGES[name]],
         command=command,
         config_dir=config_file.rsplit("/", 1)[0],
+        run_dir=run_dir,
         privileged=privileged,
         liveness=liveness,
     )

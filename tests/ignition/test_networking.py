@@ -4,6 +4,7 @@ test_networking_tools.py for keepalived/haproxy/nft themselves)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
@@ -28,17 +29,28 @@ from ignition.networking import (
     DISPATCHER,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
+    KEEPALIVED_RUN,
+    KEEPALIVED_RUN_CONFIG,
+    KUBELET_DROPIN,
     MANIFESTS,
+    NM_CONF,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_UNIT,
     node_additions,
+    node_images,
     vrids,
 )
 from ignition.render import render
 
 REPO = Path(__file__).resolve().parents[2]
-IDENTITY = ClusterIdentity(infra_id="ocp4-x7k2p", secret=b"cluster secret one")
+RELEASE = "quay.io/openshift-release-dev/ocp-release@sha256:" + "e" * 64
+# What the installer run records of its release payload: each component pinned by digest.
+PAYLOAD = {
+    name: f"quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{digit * 64}"
+    for name, digit in (("keepalived-ipfailover", "1"), ("haproxy-router", "2"), ("coredns", "3"))
+}
+IDENTITY = ClusterIdentity("ocp4-x7k2p", b"cluster secret one", RELEASE, PAYLOAD)
 USER_DATA_LIMIT = 16 * 1024
 
 
@@ -168,8 +180,11 @@ def test_vrid_overrides_and_the_derived_one_steps_aside():
         ({"haproxyPort": 9443}, "ocp:networking.haproxyPort: 9443 is taken by OpenShift webhooks"),
         ({"haproxyPort": 80}, "ocp:networking.haproxyPort: 80 is not an unprivileged port"),
         ({"haproxyHealthPort": 9445}, "ocp:networking: haproxy's ports must differ"),
-        ({"corednsImage": "coredns latest"}, "ocp:networking.corednsImage: 'coredns latest' is not a pullable image"),
-        ({"interface": "br ex"}, "ocp:networking.interface: 'br ex' is not a network interface name"),
+        ({"images": {"coredns": "coredns latest"}}, "ocp:networking.images: coredns: 'coredns latest' is not a pullable"),
+        ({"images": {"haproxy": "quay.io/a/b:1"}}, "ocp:networking.images: 'haproxy' is not an image of the on-node"),
+        ({"haproxyMcsPort": 22624}, "ocp:networking.haproxyMcsPort: 22624 is taken by the machine config server"),
+        ({"interface": "br-ex"}, "ocp:networking.interface: unknown key"),
+        ({"corednsImage": "quay.io/a/b:1"}, "ocp:networking.corednsImage: unknown key"),
         ({"vrid": 5}, "ocp:networking.vrid: unknown key"),
     ],
 )
@@ -189,26 +204,41 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
     first = passwords(IDENTITY)
     assert all(len(password) == 8 for password in first.values())  # PASS auth uses 8 characters
     assert first["api"] != first["ingress"]
-    assert passwords(ClusterIdentity(IDENTITY.infra_id, b"cluster secret two")) != first
+    assert passwords(dataclasses.replace(IDENTITY, secret=b"cluster secret two")) != first
     assert passwords(IDENTITY, config.model_copy(update={"cluster_name": "other"})) == first
     for password in first.values():
         assert config.cluster_name not in password and IDENTITY.infra_id not in password
 
 
-def test_api_vip_stays_on_the_bootstrap_while_it_lives_then_follows_a_ready_master():
+def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_master():
     config = dev_config()
     plan = plan_addresses(config)
     bootstrap, master = vrrp(config, plan.bootstrap)["api"], vrrp(config, plan.masters[0])["api"]
-    healthy_master = effective_priority(master, {"api_ready", "api_haproxy"})
-    lb_only_master = effective_priority(master, {"api_haproxy"})  # its own API is down
+    healthy_master = effective_priority(master, {"api_ready", "api_haproxy", "mcs_ready"})
+    no_mcs_master = effective_priority(master, {"api_ready", "api_haproxy"})  # its MCS is down
+    lb_only_master = effective_priority(master, {"api_haproxy", "mcs_ready"})  # its own API is down
+    api_only_master = effective_priority(master, {"api_ready"})  # early: no haproxy backend, no MCS yet
     starting_master = effective_priority(master, set())
-    live_bootstrap = effective_priority(bootstrap, {"api_ready"})
-    torn_down_bootstrap = effective_priority(bootstrap, set())  # bootkube stopped its API
+    live_bootstrap = effective_priority(bootstrap, {"mcs_serving", "api_ready"})
+    mcs_only_bootstrap = effective_priority(bootstrap, {"mcs_serving"})  # its API not up yet
+    done_bootstrap = effective_priority(bootstrap, {"api_ready"})  # bootkube done: MCS gone
 
-    assert live_bootstrap > healthy_master
-    assert healthy_master > lb_only_master > torn_down_bootstrap > starting_master
+    assert live_bootstrap > healthy_master > no_mcs_master
+    assert healthy_master > lb_only_master
+    assert api_only_master > mcs_only_bootstrap > starting_master
+    assert done_bootstrap is None  # FAULT: out of the election, the VIP moves at once
+    assert effective_priority(bootstrap, set()) is None
     assert max(live_bootstrap, healthy_master) < 255  # 255 is reserved for the address owner
     assert bootstrap["vrid"] == master["vrid"] and bootstrap["password"] == master["password"]
+
+
+def test_the_machine_config_server_is_tracked_and_checked_every_second():
+    config = dev_config()
+    plan = plan_addresses(config)
+    for node, check in ((plan.bootstrap, "mcs_serving"), (plan.masters[0], "mcs_ready")):
+        text = files_of(config, node)[KEEPALIVED_CONF].decode()
+        body = re.search(rf"^vrrp_script {check} \{{(.*?)^\}}", text, re.S | re.M).group(1)
+        assert "http://localhost:22624/healthz" in body and "\n    interval 1\n" in body
 
 
 def test_ingress_vip_only_where_a_router_answers():
@@ -218,7 +248,11 @@ def test_ingress_vip_only_where_a_router_answers():
     assert set(instances) == {"ingress"}
     assert effective_priority(instances["ingress"], set()) is None  # FAULT: never holds the VIP
     assert effective_priority(instances["ingress"], {"router_ready"}) is not None
-    assert "http://localhost:1936/healthz/ready" in files_of(config, worker)[KEEPALIVED_CONF].decode()
+    text = files_of(config, worker)[KEEPALIVED_CONF].decode()
+    body = re.search(r"^vrrp_script router_ready \{(.*?)^\}", text, re.S | re.M).group(1)
+    # Not ready: out within two checks a second apart, then priority 0 hands the VIP over.
+    assert "http://localhost:1936/healthz/ready" in body
+    assert "\n    interval 1\n" in body and "\n    fall 2\n" in body
 
 
 def test_compact_cluster_puts_ingress_on_the_masters():
@@ -301,7 +335,8 @@ def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
     files = files_of(config, plan.masters[0])
     cfg = files[HAPROXY_CFG].decode()
     servers = re.findall(r"^    server (\S+) (\S+)$", cfg, re.M)
-    assert servers == [(slot.name, f"{slot.ip}:6443") for slot in plan.master_slots]
+    assert servers == [(slot.name, f"{slot.ip}:{port}") for port in (6443, 22624) for slot in plan.master_slots]
+    assert "bind :22625\n" in cfg and "http-check send meth GET uri /healthz" in cfg
     assert "default-server check check-ssl verify none inter 500ms fall 2 rise 3" in cfg
     assert "option redispatch 1" in cfg  # a refused connection goes to another master at once
     assert "bind :9445\n" in cfg and "bind 127.0.0.1:29445\n" in cfg
@@ -311,6 +346,8 @@ def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
         "VIP": str(plan.api_vip),
         "API_PORT": "6443",
         "LB_PORT": "9445",
+        "MCS_PORT": "22624",
+        "MCS_LB_PORT": "22625",
         "HEALTH_URL": "http://127.0.0.1:50936/haproxy_ready",
         "TABLE": "api_vip_redirect",
         "INTERVAL": "1",
@@ -322,7 +359,11 @@ EXPECTED_FILES = {
         COREFILE: 0o644,
         "/etc/kubernetes/manifests/coredns.yaml": 0o644,
         DISPATCHER: 0o755,
+        NM_CONF: 0o644,
+        KUBELET_DROPIN: 0o644,
         KEEPALIVED_CONF: 0o600,
+        KEEPALIVED_RUN: 0o755,
+        KEEPALIVED_RUN_CONFIG: 0o644,
         "/etc/kubernetes/manifests/keepalived.yaml": 0o644,
     },
 }
@@ -342,33 +383,91 @@ def test_templates_render_strictly():
 
 
 def test_what_each_role_gets():
-    config = dev_config(corednsImage="registry.example.com/dns/coredns@sha256:" + "a" * 64)
+    override = "registry.example.com/dns/coredns@sha256:" + "a" * 64
+    config = dev_config(images={"coredns": override})
     plan = plan_addresses(config)
     for node in every_node_kind(config):
         additions = node_additions(config, plan, node, IDENTITY)
         assert {item.path: item.mode for item in additions.files} == EXPECTED_FILES[node.role]
         assert [unit.name for unit in additions.units] == ([REDIRECT_UNIT] if node.role == "master" else [])
+        images = node_images(config, node, IDENTITY)
         for item in additions.files:
             if item.path.startswith("/etc/kubernetes/manifests/"):
                 pod = yaml.safe_load(item.contents)
                 container = pod["spec"]["containers"][0]
-                image_key = f"{pod['metadata']['name']}_image"
-                assert container["image"] == getattr(config.networking, image_key)
+                name = {"keepalived": "keepalived-ipfailover", "haproxy": "haproxy-router"}.get(
+                    pod["metadata"]["name"], pod["metadata"]["name"]
+                )
+                assert container["image"] == images[name][0]
                 assert pod["spec"]["hostNetwork"] is True
+                assert pod["spec"]["tolerations"] == [{"operator": "Exists"}]
+                assert set(pod["metadata"]["annotations"]) == {
+                    "target.workload.openshift.io/management",
+                    "openshift.io/required-scc",
+                }
+                assert "livenessProbe" in container
                 config_dir = pod["spec"]["volumes"][0]["hostPath"]["path"]
                 assert any(path.startswith(config_dir + "/") for path in EXPECTED_FILES[node.role])
-                assert container["command"][-1].startswith(config_dir + "/")
+                assert any(word.startswith(config_dir + "/") for word in container["command"])
     unit = node_additions(config, plan, plan.masters[0], IDENTITY).units[0].contents
     assert f"ExecStart={REDIRECT_SCRIPT} {REDIRECT_CONFIG} run\n" in unit
     assert f"ExecStopPost={REDIRECT_SCRIPT} {REDIRECT_CONFIG} remove\n" in unit
 
 
-def test_interfaces_per_role():
-    config = dev_config(interface="ens4", bootstrapInterface="eth0")
+def test_images_come_from_the_payload_unless_overridden():
+    config = dev_config()
     plan = plan_addresses(config)
-    assert "interface eth0\n" in files_of(config, plan.bootstrap)[KEEPALIVED_CONF].decode()
-    assert "interface ens4\n" in files_of(config, plan.masters[0])[KEEPALIVED_CONF].decode()
-    assert "advert_int 3\n" in files_of(dev_config(advertInt=3), plan.workers[0])[KEEPALIVED_CONF].decode()
+    assert node_images(config, plan.masters[0], IDENTITY) == {name: (ref, "payload") for name, ref in PAYLOAD.items()}
+    # A worker beyond the router slots runs CoreDNS only; a router slot keepalived too.
+    assert node_images(config, plan_addresses(dev_config(workers=5)).workers[4], IDENTITY) == {
+        "coredns": (PAYLOAD["coredns"], "payload")
+    }
+    assert set(node_images(config, plan.workers[0], IDENTITY)) == {"coredns", "keepalived-ipfailover"}
+    mirrored = "mirror.example.com/ocp/release@sha256:" + "b" * 64
+    overridden = dev_config(images={"haproxy-router": mirrored})
+    images = node_images(overridden, plan.masters[0], IDENTITY)
+    assert images["haproxy-router"] == (mirrored, "override")
+    assert images["coredns"] == (PAYLOAD["coredns"], "payload")
+    haproxy = yaml.safe_load(files_of(overridden, plan.masters[0])[f"{MANIFESTS}/haproxy.yaml"])
+    assert haproxy["spec"]["containers"][0]["image"] == mirrored
+
+
+def test_an_image_in_neither_payload_nor_override_names_the_key_to_set():
+    config = dev_config(images={"coredns": "mirror.example.com/coredns:4.16"})
+    plan = plan_addresses(config)
+    partial = ClusterIdentity(IDENTITY.infra_id, IDENTITY.secret, RELEASE, {"keepalived-ipfailover": PAYLOAD["keepalived-ipfailover"]})
+    with pytest.raises(ConfigError) as error:
+        node_additions(config, plan, plan.masters[0], partial)
+    assert len(error.value.problems) == 1
+    assert error.value.problems[0].startswith(f"ocp:networking.images.haproxy-router: no image for /usr/sbin/haproxy in {RELEASE}")
+    # A worker runs no haproxy: nothing missing there.
+    assert set(node_images(config, plan.workers[0], partial)) == {"coredns", "keepalived-ipfailover"}
+
+
+def test_no_interface_name_in_any_rendered_file():
+    """keepalived-run finds the interface at run time: nothing names one, not even br-ex."""
+    config = dev_config(workers=0)
+    names = re.compile(r"\b(ens\d+|enp\d+s\d+|eth\d+|br-ex)\b")
+    for node in every_node_kind(config):
+        for path, contents in files_of(config, node).items():
+            assert not names.search(contents.decode()), (node.name, path)
+    conf = files_of(config, plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
+    assert conf.count("interface $VRRP_INTERFACE\n") == 2
+    assert "max_auto_priority -1\n" in conf
+    assert "advert_int 3\n" in files_of(dev_config(advertInt=3), plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
+
+
+def test_networkmanager_leaves_resolv_conf_to_the_dispatcher_and_the_kubelet_waits_for_it():
+    config = dev_config()
+    plan = plan_addresses(config)
+    for node in every_node_kind(config):
+        files = files_of(config, node)
+        nm = files[NM_CONF].decode()
+        assert "[main]\nrc-manager=unmanaged\n" in nm
+        dropin = files[KUBELET_DROPIN].decode()
+        assert f'grep -qx "nameserver {node.ip}" /etc/resolv.conf' in dropin and "exit 255" in dropin
+        assert "dns-change" in files[DISPATCHER].decode()
+    assert KUBELET_DROPIN.startswith("/etc/systemd/system/kubelet.service.d/")
 
 
 # --- change isolation, determinism, size ---------------------------------------------------

@@ -19,6 +19,9 @@ from ignition.networking import (
     DISPATCHER,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
+    KEEPALIVED_RUN,
+    KEEPALIVED_RUN_CONFIG,
+    KUBELET_DROPIN,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_TABLE,
@@ -36,8 +39,8 @@ def need(*binaries: str, root: bool = False) -> None:
         pytest.skip(netns.unavailable())
 
 
-def interface_of(config: ClusterConfig, node: Node) -> str:
-    return config.networking.bootstrap_interface if node.role == "bootstrap" else config.networking.interface
+# NIC names real nodes have: virtio on q35 machines, on the `pc` machine type, and a cloud's.
+NICS = {"bootstrap": "enp1s0", "master": "ens3", "worker": "eth0"}
 
 
 def _cases() -> list[tuple[str, ClusterConfig, Node]]:
@@ -52,31 +55,140 @@ def _cases() -> list[tuple[str, ClusterConfig, Node]]:
 CASES = _cases()
 
 
+class Runner:
+    """A node's keepalived-run, as its static pod starts it, in a namespace of `lab`."""
+
+    def __init__(self, lab: netns.Lab, namespace: str, files: dict[str, bytes], work: Path):
+        self.lab, self.namespace, self.work = lab, namespace, work
+        for path in (KEEPALIVED_RUN, KEEPALIVED_RUN_CONFIG, KEEPALIVED_CONF):
+            (work / Path(path).name).write_bytes(files[path])
+        self.run_dir = work / "run"
+        self.log = work / "keepalived-run.log"
+        self.argv = ["sh", *(str(work / Path(path).name) for path in (KEEPALIVED_RUN, KEEPALIVED_RUN_CONFIG, KEEPALIVED_CONF))]
+        self.argv.append(str(self.run_dir))
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        with self.log.open("a") as output:
+            self.process = self.lab.start(
+                self.namespace, [*self.argv, "--no-syslog"], stdout=output, stderr=subprocess.STDOUT, text=True
+            )
+
+    def alive(self) -> bool:
+        return self.lab.run(self.namespace, [*self.argv, "alive"]).returncode == 0
+
+    def config(self) -> Path:
+        return self.run_dir / "keepalived.conf"
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+
+def addresses(lab: netns.Lab, namespace: str) -> str:
+    return lab.run(namespace, ["ip", "-4", "-o", "addr", "show"]).stdout
+
+
 @pytest.mark.parametrize(("config", "node"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
-def test_keepalived_accepts_the_config(tmp_path: Path, config: ClusterConfig, node: Node):
+def test_keepalived_accepts_the_config_keepalived_run_makes(tmp_path: Path, config: ClusterConfig, node: Node):
+    """The config as keepalived reads it: keepalived-run's, on a NIC named as on real nodes."""
     need("keepalived", root=True)
-    conf = tmp_path / "keepalived.conf"
-    conf.write_bytes(files_of(config, node)[KEEPALIVED_CONF])
     network = plan_addresses(config).network
     with netns.lab("kt") as lab:
         namespace = lab.namespace("node")
-        lab.attach(namespace, interface_of(config, node), f"{node.ip}/{network.prefixlen}")
-        result = lab.run(namespace, ["keepalived", "-t", "-f", str(conf)])
+        lab.attach(namespace, NICS[node.role], f"{node.ip}/{network.prefixlen}")
+        runner = Runner(lab, namespace, files_of(config, node), tmp_path)
+        runner.start()
+        _wait_for(lambda: runner.alive(), "keepalived to run")
+        generated = runner.config().read_text()
+        result = lab.run(namespace, ["keepalived", "-t", "-f", str(runner.config())])
+    assert generated.startswith(f"$VRRP_INTERFACE={NICS[node.role]}\n")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stdout + result.stderr
 
 
 def test_keepalived_check_rejects_a_broken_config(tmp_path: Path):
-    """The check above would notice: keepalived -t fails on a bad keyword."""
+    """The check above would notice: keepalived -t fails on a bad keyword, and on a config read
+    without keepalived-run (no interface defined)."""
     need("keepalived", root=True)
     config = dev_config()
     node = plan_addresses(config).masters[0]
-    conf = tmp_path / "keepalived.conf"
-    conf.write_bytes(files_of(config, node)[KEEPALIVED_CONF].replace(b"advert_int", b"advert_intervall"))
+    text = files_of(config, node)[KEEPALIVED_CONF]
+    broken, bare = tmp_path / "broken.conf", tmp_path / "bare.conf"
+    broken.write_bytes(b"$VRRP_INTERFACE=ens3\n" + text.replace(b"advert_int", b"advert_intervall"))
+    bare.write_bytes(text)
     with netns.lab("kt") as lab:
         namespace = lab.namespace("node")
-        lab.attach(namespace, config.networking.interface, f"{node.ip}/16")
-        assert lab.run(namespace, ["keepalived", "-t", "-f", str(conf)]).returncode != 0
+        lab.attach(namespace, "ens3", f"{node.ip}/16")
+        assert lab.run(namespace, ["keepalived", "-t", "-f", str(broken)]).returncode != 0
+        assert lab.run(namespace, ["keepalived", "-t", "-f", str(bare)]).returncode != 0
+
+
+def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly(tmp_path: Path):
+    """A master with a VIP left on its NIC: removed before keepalived starts; the VIP taken
+    (no peer answers) on the NIC; the address moves to br-ex as OVN-Kubernetes moves it, and
+    keepalived follows it there with the VIP; SIGTERM leaves no VIP and no process."""
+    need("keepalived", "sh", root=True)
+    config = dev_config()
+    plan = plan_addresses(config)
+    node = plan.masters[0]
+    with netns.lab("kr") as lab:
+        namespace = lab.namespace("node")
+        lab.attach(namespace, "ens3", f"{node.ip}/16")
+        lab.run(namespace, ["ip", "addr", "add", f"{plan.ingress_vip}/32", "dev", "ens3"], check=True)
+        runner = Runner(lab, namespace, files_of(config, node), tmp_path)
+        runner.start()
+        _wait_for(lambda: f"removed VIP {plan.ingress_vip}/32 from ens3" in runner.text(), "the stale VIP to go")
+        _wait_for(lambda: f" ens3    inet {plan.api_vip}/32" in addresses(lab, namespace), "the VIP on ens3")
+
+        for command in (
+            ["ip", "addr", "flush", "dev", "ens3"],
+            ["ip", "link", "add", "br-ex", "type", "bridge"],
+            ["ip", "link", "set", "ens3", "master", "br-ex"],
+            ["ip", "link", "set", "br-ex", "up"],
+            ["ip", "addr", "add", f"{node.ip}/16", "dev", "br-ex"],
+        ):
+            lab.run(namespace, command, check=True)
+        _wait_for(lambda: "starting keepalived on br-ex" in runner.text(), "keepalived to follow the address")
+        _wait_for(lambda: f" br-ex    inet {plan.api_vip}/32" in addresses(lab, namespace), "the VIP on br-ex")
+        assert runner.config().read_text().startswith("$VRRP_INTERFACE=br-ex\n")
+        assert runner.alive()
+
+        assert runner.process is not None
+        runner.process.terminate()
+        runner.process.wait(timeout=10)
+        assert str(plan.api_vip) not in addresses(lab, namespace)
+        assert not runner.alive()
+        assert netns.processes_in(set(lab.created.values())) == []
+    assert runner.process.returncode == 0
+
+
+def test_the_scripts_pass_shellcheck(tmp_path: Path):
+    need("shellcheck")
+    config = dev_config()
+    files = files_of(config, plan_addresses(config).masters[0])
+    paths = []
+    for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, DISPATCHER):
+        paths.append(tmp_path / Path(path).name)
+        paths[-1].write_bytes(files[path])
+    result = subprocess.run(["shellcheck", "--shell=sh", *map(str, paths)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_systemd_accepts_the_kubelet_drop_in(tmp_path: Path):
+    """systemd-analyze verify on a kubelet.service with the drop-in a node gets."""
+    need("systemd-analyze")
+    config = dev_config()
+    files = files_of(config, plan_addresses(config).masters[0])
+    units = tmp_path / "units"
+    (units / "kubelet.service.d").mkdir(parents=True)
+    (units / "kubelet.service").write_text("[Service]\nExecStart=/bin/true\nRestart=always\n")
+    (units / "kubelet.service.d" / Path(KUBELET_DROPIN).name).write_bytes(files[KUBELET_DROPIN])
+    result = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(units / "kubelet.service")],
+        capture_output=True, text=True, env={"SYSTEMD_UNIT_PATH": f"{units}:"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.strip() == ""
 
 
 def test_haproxy_accepts_every_masters_config(tmp_path: Path):
@@ -142,7 +254,7 @@ def test_api_vip_redirect_follows_haproxy_health(tmp_path: Path):
 
     with netns.lab("nat") as lab:
         node = lab.namespace("master-0")
-        lab.attach(node, settings.interface, f"{plan.masters[0].ip}/16")
+        lab.attach(node, "ens3", f"{plan.masters[0].ip}/16")
 
         def redirect(action: str) -> subprocess.CompletedProcess[str]:
             result = lab.run(node, ["sh", str(script), str(env), action])
@@ -172,6 +284,7 @@ def test_api_vip_redirect_follows_haproxy_health(tmp_path: Path):
         rules = ruleset()
         assert f"table ip {REDIRECT_TABLE}" in rules
         assert rules.count(f"ip daddr {plan.api_vip} tcp dport 6443 redirect to :{settings.haproxy_port}") == 2
+        assert rules.count(f"ip daddr {plan.api_vip} tcp dport 22624 redirect to :{settings.haproxy_mcs_port}") == 2
         assert connect_to_vip() == "lb"
         assert redirect("once").stdout == ""  # already there: left alone
 
@@ -229,11 +342,16 @@ def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
         "options edns0 trust-ad\n"
     )
     assert target.read_text() == expected
-    # Running again (the next DHCP renewal) on its own output changes nothing.
+    # Running again (the next DHCP renewal) on its own output changes nothing, not even the file.
+    inode = target.stat().st_ino
     upstream.write_text(target.read_text())
     subprocess.run([shell, str(script), "br-ex", "dhcp4-change"], env=env, check=True)
-    assert target.read_text() == expected
+    assert target.read_text() == expected and target.stat().st_ino == inode
     assert [path.name for path in target.parent.iterdir()] == ["resolv.conf"]
+    # NetworkManager learnt other servers (no address event, only dns-change): followed.
+    upstream.write_text("nameserver 10.30.0.1\n")
+    subprocess.run([shell, str(script), "br-ex", "dns-change"], env=env, check=True)
+    assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.30.0.1\n"
 
 
 def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
