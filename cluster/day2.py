@@ -73,7 +73,7 @@ EFFECTS: dict[str, Effect] = {
     "pullSecret": Effect("warn", "the cluster keeps the pull secret it was installed with. Change it with `oc set data secret/pull-secret -n openshift-config --from-file=.dockerconfigjson=pull-secret.json`"),
     "proxy": Effect("warn", "the cluster keeps the proxy it was installed with. Change it with `oc edit proxy/cluster`"),
     "additionalTrustBundle": Effect("warn", "the cluster keeps the CAs it was installed with. Change them in the ConfigMap user-ca-bundle (namespace openshift-config) and `oc edit proxy/cluster` (spec.trustedCA)"),
-    "nameservers": Effect("warn", "running nodes keep their CoreDNS upstreams; new nodes and the subnet's DHCP get the new ones. Change /etc/coredns/Corefile on running nodes with a MachineConfig"),
+    "nameservers": Effect("warn", "running nodes keep their CoreDNS upstreams; new nodes and the OpenStack subnet's DHCP get the new ones (a libvirt network keeps its forwarders: `virsh net-edit`). Change /etc/coredns/Corefile on running nodes with a MachineConfig"),
     "masters.flavor": Effect("warn", _KEEP_SIZE.format(role="masters")),
     "masters.vcpus": Effect("warn", _KEEP_SIZE.format(role="masters")),
     "masters.memoryMib": Effect("warn", _KEEP_SIZE.format(role="masters")),
@@ -98,7 +98,10 @@ EFFECTS: dict[str, Effect] = {
     "bootstrap.helper": Effect("warn", _BOOTSTRAP),
     "openstack.apiFloatingIp": Effect("apply", "creates, associates or releases the API floating IP"),
     "openstack.ingressFloatingIp": Effect("apply", "creates, associates or releases the Ingress floating IP"),
-    "openstack.sshAllowedCidr": Effect("apply", "replaces the SSH rules; nodes are untouched"),
+    "openstack.sshAllowedCidr": Effect("apply", "replaces the helper's SSH rule; nodes are untouched"),
+    "openstack.apiAllowedCidrs": Effect("apply", "adds or removes one 6443 rule per source on the master group; nodes are untouched"),
+    "openstack.ingressAllowedCidrs": Effect("apply", "adds or removes the 80/443 rules of each source on the router nodes' group; nodes are untouched"),
+    "openstack.nodePortAllowedCidrs": Effect("apply", "adds or removes the NodePort rules of each source on both node groups; nodes are untouched"),
     "libvirt.image": Effect("warn", "every disk stands on the image uploaded at install, new ones too; RHCOS updates come from the cluster"),
     "tags": Effect("apply", "updates the tags in place"),
     "networking": Effect("warn", _NODE_FILES),
@@ -193,14 +196,12 @@ _SECRET_KEYS = ("pullSecret",)
 
 
 def _grouped(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Settings by the classified key they lie under: changes under one object key
-    (proxy.httpProxy, proxy.noProxy) are reported once, by it."""
+    """Settings by the most specific classified key they lie under: changes under one object
+    key (proxy.httpProxy, proxy.noProxy) are reported once, by it."""
     groups: dict[str, dict[str, Any]] = {}
     for key, value in settings.items():
         parts = key.split(".")
-        reported = next(
-            (".".join(parts[:end]) for end in range(1, len(parts) + 1) if ".".join(parts[:end]) in EFFECTS), key
-        )
+        reported = next((".".join(parts[:end]) for end in range(len(parts), 0, -1) if ".".join(parts[:end]) in EFFECTS), key)
         groups.setdefault(reported, {})[key] = value
     return groups
 
@@ -209,7 +210,7 @@ def _shown(reported: str, values: Mapping[str, Any]) -> str:
     if reported in _SECRET_KEYS:
         return "(secret)"
     shown = values[reported] if list(values) == [reported] else dict(values)
-    text = json.dumps(shown, sort_keys=True)
+    text = "unset" if shown is None else json.dumps(shown, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

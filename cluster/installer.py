@@ -250,12 +250,16 @@ def missing_asset_files(directory: str | Path) -> list[str]:
 
 def read_assets_dir(directory: str | Path) -> dict[str, bytes]:
     """An installer's output directory, with a record of when it was generated (the
-    bootstrap config's modification time: a copy made without keeping times looks newer)."""
+    bootstrap config's modification time: a copy made without keeping times looks newer) and
+    the release payload's images if `ocp-release-images.json` lies beside the configs."""
     directory = Path(directory)
     missing = missing_asset_files(directory)
     if missing:
         raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}")
     files = {name: (directory / name).read_bytes() for name in ASSET_FILES}
+    # The release payload's images, when the user recorded them beside the configs (README).
+    if (directory / RELEASE_FILE).is_file():
+        files[RELEASE_FILE] = (directory / RELEASE_FILE).read_bytes()
     generated_at = (directory / "bootstrap.ign").stat().st_mtime
     files[RECORD_FILE] = json.dumps({"generatedAt": int(generated_at)}).encode()
     return files
@@ -320,7 +324,7 @@ def check_assets(config: ClusterConfig, api_vip: str, ingress_vip: str, assets: 
     }
     problems = []
     for key, value in installed_settings(assets).items():
-        if stack[key] != value:
+        if key in stack and stack[key] != value:
             problems.append(
                 f"ocp:{key}: the stack says {stack[key]} but the installer configs were made for {value}: "
                 "point ocp:installer.assetsDir (or --assets) at the configs of this cluster, or regenerate them "

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from cluster.stackfile import read_stack_file
-from tools.mock_run import ProgramRun, run_program, unwrap
+from tools.mock_run import ProgramRun, Resource, deployed_from, run_program, unwrap
+from tools.preview import Change
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
@@ -83,3 +87,36 @@ def ignition_validate(text: str, tmp_path: Path, name: str = "config.ign") -> su
 def dev_run() -> ProgramRun:
     """The dev stack under mocks, shared by read-only tests (each run is itself isolated)."""
     return run(stack_config("dev"))
+
+
+@dataclass
+class Preview:
+    """The next `pulumi up` of a deployed stack: each resource's step, the warnings, or the refusal."""
+
+    changes: dict[str, Change]
+    warnings: list[str]
+    error: str | None
+    registered: list[Resource]
+
+    def names(self, *actions: str) -> set[str]:
+        return {name for name, change in self.changes.items() if change.action in actions}
+
+    @property
+    def disruptive(self) -> set[str]:
+        return {name for name, change in self.changes.items() if change.disruptive}
+
+
+def deploy(config: dict[str, str], stack: str = "dev") -> list[dict[str, Any]]:
+    """The state a `pulumi up` of this config leaves behind."""
+    return run(config, stack).state()
+
+
+def preview(state: list[dict[str, Any]], config: dict[str, str], stack: str = "dev", hours_later: float = 0) -> Preview:
+    """What the next `pulumi up` with `config` does to a stack deployed as `state`."""
+    engine = deployed_from(state)
+    recorded = ProgramRun()
+    try:
+        program_run = run_program(config, stack=stack, into=recorded, engine=engine, now=time.time() + hours_later * 3600)
+    except pulumi.RunError as error:
+        return Preview({}, recorded.warnings, str(error), recorded.resources)
+    return Preview({c.name: c for c in engine.all_changes()}, program_run.warnings, None, program_run.resources)

@@ -1,52 +1,220 @@
-"""Day 2 by config: scaling workers and removing the bootstrap touch nothing else.
+"""Day 2: what every kind of stack edit does to a cluster that already runs.
 
-On OpenStack a changed user_data replaces the server, so "nothing else" is checked on every
-input of every resource, compared between two runs of the real program.
+Each case deploys a stack (the state a `pulumi up` leaves), edits it, and previews the next
+`pulumi up` as the engine would run it (tools/preview.py, the providers' own replacement
+rules): the same steps `python -m tools.plan --from` writes to changes.json. The README's
+day-2 table states these effects; cluster/day2.py classifies every key.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import pytest
 
-from tests.conftest import diff, inputs_by_name, run, stack_config, with_section
+from cluster.config import ClusterConfig
+from cluster.day2 import EFFECTS, effect_of
+from tests.conftest import Preview, deploy, preview, stack_config, with_section
 
-BOOTSTRAP_PREFIX = "ocp4-bootstrap"
-
-
-def is_worker(name: str) -> bool:
-    return name.startswith("ocp4-workers")
-
-
-def workers(count: int) -> dict[str, str]:
-    return inputs_by_name(run(with_section(stack_config("dev"), "workers", count=count)))
+COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:providers:command", "pulumi:providers:libvirt"}
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOTHEROTHEROTHEROTHEROTHEROTHEROTHEROTHEROTHE other@lab"
 
 
-@pytest.fixture(scope="module")
-def scaled():
-    return {count: workers(count) for count in (2, 5, 1)}
+@dataclass(frozen=True)
+class Edit:
+    """One edit of a deployed stack and what the next `pulumi up` must do."""
+
+    id: str
+    change: Callable[[dict[str, str]], dict[str, str]]
+    refused: str | None = None  # a fragment of the refusal; nothing may register
+    warns: tuple[str, ...] = ()  # keys warned about
+    # name prefix -> action, for resources that must change; every other resource stays `same`.
+    expect: dict[str, str] = field(default_factory=dict)
+    stack: str = "dev"
+    base: Callable[[dict[str, str]], dict[str, str]] = lambda config: config
+    hours_later: float = 0
 
 
-def test_same_config_twice_gives_identical_inputs():
-    assert inputs_by_name(run(stack_config("dev"))) == inputs_by_name(run(stack_config("dev")))
+def key(name: str, value) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda config: {**config, f"ocp:{name}": json.dumps(value) if isinstance(value, (dict, list)) else str(value)}
 
 
-@pytest.mark.parametrize("before,after", [(2, 5), (5, 1), (2, 1)])
-def test_scaling_workers_changes_only_worker_resources(scaled, before, after):
-    added, removed, changed = diff(scaled[before], scaled[after])
-    assert added | removed, "scaling must add or remove something"
-    assert {name for name in added | removed | changed if not is_worker(name)} == set()
-    assert changed == set(), "existing workers must stay untouched"
+def section(name: str, **changes) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda config: with_section(config, name, **changes)
 
 
-def test_scaling_adds_a_port_and_a_server_per_worker(scaled):
-    added, _, _ = diff(scaled[2], scaled[5])
-    assert added == {f"ocp4-workers-worker-{i}{suffix}" for i in (2, 3, 4) for suffix in ("", "-port")}
+def both(*edits: Callable[[dict[str, str]], dict[str, str]]) -> Callable[[dict[str, str]], dict[str, str]]:
+    def apply(config: dict[str, str]) -> dict[str, str]:
+        for edit in edits:
+            config = edit(config)
+        return config
+
+    return apply
 
 
-def test_bootstrap_teardown_removes_only_bootstrap_resources():
-    before = inputs_by_name(run(stack_config("dev")))
-    after = inputs_by_name(run(with_section(stack_config("dev"), "bootstrap", enabled=False)))
-    added, removed, changed = diff(before, after)
-    assert added == set() and changed == set()
-    assert removed and all(name.startswith(BOOTSTRAP_PREFIX) for name in removed)
-    assert {"ocp4-bootstrap-node", "ocp4-bootstrap-helper-server", "ocp4-bootstrap-helper-upload"} <= removed
+DEV_EDITS = [
+    # install-time only: warned, nothing on a node changes
+    Edit("nameservers", key("nameservers", ["10.20.0.2"]), warns=("nameservers",), expect={"ocp4-network-subnet": "update"}),
+    Edit("sshKey", key("sshKey", OTHER_KEY), warns=("sshKey",)),
+    Edit("sshKey comment only", key("sshKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFA new@comment"), warns=("sshKey",)),
+    Edit("pullSecret", key("pullSecret", '{"auths":{"other.example.com":{"auth":"eDp5"}}}'), warns=("pullSecret",)),
+    Edit("proxy", key("proxy", {"httpProxy": "http://proxy.lab:3128", "noProxy": [".lab"]}), warns=("proxy",)),
+    Edit("additionalTrustBundle", key("additionalTrustBundle", PEM), warns=("additionalTrustBundle",)),
+    Edit("masters.image", section("masters", image="rhcos-4.17"), warns=("masters.image",)),
+    Edit("workers.image", section("workers", image="rhcos-4.17"), warns=("workers.image",)),
+    Edit("masters.flavor", section("masters", flavor="master.xl"), warns=("masters.flavor",)),
+    Edit("masters.rootVolume", section("masters", rootVolume={"size": 120}), warns=("masters.rootVolume",)),
+    Edit("masters.availabilityZones", section("masters", availabilityZones=["az1", "az2"]), warns=("masters.availabilityZones",)),
+    Edit("workers.rootVolume", section("workers", rootVolume={"size": 120, "type": "ssd"}), warns=("workers.rootVolume",)),
+    Edit("workers.availabilityZones", section("workers", availabilityZones=["az1"]), warns=("workers.availabilityZones",)),
+    Edit("networking.images", section("networking", images={"coredns": "registry.lab/coredns@sha256:" + "a" * 64}), warns=("networking",)),
+    Edit("networking.haproxyPort", section("networking", haproxyPort=9446), warns=("networking",)),
+    Edit("bootstrap.flavor", section("bootstrap", flavor="bootstrap.xl"), warns=("bootstrap.flavor",)),
+    Edit("workers.maxCount", section("workers", maxCount=150), warns=("workers.maxCount",), expect={"ocp4-network-subnet": "update"}),
+    # day-2 operations: exactly what was asked
+    Edit("masters.resize one", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
+    Edit("workers.resize", both(section("workers", flavor="worker.xl", resize=[0, 1])), warns=("workers.flavor",), expect={"ocp4-workers-worker-0": "resize", "ocp4-workers-worker-1": "resize"}),
+    Edit("workers 2 -> 5", section("workers", count=5), expect={f"ocp4-workers-worker-{i}{s}": "create" for i in (2, 3, 4) for s in ("", "-port")}),
+    Edit("workers 2 -> 1", section("workers", count=1), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete"}),
+    Edit("bootstrap teardown", section("bootstrap", enabled=False), expect={"ocp4-bootstrap*": "delete"}),
+    Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
+    Edit("apiFloatingIp create -> none", section("openstack", apiFloatingIp="none"), expect={"ocp4-vips-api-fip": "delete"}),
+    Edit("ingressFloatingIp -> an existing address", section("openstack", ingressFloatingIp="198.51.100.7"), expect={"ocp4-vips-ingress-fip-association": "create", "ocp4-vips-ingress-fip": "delete"}),
+    Edit("sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-helper-helper-tcp-22*": "create|delete"}),
+    Edit("installer.binary, installer.dir", section("installer", binary="/opt/ocp/openshift-install", dir="assets/elsewhere")),
+    Edit("compact + first worker", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers*": "create"}),
+    # cannot change on a running cluster
+    Edit("clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName"),
+    Edit("baseDomain", key("baseDomain", "other.local"), refused="ocp:baseDomain"),
+    Edit("machineNetwork", key("machineNetwork", "10.1.0.0/16"), refused="ocp:machineNetwork"),
+    Edit("apiVip", key("apiVip", "10.0.0.6"), refused="ocp:apiVip"),
+    Edit("ingressVip", key("ingressVip", "10.0.0.8"), refused="ocp:ingressVip"),
+    Edit("masters.count", section("masters", count=5), refused="ocp:masters.count"),
+    Edit("masters.serverGroupPolicy", section("masters", serverGroupPolicy="anti-affinity"), refused="ocp:masters.serverGroupPolicy"),
+    Edit("openstack.externalNetwork", section("openstack", externalNetwork="public"), refused="ocp:openstack.externalNetwork"),
+    Edit("openstack.cloud", section("openstack", cloud="other"), refused="ocp:openstack.cloud"),
+    Edit("installer.generation", section("installer", generation=2), refused="ocp:installer.generation"),
+    Edit("networking.apiVrid", section("networking", apiVrid=42), refused="ocp:networking.apiVrid"),
+    Edit("networking.advertInt", section("networking", advertInt=2), refused="ocp:networking.advertInt"),
+    Edit("networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes"),
+    Edit("bootstrap after 21 h", lambda config: config, refused="ocp:bootstrap.enabled", hours_later=21),
+]
+
+KVM_EDITS = [
+    Edit("kvm nameservers", key("nameservers", ["192.168.126.2"]), warns=("nameservers",), stack="kvm"),
+    Edit("kvm masters.vcpus", section("masters", vcpus=8), warns=("masters.vcpus",), stack="kvm"),
+    Edit("kvm masters.vcpus + resize", section("masters", vcpus=8, resize=[2]), warns=("masters.vcpus",), stack="kvm", expect={"kvm4-control-plane-master-2-domain": "replace"}),
+    Edit("kvm libvirt.image", section("libvirt", image="/var/lib/libvirt/images/rhcos-4.17.qcow2"), warns=("libvirt.image",), stack="kvm"),
+    Edit("kvm workers 2 -> 4", section("workers", count=4), stack="kvm", expect={"kvm4-workers-worker-2*": "create", "kvm4-workers-worker-3*": "create"}),
+    Edit("kvm bootstrap teardown", section("bootstrap", enabled=False), stack="kvm", expect={"kvm4-bootstrap*": "delete"}),
+    Edit("kvm sshKey", key("sshKey", OTHER_KEY), warns=("sshKey",), stack="kvm"),
+    Edit("kvm clusterName", key("clusterName", "kvm5"), refused="ocp:clusterName", stack="kvm"),
+    Edit("kvm libvirt.pool", section("libvirt", pool="fast"), refused="ocp:libvirt.pool", stack="kvm"),
+]
+
+EDITS = DEV_EDITS + KVM_EDITS
+_deployed: dict[tuple[str, str], list] = {}
+
+
+def deployed(edit: Edit) -> tuple[dict[str, str], list]:
+    base = edit.base(stack_config(edit.stack))
+    cache_key = (edit.stack, json.dumps(base, sort_keys=True))
+    if cache_key not in _deployed:
+        _deployed[cache_key] = deploy(base, edit.stack)
+    return base, _deployed[cache_key]
+
+
+def _matches(pattern: str, name: str) -> bool:
+    return name.startswith(pattern[:-1]) if pattern.endswith("*") else name == pattern
+
+
+def expected_action(edit: Edit, name: str) -> str | None:
+    matches = [pattern for pattern in edit.expect if _matches(pattern, name)]
+    return edit.expect[max(matches, key=len)] if matches else None
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=[edit.id for edit in EDITS])
+def test_edit_of_a_running_cluster(edit: Edit):
+    base, state = deployed(edit)
+    result: Preview = preview(state, edit.change(base), edit.stack, edit.hours_later)
+    if edit.refused:
+        assert result.error is not None and edit.refused in result.error, result.error
+        # Refused before anything changes: only providers and the unchanged installer command registered.
+        assert {r.type for r in result.registered if r.custom} <= COMMAND_TYPES
+        return
+    assert result.error is None, result.error
+    for warned in edit.warns:
+        assert any(w.startswith(f"ocp:{warned}:") for w in result.warnings), (warned, result.warnings)
+    unexpected = {}
+    for name, change in result.changes.items():
+        wanted = expected_action(edit, name)
+        if wanted is None:
+            if change.action != "same":
+                unexpected[name] = change.action
+        elif change.action not in wanted.split("|"):
+            unexpected[name] = f"{change.action}, wanted {wanted}"
+    assert unexpected == {}
+    for pattern, wanted in edit.expect.items():
+        assert any(_matches(pattern, name) and c.action in wanted.split("|") for name, c in result.changes.items()), pattern
+
+
+def test_nothing_disrupts_nodes_or_the_network_unless_asked():
+    """The installer never runs again and no first-boot input reaches a running server."""
+    base, state = deployed(DEV_EDITS[0])
+    everything = both(
+        key("nameservers", ["10.20.0.2"]),
+        key("sshKey", OTHER_KEY),
+        key("proxy", {"httpProxy": "http://proxy.lab:3128"}),
+        section("masters", image="rhcos-4.17", flavor="master.xl"),
+        section("workers", image="rhcos-4.17", flavor="worker.xl", count=3),
+    )(base)
+    result = preview(state, everything)
+    assert result.error is None, result.error
+    assert result.disruptive == set()
+    assert result.changes["ocp4-installer-run"].action == "same"
+    assert "environment" in result.changes["ocp4-installer-run"].ignored
+
+
+def test_the_same_config_twice_gives_identical_inputs():
+    base, state = deployed(DEV_EDITS[0])
+    result = preview(state, base)
+    assert {name: c.action for name, c in result.changes.items() if c.action != "same"} == {}
+    assert result.warnings == []
+
+
+def _leaf_keys(model: type, prefix: str = "") -> set[str]:
+    keys = set()
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        annotation = info.annotation
+        nested = [arg for arg in getattr(annotation, "__args__", (annotation,)) if hasattr(arg, "model_fields")]
+        if nested:
+            keys |= _leaf_keys(nested[0], f"{prefix}{alias}.")
+        else:
+            keys.add(f"{prefix}{alias}")
+    return keys
+
+
+def test_every_key_of_the_config_has_a_day2_effect():
+    unclassified = sorted(key for key in _leaf_keys(ClusterConfig) if effect_of(key) is None)
+    assert unclassified == []
+
+
+def test_every_classified_key_is_a_real_key():
+    real = _leaf_keys(ClusterConfig)
+    assert sorted(key for key in EFFECTS if not any(r == key or r.startswith(f"{key}.") for r in real)) == []
+
+
+def test_every_key_of_the_readme_table_is_edited_here():
+    """The edit table covers every key the README's day-2 table names."""
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### What a stack edit does to a running cluster"):]
+    table = table[: table.index("\n\n", table.index("|---"))]
+    named = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    edited = {edit.id.removeprefix("kvm ").split(" ")[0].rstrip(",") for edit in EDITS}
+    assert named - edited == set()

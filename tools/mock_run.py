@@ -289,6 +289,9 @@ def _run(
     config: dict[str, str], stack: str, secret_keys: tuple[str, ...], run: ProgramRun, engine: Engine | None, now: float
 ) -> ProgramRun:
     loop = asyncio.new_event_loop()
+    # A refused run fails every output that waits on the refusal; the refusal itself is
+    # raised once, by wait_for_rpcs: the echoes would only bury it.
+    loop.set_exception_handler(_quiet_about_refusals)
     asyncio.set_event_loop(loop)
     mocks = ClusterMocks(now)
     monitor = RecordingMonitor(mocks, run, engine)
@@ -326,6 +329,12 @@ def _run(
                 thread_loop.close()
         logger.removeHandler(handler)
     return run
+
+
+def _quiet_about_refusals(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    if isinstance(context.get("exception"), (pulumi.RunError, ValueError)):
+        return
+    loop.default_exception_handler(context)
 
 
 async def _resolve_outputs(outputs: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:

@@ -97,13 +97,13 @@ def with_ignored(inputs: Mapping[str, Any], deployed: Mapping[str, Any], ignore:
     suppressed = []
     for path in ignore:
         key = path.split(".")[0].split("[")[0]
+        if effective.get(key) != deployed.get(key):
+            suppressed.append(key)
+        # As the engine's PropertyPath.Reset: the deployed value, or none if it had none.
         if key in deployed:
-            if effective.get(key) != deployed[key]:
-                suppressed.append(key)
             effective[key] = deployed[key]
-        elif key in effective:
-            # Never set before: the engine has nothing to keep, the new value stands.
-            pass
+        else:
+            effective.pop(key, None)
     return effective, sorted(suppressed)
 
 
@@ -138,6 +138,10 @@ def _ancestors(path: str) -> list[str]:
             return result
         generic = trimmed
         result.append(generic)
+
+
+def _references(value: Any, ids: set[str]) -> bool:
+    return isinstance(value, str) and value in ids
 
 
 def _value_at(document: Any, path: str) -> Any:
@@ -212,7 +216,7 @@ class Engine:
                 forcing.append(path)
             elif path.rsplit("[", 1)[0] == path and any(p.startswith(f"{generic}[*].") for p in replace_on):
                 forcing.append(path)  # a list gained or lost elements whose fields are ForceNew
-            elif _value_at(old.inputs, path) in self.gone_first and any(a in replace_on for a in _ancestors(path)):
+            elif _references(_value_at(old.inputs, path), self.gone_first) and any(a in replace_on for a in _ancestors(path)):
                 forcing.append(path)  # referenced a resource replaced delete-first: unknown, ForceNew
         if forcing:
             return "replace", f"ForceNew: {', '.join(sorted(set(map(_generic, forcing))))}"

@@ -94,8 +94,10 @@ class Network(pulumi.ComponentResource):
                     ]
                 ),
                 xml=libvirt.NetworkXmlArgs(xslt=dhcp_ranges_xslt(plan)),
-                # One network per name and subnet on a host: the old one must go first.
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                # One network per name and subnet on a host: the old one must go first. Its DNS
+                # forwarders (nameservers) and DHCP range (workers.maxCount) are set at install: a
+                # change would replace the network under every running domain.
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, ignore_changes=["dns", "xml"]),
             )
             self.attachment = Attachment(network_id=network.id)
         self.register_outputs(

@@ -2,13 +2,17 @@
 
 The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB), and this program
 needs neither Swift nor Glance: a small helper VM on the tenant network serves it over HTTP
-to the machine network only; `pulumi up` copies it there over SSH (pulumi-command), and the
-bootstrap's shim user_data merges it, verified by sha512. Both go when bootstrap.enabled is false.
+to the bootstrap's address alone, at a path derived from the cluster's secret, and nothing
+else; `pulumi up` copies it there over SSH (pulumi-command) from `openstack.sshAllowedCidr`,
+and the bootstrap's shim user_data merges it, verified by sha512. Both go when
+bootstrap.enabled is false, and the copy of the config with them.
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pulumi
 import pulumi_command as command
@@ -16,30 +20,38 @@ import pulumi_openstack as openstack
 import yaml
 
 from cluster.firewall import helper_rules
+from cluster.identity import ClusterIdentity
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
 from components.openstack.security import security_group
 from ignition import assembly
+from ignition.nodes import bootstrap_helper_url
 from ignition.render import render
 
 SERVE_DIRECTORY = "/srv/ignition"
-# Written under a temporary name and renamed: the bootstrap never fetches half a file.
-UPLOAD = (
-    f"sudo install -d -m 0755 {SERVE_DIRECTORY} && "
-    f"sudo tee {SERVE_DIRECTORY}/.bootstrap.ign.part >/dev/null && "
-    f"sudo chmod 0644 {SERVE_DIRECTORY}/.bootstrap.ign.part && "
-    f"sudo mv {SERVE_DIRECTORY}/.bootstrap.ign.part {SERVE_DIRECTORY}/bootstrap.ign"
-)
+SERVED_FILE = f"{SERVE_DIRECTORY}/bootstrap.ign"
+# The one URL path the server answers; written by the upload, so user_data holds no secret.
+PATH_FILE = f"{SERVE_DIRECTORY}/url-path"
+SERVER = "/usr/local/libexec/bootstrap-ignition-server"
 
 
-def helper_cloud_config(ssh_key: str, port: int) -> str:
+def upload_command(url: str) -> str:
+    """Copy stdin into place, then name the path it is served at. Each file is written under a
+    temporary name and renamed: the bootstrap never fetches half a file."""
+    steps = [f"sudo install -d -m 0755 {SERVE_DIRECTORY}"]
+    for source, target in (("", SERVED_FILE), (f"printf '%s\\n' {shlex.quote(urlsplit(url).path)} | ", PATH_FILE)):
+        part = f"{target}.part"
+        steps += [f"{source}sudo tee {part} >/dev/null", f"sudo chmod 0644 {part}", f"sudo mv {part} {target}"]
+    return "set -eu; " + " && ".join(steps)
+
+
+def helper_cloud_config(ssh_keys: str, port: int) -> str:
+    unit = render("bootstrap-helper.service.j2", server=SERVER, port=port, file=SERVED_FILE, path_file=PATH_FILE)
     document = {
-        "ssh_authorized_keys": [ssh_key],
+        "ssh_authorized_keys": ssh_keys.splitlines(),
         "write_files": [
-            {
-                "path": "/etc/systemd/system/bootstrap-ignition.service",
-                "content": render("bootstrap-helper.service.j2", directory=SERVE_DIRECTORY, port=port),
-            }
+            {"path": SERVER, "permissions": "0755", "content": render("bootstrap-helper-server.py.j2")},
+            {"path": "/etc/systemd/system/bootstrap-ignition.service", "content": unit},
         ],
         "runcmd": [
             ["install", "-d", "-m", "0755", SERVE_DIRECTORY],
@@ -59,6 +71,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         cluster: ClusterContext,
         subnet: Subnet,
         served_config: pulumi.Output[str],
+        url: pulumi.Output[str],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:BootstrapHelper", name, None, opts)
@@ -66,9 +79,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         helper = config.bootstrap.helper
         assert config.openstack is not None
         child = pulumi.ResourceOptions(parent=self)
-        group = security_group(
-            name, cluster, "helper", helper_rules(config.machine_network, config.ssh_allowed_cidr, helper.port), self
-        )
+        group = security_group(name, cluster, "helper", helper_rules(config, plan), self)
         port = openstack.networking.Port(
             f"{name}-port",
             name=cluster.named("bootstrap-helper"),
@@ -86,7 +97,8 @@ class BootstrapHelper(pulumi.ComponentResource):
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
             user_data=helper_cloud_config(config.ssh_key, helper.port),
             tags=cluster.tags,
-            opts=child,
+            # Set up once, at first boot: a running helper keeps what it was created with.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["userData", "imageName", "flavorName"]),
         )
         ssh_host: pulumi.Input[str] = str(plan.helper_ip)
         if helper.floating_ip:
@@ -110,13 +122,16 @@ class BootstrapHelper(pulumi.ComponentResource):
                 dial_error_limit=40,
                 per_dial_timeout=15,
             ),
-            create=UPLOAD,
+            # It names the secret path.
+            create=pulumi.Output.secret(url.apply(upload_command)),
             stdin=served_config,
             triggers=[served_config.apply(assembly.sha512_tag)],
             logging=command.remote.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[instance]),
+            # Uploaded once: the bootstrap verifies what it fetched against the hash in its own
+            # user_data, which never changes after it is created (machines.FIRST_BOOT_ONLY).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[instance], ignore_changes=["create", "stdin", "triggers"]),
         )
-        self.register_outputs({"url": f"http://{plan.helper_ip}:{helper.port}/bootstrap.ign"})
+        self.register_outputs({"url": url})
 
 
 class Bootstrap(pulumi.ComponentResource):
@@ -128,17 +143,23 @@ class Bootstrap(pulumi.ComponentResource):
         security_group_id: pulumi.Input[str],
         user_data: pulumi.Output[str],
         served_config: pulumi.Output[str],
+        identity: pulumi.Output[ClusterIdentity],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:Bootstrap", name, None, opts)
         config, plan = cluster.config, cluster.plan
         node = plan.bootstrap
-        helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, pulumi.ResourceOptions(parent=self))
+        # The same function builds the shim's merge source (ignition.nodes): one URL.
+        url = pulumi.Output.secret(
+            identity.apply(lambda identity: bootstrap_helper_url(plan, config.bootstrap.helper.port, identity))
+        )
+        helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self))
         port = node_port(f"{name}-node", cluster, node, subnet, security_group_id, (plan.api_vip,), self)
         role = config.masters.model_copy(
             update={
                 "flavor": config.bootstrap.flavor or config.masters.flavor,
                 "image": config.bootstrap.image or config.masters.image,
+                "resize": (),
             }
         )
         # The bootstrap may only boot once its config is in place on the helper.

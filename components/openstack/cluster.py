@@ -40,7 +40,8 @@ class OpenStackCluster(pulumi.ComponentResource):
             command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        installer = Installer(f"{name}-installer", config, plan, pull_secret, stack, now, child)
+        # A name that no setting changes: a renamed cluster must meet its own install record.
+        installer = Installer("installer", config, plan, pull_secret, stack, now, child)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
         cluster = ClusterContext(config, plan, infra_id)

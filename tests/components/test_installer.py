@@ -1,10 +1,12 @@
-"""The installer runs only when the install-config changes, and its output stays secret."""
+"""The installer command: runs once, keeps its output secret, and its configs are reviewed."""
 
 from __future__ import annotations
 
 import yaml
 
-from tests.conftest import PULL_SECRET, ROOT, run, stack_config, with_section
+from cluster.installer import RECORD_FILE, unbundle
+from components.installer import RUN_ONCE
+from tests.conftest import PULL_SECRET, ROOT, run, stack_config
 from tools.mock_run import is_secret, unwrap
 
 
@@ -12,25 +14,32 @@ def installer_command(program_run):
     return program_run.of_type("command:local:Command")[0]
 
 
-def test_installer_command_inputs(dev_run):
+def install_config_of(program_run) -> dict:
+    return yaml.safe_load(unwrap(installer_command(program_run).inputs["environment"])["INSTALL_CONFIG"])
+
+
+def test_installer_command_runs_once(dev_run):
     command = installer_command(dev_run)
-    inputs = command.inputs
-    assert is_secret(inputs["environment"])
-    environment = unwrap(inputs["environment"])
+    assert is_secret(command.inputs["environment"])
+    environment = unwrap(command.inputs["environment"])
     assert environment["OPENSHIFT_INSTALL"] == "openshift-install"
     assert environment["INSTALLER_DIR"] == "assets/dev"
-    assert "PULUMI_COMMAND_STDOUT" in inputs["update"]  # re-emits, never re-runs
-    assert unwrap(inputs["logging"]) == "stderr"  # configs never land in logs
-    assert len(unwrap(inputs["triggers"])) == 1
+    assert environment["GENERATION"] == "1"
+    assert unwrap(command.inputs["logging"]) == "stderr"  # configs never land in logs
+    # No later edit of any input runs it again, and the previous stdout is never put in the environment.
+    assert set(command.options["ignoreChanges"]) == set(RUN_ONCE) >= {"create", "update", "environment", "triggers"}
+    assert unwrap(command.inputs["addPreviousOutputInEnv"]) is False
+    assert "PULUMI_COMMAND_STDOUT" not in unwrap(command.inputs["update"])
+    assert "stdout" in command.outputs and RECORD_FILE in unbundle(command.outputs["stdout"])
 
 
 def test_install_config(dev_run):
-    document = yaml.safe_load(unwrap(installer_command(dev_run).inputs["environment"])["INSTALL_CONFIG"])
+    document = install_config_of(dev_run)
     assert document["metadata"]["name"] == "ocp4" and document["baseDomain"] == "osd2019.local"
     assert document["platform"] == {"none": {}}
     assert document["networking"]["machineNetwork"] == [{"cidr": "10.0.0.0/16"}]
     assert document["controlPlane"]["replicas"] == 3
-    assert document["compute"][0]["replicas"] == 0  # the machines are ours; see cluster/install_config.py
+    assert document["compute"][0]["replicas"] == 0  # the machines are ours; see cluster/installer.py
     assert document["pullSecret"] == PULL_SECRET
     assert document["sshKey"].startswith("ssh-ed25519 ")
 
@@ -40,16 +49,17 @@ def test_proxy_and_trust_bundle_reach_the_install_config():
     config = stack_config(
         "dev", proxy={"httpProxy": "http://proxy:3128", "noProxy": [".local", "10.0.0.0/16"]}, additionalTrustBundle=bundle
     )
-    document = yaml.safe_load(unwrap(installer_command(run(config)).inputs["environment"])["INSTALL_CONFIG"])
+    document = install_config_of(run(config))
     assert document["proxy"] == {"httpProxy": "http://proxy:3128", "noProxy": ".local,10.0.0.0/16"}
     assert document["additionalTrustBundle"] == bundle
+    # Without a proxy too, the bundle reaches the cluster-wide trusted CA.
+    assert document["additionalTrustBundlePolicy"] == "Always"
 
 
-def test_trigger_ignores_what_does_not_change_the_pki():
-    base = unwrap(installer_command(run(stack_config("dev"))).inputs["triggers"])
-    scaled = unwrap(installer_command(run(with_section(stack_config("dev"), "workers", count=7))).inputs["triggers"])
-    renamed = unwrap(installer_command(run(stack_config("dev", clusterName="other"))).inputs["triggers"])
-    assert base == scaled and base != renamed
+def test_the_install_record_keeps_the_stack_as_installed(dev_run):
+    environment = unwrap(installer_command(dev_run).inputs["environment"])
+    assert '"clusterName":"ocp4"' in environment["INSTALL_FACTS"]
+    assert PULL_SECRET not in environment["INSTALL_FACTS"], "the record keeps a digest of the pull secret, not the secret"
 
 
 def test_pre_generated_assets_skip_the_command():
