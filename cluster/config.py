@@ -8,18 +8,21 @@ writes it (`ocp:masters.count`) and saying what to write instead.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from ipaddress import IPv4Address, IPv4Network
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BaseModel,
+    BeforeValidator,
     Field,
     SecretStr,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -44,6 +47,11 @@ class ConfigError(ValueError):
         self.problems = problems
         super().__init__("\n".join(problems))
 
+    def report(self, heading: str = "invalid stack configuration") -> str:
+        """The problems under one heading, as the program prints them."""
+        count = len(self.problems)
+        return heading + (f" ({count} problems)" if count > 1 else "") + ":\n  " + "\n  ".join(self.problems)
+
 
 def _dns_label(value: str) -> str:
     if not _DNS_LABEL.match(value) or len(value) > 40:
@@ -60,16 +68,71 @@ def _dns_name(value: str) -> str:
     return value
 
 
-def _ssh_public_key(value: str) -> str:
-    value = value.strip()
-    if not _SSH_KEY.match(value):
-        raise ValueError("is not an SSH public key: write one line such as 'ssh-ed25519 AAAA... user@host'")
+def _ssh_public_keys(value: str) -> str:
+    """One or more public keys, one per line (the installer's format); never a private key."""
+    if "PRIVATE KEY" in value:
+        raise ValueError(
+            "is a PRIVATE key: it must never be in a stack file (nor in git or your shell history). "
+            "Treat it as leaked: rotate it (ssh-keygen -t ed25519), and write the new PUBLIC key "
+            "(the .pub file, 'ssh-ed25519 AAAA... user@host')"
+        )
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    bad = [str(number) for number, line in enumerate(lines, 1) if not _SSH_KEY.match(line)]
+    if not lines or bad:
+        where = f" (line {', '.join(bad)})" if len(lines) > 1 else ""
+        raise ValueError(
+            f"is not an SSH public key{where}: write one key per line, such as 'ssh-ed25519 AAAA... user@host'"
+        )
+    return "\n".join(lines)
+
+
+def _canonical_cidr(value: Any) -> Any:
+    """A CIDR with host bits set is a typo more often than not: say which network it means."""
+    if isinstance(value, str):
+        try:
+            IPv4Network(value)
+        except ValueError:
+            try:
+                network = ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an IPv4 CIDR: write one such as 203.0.113.7/32") from None
+            raise ValueError(f"{value!r} has host bits set: write {network}") from None
+    return value
+
+
+def _list_of_text(value: Any) -> Any:
+    """A list, or the installer's comma-separated string ('a,b, c')."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+def _nameserver(value: IPv4Address) -> IPv4Address:
+    if value.is_loopback or value.is_unspecified or value.is_multicast:
+        raise ValueError(
+            f"{value} is a local address, not a DNS server the nodes can ask: write the upstream resolver "
+            "(a local stub such as 127.0.0.53 forwards to it: see /run/systemd/resolve/resolv.conf)"
+        )
+    return value
+
+
+def _distinct(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    repeated = sorted({str(item) for item in value if value.count(item) > 1})
+    if repeated:
+        raise ValueError(f"lists {', '.join(repeated)} more than once: list each once")
+    return value
+
+
+def _not_our_tag(value: str) -> str:
+    if value.split("=", 1)[0] == "openshiftClusterID":
+        raise ValueError("openshiftClusterID is the tag this program sets (to the infra ID): remove it")
     return value
 
 
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
 ServerGroupPolicy = Literal["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"]
 
 
@@ -89,6 +152,9 @@ class RoleBase(Model):
     root_volume: RootVolume | None = None
     availability_zones: tuple[NonEmpty, ...] = ()
     server_group_policy: ServerGroupPolicy = "soft-anti-affinity"
+    # Indexes of existing nodes whose size follows flavor (OpenStack: resize, one reboot) or
+    # vcpus/memoryMib (libvirt: the domain restarts); every other node keeps the size it has.
+    resize: tuple[Annotated[int, Field(ge=0, le=499)], ...] = ()
     # libvirt
     vcpus: Annotated[int, Field(ge=1, le=256)] | None = None
     memory_mib: Annotated[int, Field(ge=2048, le=1048576)] | None = None
@@ -106,6 +172,16 @@ class RoleBase(Model):
 class Masters(RoleBase):
     count: Literal[1, 3, 5] = 3
 
+    @field_validator("resize")
+    @classmethod
+    def _one_master_at_a_time(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if len(value) > 1:
+            raise ValueError(
+                "resize one master at a time, so etcd keeps its quorum: list one index, e.g. resize: [0], "
+                "wait for that master to be Ready, then the next"
+            )
+        return value
+
     def _libvirt_defaults(self) -> tuple[int, int, int]:
         return 4, 16384, 120  # OpenShift's minimum for a control plane node (and the bootstrap)
 
@@ -116,15 +192,6 @@ class Workers(RoleBase):
     # scaling within it changes nothing on any existing node. Each slot adds ~90 bytes to every
     # node's user_data (CoreDNS hosts, VRRP peers); 500 keeps masters well inside 16 KiB.
     max_count: Annotated[int, Field(ge=1, le=500)] = 100
-
-    @model_validator(mode="after")
-    def _count_within_reserve(self) -> Workers:
-        if self.count > self.max_count:
-            raise ValueError(
-                f"count {self.count} is more than maxCount {self.max_count}: raise workers.maxCount "
-                "(it reserves addresses; the subnet's DHCP pool shrinks accordingly)"
-            )
-        return self
 
 
 class BootstrapHelper(Model):
@@ -173,7 +240,13 @@ class OpenStack(Model):
     api_floating_ip: FloatingIpChoice = "none"
     ingress_floating_ip: FloatingIpChoice = "none"
     existing_network: ExistingNetwork | None = None
-    ssh_allowed_cidr: IPv4Network | None = None
+    # Who may reach what beyond the machine network (cluster/firewall.py). The machine network
+    # itself is always admitted; a list replaces the default, [] admits nobody else.
+    api_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = (IPv4Network("0.0.0.0/0"),)
+    ingress_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = (IPv4Network("0.0.0.0/0"),)
+    node_port_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = ()
+    # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
+    ssh_allowed_cidr: Cidr | None = None
 
 
 class Libvirt(Model):
@@ -219,6 +292,11 @@ class Installer(Model):
     assets_dir: NonEmpty | None = None
     # Where a run leaves its files, for `openshift-install wait-for ... --dir`.
     dir: NonEmpty | None = None
+    # `oc`, to read the release payload's image digests after the run (cluster/installer.py).
+    oc: NonEmpty = "oc"
+    # The installer runs once per cluster; a new generation is a deliberate new PKI and infra
+    # ID, refused while the cluster it would orphan exists (cluster/day2.py).
+    generation: Annotated[int, Field(ge=1)] = 1
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Installer:
@@ -236,7 +314,7 @@ class Installer(Model):
 class Proxy(Model):
     http_proxy: NonEmpty | None = None
     https_proxy: NonEmpty | None = None
-    no_proxy: tuple[NonEmpty, ...] = ()
+    no_proxy: Annotated[tuple[NonEmpty, ...], BeforeValidator(_list_of_text)] = ()
 
     @field_validator("http_proxy", "https_proxy")
     @classmethod
@@ -264,11 +342,27 @@ def _pull_secret(value: SecretStr) -> SecretStr:
     return value
 
 
+def _machine_network_size(value: IPv4Network) -> IPv4Network:
+    if value.prefixlen > 24:
+        raise ValueError(f"{value} is too small: use a /24 or larger, e.g. 10.0.0.0/16")
+    return value
+
+
+def _list_of_addresses(value: Any) -> Any:
+    """A list, or one string: a single address or several separated by commas or spaces."""
+    if isinstance(value, str):
+        return tuple(item for item in re.split(r"[,\s]+", value) if item)
+    return value
+
+
+MachineNetwork = Annotated[IPv4Network, BeforeValidator(_canonical_cidr), AfterValidator(_machine_network_size)]
+
+
 class ClusterConfig(Model):
     platform: Literal["openstack", "libvirt"]
     cluster_name: DnsLabel
     base_domain: DnsName
-    machine_network: IPv4Network = IPv4Network("10.0.0.0/16")
+    machine_network: MachineNetwork = IPv4Network("10.0.0.0/16")
     api_vip: IPv4Address | None = None
     ingress_vip: IPv4Address | None = None
     masters: Masters = Masters()
@@ -277,112 +371,278 @@ class ClusterConfig(Model):
     openstack: OpenStack | None = None
     libvirt: Libvirt | None = None
     installer: Installer
-    nameservers: Annotated[tuple[IPv4Address, ...], Field(min_length=1, max_length=3)]
-    ssh_key: Annotated[str, AfterValidator(_ssh_public_key)]
+    nameservers: Annotated[
+        tuple[Annotated[IPv4Address, AfterValidator(_nameserver)], ...],
+        BeforeValidator(_list_of_addresses),
+        Field(min_length=1, max_length=3),
+        AfterValidator(_distinct),
+    ]
+    ssh_key: Annotated[str, AfterValidator(_ssh_public_keys)]
     pull_secret: Annotated[SecretStr, AfterValidator(_pull_secret)]
     proxy: Proxy | None = None
     additional_trust_bundle: Annotated[str, AfterValidator(_pem_bundle)] | None = None
-    tags: tuple[Annotated[str, Field(min_length=1, max_length=255)], ...] = ()
+    tags: Annotated[
+        tuple[Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_not_our_tag)], ...],
+        AfterValidator(_distinct),
+    ] = ()
     networking: NetworkingSettings = NetworkingSettings()
 
-    @field_validator("machine_network", mode="before")
-    @classmethod
-    def _network_in_canonical_form(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                IPv4Network(value)
-            except ValueError:
-                network = ipaddress.ip_network(value, strict=False)
-                raise ValueError(f"{value!r} has host bits set: write {network}") from None
-        return value
-
-    @field_validator("machine_network")
-    @classmethod
-    def _network_size(cls, value: IPv4Network) -> IPv4Network:
-        if value.prefixlen > 24:
-            raise ValueError(f"{value} is too small: use a /24 or larger, e.g. 10.0.0.0/16")
-        return value
-
     @model_validator(mode="after")
-    def _platform_sections(self) -> ClusterConfig:
-        platform, other = self.platform, {"openstack": "libvirt", "libvirt": "openstack"}[self.platform]
-        if getattr(self, other) is not None:
-            raise ValueError(f"ocp:{other} is set but ocp:platform is {platform}: remove ocp:{other}")
-        openstack_only = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy")
-        libvirt_only = ("vcpus", "memory_mib", "disk_gib")
-        wrong = libvirt_only if platform == "openstack" else openstack_only
-        for role in ("masters", "workers"):
-            section = getattr(self, role)
-            for name in wrong:
-                if name in section.model_fields_set:
-                    raise ValueError(
-                        f"ocp:{role}.{to_camel(name)} is a {other} setting and ocp:platform is {platform}: remove it"
-                    )
-        if platform == "openstack":
-            if self.openstack is None:
-                raise ValueError("ocp:openstack is required with platform openstack: set at least externalNetwork")
-            for role in ("masters", "workers"):
-                section = getattr(self, role)
-                if section.flavor is None and (role == "masters" or section.count > 0):
-                    raise ValueError(
-                        f"ocp:{role}.flavor is required on OpenStack: name a flavor with at least "
-                        f"{'4 vCPUs and 16 GiB RAM' if role == 'masters' else '2 vCPUs and 8 GiB RAM'}"
-                    )
-            self._check_openstack_external_network()
-        if platform == "libvirt":
-            self._check_libvirt()
+    def _consistent(self) -> ClusterConfig:
+        # Every cross-key problem at once; load_config splits them into one message each.
+        problems = cross_key_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
-
-    def _check_libvirt(self) -> None:
-        if self.libvirt is None or self.libvirt.image is None:
-            raise ValueError(
-                "ocp:libvirt.image is required with platform libvirt: write the path (on the machine that runs "
-                "Pulumi) or the http(s) URL of an RHCOS qcow2 for QEMU, e.g. "
-                "image: /var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2"
-            )
-        if "helper" in self.bootstrap.model_fields_set:
-            raise ValueError(
-                "ocp:bootstrap.helper is an OpenStack setting and ocp:platform is libvirt: remove it "
-                "(libvirt passes the bootstrap its full ignition directly)"
-            )
-        for name in ("flavor", "image"):
-            if name in self.bootstrap.model_fields_set:
-                raise ValueError(
-                    f"ocp:bootstrap.{name} is an OpenStack setting and ocp:platform is libvirt: remove it "
-                    "(the bootstrap is sized like the masters: ocp:masters.vcpus, memoryMib, diskGib; "
-                    "its image is ocp:libvirt.image)"
-                )
-        if "tags" in self.model_fields_set:
-            raise ValueError("ocp:tags is an OpenStack setting and ocp:platform is libvirt: remove it")
-
-    def _check_openstack_external_network(self) -> None:
-        assert self.openstack is not None
-        needs_external = [
-            key
-            for key, needed in (
-                ("router (no existingNetwork)", self.openstack.existing_network is None),
-                ("apiFloatingIp", self.openstack.api_floating_ip != "none"),
-                ("ingressFloatingIp", self.openstack.ingress_floating_ip != "none"),
-                ("bootstrap.helper.floatingIp", self.bootstrap.helper.floating_ip and self.bootstrap.enabled),
-            )
-            if needed
-        ]
-        if needs_external and self.openstack.external_network is None:
-            raise ValueError(
-                "ocp:openstack.externalNetwork is required for "
-                + ", ".join(needs_external)
-                + ": write the name of the external network, e.g. externalNetwork: external"
-            )
 
     @property
     def cluster_domain(self) -> str:
         return f"{self.cluster_name}.{self.base_domain}"
 
     @property
-    def ssh_allowed_cidr(self) -> IPv4Network:
+    def helper_ssh_cidr(self) -> IPv4Network:
+        """Where the bootstrap helper admits SSH from: sshAllowedCidr, else (no floating IP,
+        Pulumi runs inside) the machine network."""
         configured = self.openstack.ssh_allowed_cidr if self.openstack else None
         return configured or self.machine_network
 
+
+# --------------------------------------------------------------------------- cross-key checks
+# Each check reads a few top-level keys and yields messages. When some keys are invalid on
+# their own, load_config still runs every check that reads only valid ones (see _Partial),
+# so one run reports every problem.
+
+
+def _other_platform(c: Any) -> Iterable[str]:
+    other = _OTHER[c.platform]
+    if getattr(c, other) is not None:
+        yield f"ocp:{other} is set but ocp:platform is {c.platform}: remove ocp:{other}"
+
+
+_OTHER = {"openstack": "libvirt", "libvirt": "openstack"}
+_OPENSTACK_ROLE_KEYS = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy")
+_LIBVIRT_ROLE_KEYS = ("vcpus", "memory_mib", "disk_gib")
+
+
+def _role_keys_of_the_platform(c: Any) -> Iterable[str]:
+    wrong = _LIBVIRT_ROLE_KEYS if c.platform == "openstack" else _OPENSTACK_ROLE_KEYS
+    for role in ("masters", "workers"):
+        for name in wrong:
+            if name in getattr(c, role).model_fields_set:
+                yield f"ocp:{role}.{to_camel(name)} is a {_OTHER[c.platform]} setting and ocp:platform is {c.platform}: remove it"
+
+
+def _openstack_section(c: Any) -> Iterable[str]:
+    if c.platform == "openstack" and c.openstack is None:
+        yield "ocp:openstack is required with platform openstack: set at least externalNetwork"
+
+
+def _flavors(c: Any) -> Iterable[str]:
+    if c.platform != "openstack":
+        return
+    for role, minimum in (("masters", "4 vCPUs and 16 GiB RAM"), ("workers", "2 vCPUs and 8 GiB RAM")):
+        section = getattr(c, role)
+        if section.flavor is None and (role == "masters" or section.count > 0):
+            yield f"ocp:{role}.flavor is required on OpenStack: name a flavor with at least {minimum}"
+
+
+def _external_network(c: Any) -> Iterable[str]:
+    if c.platform != "openstack" or c.openstack is None or c.openstack.external_network is not None:
+        return
+    needs_external = [
+        key
+        for key, needed in (
+            ("router (no existingNetwork)", c.openstack.existing_network is None),
+            ("apiFloatingIp", c.openstack.api_floating_ip != "none"),
+            ("ingressFloatingIp", c.openstack.ingress_floating_ip != "none"),
+            ("bootstrap.helper.floatingIp", c.bootstrap.helper.floating_ip and c.bootstrap.enabled),
+        )
+        if needed
+    ]
+    if needs_external:
+        yield (
+            "ocp:openstack.externalNetwork is required for " + ", ".join(needs_external)
+            + ": write the name of the external network, e.g. externalNetwork: external"
+        )
+
+
+def _helper_ssh(c: Any) -> Iterable[str]:
+    helper_reached_from_outside = c.bootstrap.enabled and c.bootstrap.helper.floating_ip
+    if c.platform == "openstack" and c.openstack is not None and helper_reached_from_outside:
+        if c.openstack.ssh_allowed_cidr is None:
+            yield (
+                "ocp:openstack.sshAllowedCidr is required when the bootstrap helper has a floating IP: `pulumi up` "
+                "copies the bootstrap config onto it over SSH from outside the machine network. Write the address "
+                "Pulumi runs from, e.g. sshAllowedCidr: 203.0.113.7/32 (or set ocp:bootstrap.helper.floatingIp "
+                "false and run Pulumi inside the machine network)"
+            )
+
+
+def _libvirt_settings(c: Any) -> Iterable[str]:
+    if c.platform != "libvirt":
+        return
+    if c.libvirt is None or c.libvirt.image is None:
+        yield (
+            "ocp:libvirt.image is required with platform libvirt: write the path (on the machine that runs "
+            "Pulumi) or the http(s) URL of an RHCOS qcow2 for QEMU, e.g. "
+            "image: /var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2"
+        )
+    if "helper" in c.bootstrap.model_fields_set:
+        yield (
+            "ocp:bootstrap.helper is an OpenStack setting and ocp:platform is libvirt: remove it "
+            "(libvirt passes the bootstrap its full ignition directly)"
+        )
+    for name in ("flavor", "image"):
+        if name in c.bootstrap.model_fields_set:
+            yield (
+                f"ocp:bootstrap.{name} is an OpenStack setting and ocp:platform is libvirt: remove it "
+                "(the bootstrap is sized like the masters: ocp:masters.vcpus, memoryMib, diskGib; "
+                "its image is ocp:libvirt.image)"
+            )
+
+
+def _openstack_tags(c: Any) -> Iterable[str]:
+    if c.platform == "libvirt" and "tags" in c.model_fields_set:
+        yield "ocp:tags is an OpenStack setting and ocp:platform is libvirt: remove it"
+
+
+def _workers_within_reserve(c: Any) -> Iterable[str]:
+    if c.workers.count > c.workers.max_count:
+        yield (
+            f"ocp:workers.count: {c.workers.count} is more than ocp:workers.maxCount {c.workers.max_count}: "
+            "lower the count or raise workers.maxCount (it reserves addresses; the subnet's DHCP pool shrinks accordingly)"
+        )
+
+
+def _zones(c: Any) -> Iterable[str]:
+    zones, count = c.masters.availability_zones, c.masters.count
+    if len(zones) > count:
+        yield (
+            f"ocp:masters.availabilityZones lists {len(zones)} zones for {count} masters: {', '.join(zones[count:])} "
+            f"would hold none. List at most {count} (masters go round-robin over the list)"
+        )
+
+
+def _machine_network_clear(c: Any) -> Iterable[str]:
+    # The cluster's own networks, from the install-config the installer gets (imported here:
+    # that module imports this one), and OVN-Kubernetes' internal ones.
+    from cluster.installer import CLUSTER_NETWORK, SERVICE_NETWORK
+
+    network = c.machine_network
+    for other, what in (
+        (IPv4Network(CLUSTER_NETWORK["cidr"]), "the cluster network (pod addresses)"),
+        (IPv4Network(SERVICE_NETWORK), "the service network"),
+        *_OVN_NETWORKS,
+    ):
+        if network.overlaps(other):
+            yield (
+                f"ocp:machineNetwork: {network} overlaps {what} {other}: the nodes could not reach each other "
+                "there; pick a network outside it, e.g. 10.0.0.0/16 or 192.168.100.0/24"
+            )
+
+
+_OVN_NETWORKS = (
+    (IPv4Network("100.64.0.0/16"), "OVN-Kubernetes' join network"),
+    (IPv4Network("100.88.0.0/16"), "OVN-Kubernetes' transit network"),
+    (IPv4Network("169.254.0.0/16"), "the link-local range (metadata service, OVN masquerade)"),
+)
+
+
+def _addresses(c: Any) -> Iterable[str]:
+    from cluster import addresses  # it imports this module; its functions take plain values
+
+    yield from addresses.placement_problems(
+        c.machine_network, c.cluster_name, c.api_vip, c.ingress_vip, c.workers.max_count
+    )
+
+
+def _nameservers_outside_the_cluster(c: Any) -> Iterable[str]:
+    from cluster import addresses
+
+    network = c.machine_network
+    api_vip, ingress_vip = addresses.effective_vips(network, c.api_vip, c.ingress_vip)
+    ours = {
+        **addresses.reserved_addresses(network, c.cluster_name, c.workers.max_count),
+        api_vip: "the API VIP",
+        ingress_vip: "the Ingress VIP",
+    }
+    ours.pop(addresses.gateway(network), None)  # a router or the libvirt host may well serve DNS
+    for server in c.nameservers:
+        if server in ours:
+            yield (
+                f"ocp:nameservers: {server} is {ours[server]}: the nodes' CoreDNS forwards there and would ask "
+                "itself; write the upstream DNS servers"
+            )
+
+
+def _floating_ips(c: Any) -> Iterable[str]:
+    if c.openstack is None:
+        return
+    chosen = {
+        key: address
+        for key, address in (("apiFloatingIp", c.openstack.api_floating_ip), ("ingressFloatingIp", c.openstack.ingress_floating_ip))
+        if isinstance(address, IPv4Address)
+    }
+    for key, address in chosen.items():
+        if address in c.machine_network:
+            yield (
+                f"ocp:openstack.{key}: {address} is in ocp:machineNetwork {c.machine_network}: a floating IP is an "
+                "address of the external network (`openstack floating ip list`), or write 'create'"
+            )
+    if len(chosen) == 2 and chosen["apiFloatingIp"] == chosen["ingressFloatingIp"]:
+        yield (
+            f"ocp:openstack.ingressFloatingIp: {chosen['ingressFloatingIp']} is also apiFloatingIp: a floating IP "
+            "maps to one port, so each VIP needs its own; write another address or 'create'"
+        )
+
+
+CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
+    _other_platform,
+    _role_keys_of_the_platform,
+    _openstack_section,
+    _flavors,
+    _external_network,
+    _helper_ssh,
+    _floating_ips,
+    _libvirt_settings,
+    _openstack_tags,
+    _workers_within_reserve,
+    _zones,
+    _machine_network_clear,
+    _addresses,
+    _nameservers_outside_the_cluster,
+)
+
+
+class _Invalid(Exception):
+    """A check read a key that is invalid on its own (already reported): skip the check."""
+
+
+class _Partial:
+    """The top-level keys that are valid on their own, for checks when the whole is not."""
+
+    def __init__(self, values: dict[str, Any], fields_set: set[str]):
+        self._values = values
+        self.model_fields_set = fields_set
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise _Invalid(name) from None
+
+
+def cross_key_problems(config: Any) -> list[str]:
+    problems = []
+    for check in CHECKS:
+        try:
+            problems += list(check(config))
+        except _Invalid:
+            continue
+    return problems
+
+
+# --------------------------------------------------------------------------- reading the stack's keys
 
 # Keys the program reads; anything else in the `ocp:` namespace is an error.
 KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
@@ -390,75 +650,158 @@ KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
 STRUCTURED_KEYS = frozenset(
     {"masters", "workers", "bootstrap", "openstack", "libvirt", "installer", "nameservers", "proxy", "tags", "networking"}
 )
+# Lists the installer also takes as one string (one address, or comma-separated).
+SCALAR_LISTS = frozenset({"nameservers"})
+# The default OpenStack provider's key; the program's own provider reads ocp:openstack.cloud.
+PROVIDER_CLOUD = "openstack:cloud"
 
 
-def parse_raw(raw: Mapping[str, str]) -> dict[str, Any]:
-    """Turn Pulumi's `ocp:key -> text` config into model input; objects arrive as JSON text."""
+def parse_raw(raw: Mapping[str, str], problems: list[str] | None = None) -> dict[str, Any]:
+    """Turn Pulumi's `ocp:key -> text` config into model input; objects arrive as JSON text.
+    A key that cannot be read is left out and its problem appended to `problems` (raised
+    as ConfigError when no list is passed)."""
+    found: list[str] = []
     data: dict[str, Any] = {}
     for full_key, text in raw.items():
         namespace, _, key = full_key.partition(":")
         if namespace != NAMESPACE:
             continue
-        if key in STRUCTURED_KEYS and isinstance(text, str):
+        if isinstance(text, str) and not text.strip():
+            found.append(f"ocp:{key}: is empty: give it a value or remove the line")
+        elif key in STRUCTURED_KEYS and isinstance(text, str):
             try:
                 data[key] = json.loads(text)
             except ValueError as error:
-                raise ConfigError([f"ocp:{key}: expected an object or a list, got text that is not JSON ({error.msg})"]) from None
+                if key in SCALAR_LISTS:
+                    data[key] = text
+                else:
+                    found.append(f"ocp:{key}: expected an object or a list, got text that is not JSON ({error.msg})")
         else:
             data[key] = text
+    if problems is None and found:
+        raise ConfigError(found)
+    if problems is not None:
+        problems += found
     return data
 
 
 def load_config(raw: Mapping[str, str]) -> ClusterConfig:
-    data = parse_raw(raw)
-    unknown = sorted(set(data) - set(KNOWN_KEYS))
-    if unknown:
-        raise ConfigError(
-            [f"ocp:{key}: not a setting of this program (known: {', '.join(sorted(KNOWN_KEYS))})" for key in unknown]
-        )
+    """The stack's configuration (`ocp:*` keys, and `openstack:cloud` if set), or ConfigError
+    listing every problem at once."""
+    problems: list[str] = []
+    data = parse_raw(raw, problems)
+    unreadable = {problem.split(":", 2)[1] for problem in problems}
+    problems += _provider_cloud(raw.get(PROVIDER_CLOUD), data)
+    for key in sorted(set(data) - set(KNOWN_KEYS)):
+        problems.append(f"ocp:{key}: not a setting of this program{_did_you_mean(key, KNOWN_KEYS)}")
+        del data[key]
     try:
-        return ClusterConfig.model_validate(data)
+        config = ClusterConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError([_describe(item) for item in error.errors()]) from None
+        items = [item for item in error.errors() if not (item["type"] == "missing" and item["loc"][0] in unreadable)]
+        problems += [message for item in items for message in _describe(item)]
+        if all(item["loc"] for item in items):  # cross-key checks did not run: run those they can
+            problems += cross_key_problems(_partial(data))
+        raise ConfigError(list(dict.fromkeys(problems))) from None
+    if problems:
+        raise ConfigError(problems)
+    return config
 
 
-def _describe(item: Mapping[str, Any]) -> str:
+def _provider_cloud(cloud: str | None, data: dict[str, Any]) -> list[str]:
+    """One source of truth for the cloud: ocp:openstack.cloud, taken from openstack:cloud when
+    only that is set; two different values are refused."""
+    section = data.get("openstack")
+    if cloud is None or not isinstance(section, dict):
+        return []
+    if "cloud" not in section:
+        data["openstack"] = {**section, "cloud": cloud}
+        return []
+    if section["cloud"] != cloud:
+        return [
+            f"ocp:openstack.cloud: {section['cloud']!r} contradicts {PROVIDER_CLOUD} {cloud!r}, and the program "
+            f"creates every resource in ocp:openstack.cloud: remove {PROVIDER_CLOUD} (or make both the same "
+            "clouds.yaml entry)"
+        ]
+    return []
+
+
+def _partial(data: Mapping[str, Any]) -> _Partial:
+    values = {}
+    for name, field in ClusterConfig.model_fields.items():
+        key = to_camel(name)
+        if key in data:
+            try:
+                values[name] = _adapter(name).validate_python(data[key])
+            except ValidationError:
+                continue
+        elif not field.is_required():
+            values[name] = field.get_default(call_default_factory=True)
+    return _Partial(values, {name for name in ClusterConfig.model_fields if to_camel(name) in data})
+
+
+_ADAPTERS: dict[str, TypeAdapter] = {}
+
+
+def _adapter(name: str) -> TypeAdapter:
+    if name not in _ADAPTERS:
+        _ADAPTERS[name] = TypeAdapter(ClusterConfig.model_fields[name].rebuild_annotation())
+    return _ADAPTERS[name]
+
+
+# Hints for required keys, by the end of their path.
+_REQUIRED_HINTS = {
+    "rootVolume.size": (
+        "is required: the boot volume's size in GiB, e.g. size: 120 (or remove rootVolume to boot from the flavor's disk)"
+    ),
+}
+
+
+def _describe(item: Mapping[str, Any]) -> list[str]:
     path = [str(part) for part in item["loc"] if not _is_union_tag(part)]
     message = item["msg"].removeprefix("Value error, ")
     if item["type"] == "extra_forbidden":
-        message = "unknown key: remove it or check its spelling against the README's config reference"
+        message = "unknown key" + (
+            _did_you_mean(path[-1], _keys_at(path[:-1])) or ": remove it or check its spelling against the README's config reference"
+        )
     elif item["type"] == "missing":
-        message = "is required"
-    if not path:  # model-level validators name their key in the message
-        return message
+        dotted = ".".join(path)
+        message = next((hint for end, hint in _REQUIRED_HINTS.items() if dotted.endswith(end)), "is required")
+    if not path:  # model-level validators name their keys in the message, one problem per line
+        return message.splitlines()
     key = f"ocp:{path[0]}" + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path[1:])
-    return f"{key}: {message}"
+    return [f"{key}: {message}"]
+
+
+def _did_you_mean(key: str, known: Iterable[str]) -> str:
+    known = list(known)
+    if to_camel(key) in known and to_camel(key) != key:
+        return f": keys are camelCase, write {to_camel(key)}"
+    close = [name for name in known if name.lower() == key.lower()] or difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f": did you mean {close[0]}?"
+    return f" (known: {', '.join(sorted(known))})" if known else ""
+
+
+def _keys_at(path: list[str]) -> list[str]:
+    """The keys the model accepts at `path` (camelCase), for spelling suggestions."""
+    model: type[BaseModel] | None = ClusterConfig
+    for part in path:
+        field = next((f for n, f in model.model_fields.items() if part in (n, to_camel(n))), None) if model else None
+        model = _model_in(field.annotation) if field else None
+    return [to_camel(name) for name in model.model_fields] if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in getattr(annotation, "__args__", ()):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
 
 
 def _is_union_tag(part: Any) -> bool:
     # pydantic names union branches in locations ("literal['create','none']", "function-after[...]")
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "IPv4Address"})
-
-
-def check_local_files(config: ClusterConfig) -> None:
-    """Files the program reads on the machine that runs it; missing ones stop it before any resource."""
-    from ignition.installer_assets import ASSET_FILES
-
-    problems = []
-    if config.installer.assets_dir is not None:
-        directory = Path(config.installer.assets_dir)
-        missing = [name for name in ASSET_FILES if not (directory / name).is_file()]
-        if missing:
-            problems.append(
-                f"ocp:installer.assetsDir: {directory} lacks {', '.join(missing)}: point it at the --dir of "
-                "`openshift-install create ignition-configs`"
-            )
-    key_file = config.bootstrap.helper.ssh_private_key_file
-    if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
-        if not Path(key_file).expanduser().is_file():
-            problems.append(
-                f"ocp:bootstrap.helper.sshPrivateKeyFile: {key_file} is not a file: name the private key "
-                "matching ocp:sshKey, or remove the key to use your SSH agent"
-            )
-    if problems:
-        raise ConfigError(problems)

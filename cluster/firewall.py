@@ -1,16 +1,25 @@
 """The security group matrix (OpenShift 4.12's shape, FACTS section 2). Pure Python.
 
-World-open: only what clients outside must reach (API, ingress when the role runs routers,
-node ports, ICMP). Everything between nodes is limited to the machine network; SSH to
-`openstack.sshAllowedCidr` (default: the machine network).
+Everything between nodes, SSH included, is limited to the machine network (a bastion inside
+is the way in). Beyond it only what clients must reach: the API and Ingress from
+`openstack.apiAllowedCidrs` / `ingressAllowedCidrs` (default the world), NodePorts from
+`openstack.nodePortAllowedCidrs` (default none), ICMP, and the bootstrap helper's SSH from
+`openstack.sshAllowedCidr`. The helper serves its config to the bootstrap's address alone.
+`exposure_table` lists every rule that reaches beyond the machine network, with its reason.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
+from typing import NamedTuple
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig
 
 WORLD = IPv4Network("0.0.0.0/0")
+NODE_PORTS = (30000, 32767)
 
 
 @dataclass(frozen=True)
@@ -20,6 +29,8 @@ class Rule:
     port_max: int | None
     source: IPv4Network
     description: str
+    # Why this rule must admit more than the machine network; empty for rules that do not.
+    why: str = ""
 
     @property
     def key(self) -> str:
@@ -28,9 +39,38 @@ class Rule:
         source = "world" if self.source == WORLD else str(self.source).replace("/", "_")
         return f"{self.protocol}{ports}-{source}"
 
+    @property
+    def ports(self) -> str:
+        """`tcp 6443`, `udp 30000-32767`, `icmp`."""
+        if self.port_min is None:
+            return self.protocol
+        span = str(self.port_min) if self.port_max == self.port_min else f"{self.port_min}-{self.port_max}"
+        return f"{self.protocol} {span}"
+
+
+class Exposure(NamedTuple):
+    """One row of the exposure table: a rule open beyond the machine network."""
+
+    group: str
+    rule: str
+    source: str
+    why: str
+
 
 def _rules(source: IPv4Network, entries: list[tuple[str, int | None, int | None, str]]) -> list[Rule]:
     return [Rule(protocol, low, high, source, text) for protocol, low, high, text in entries]
+
+
+def _open_to(
+    cidr: IPv4Network, extra: Iterable[IPv4Network], entries: list[tuple[str, int | None, int | None, str]], why: str
+) -> list[Rule]:
+    """The machine network always (nodes and pods reach these through the VIPs too), then each
+    configured source beyond it, with the reason it must be open."""
+    rules = _rules(cidr, entries)
+    for source in dict.fromkeys(extra):
+        if source != cidr:
+            rules += [Rule(protocol, low, high, source, text, why) for protocol, low, high, text in entries]
+    return rules
 
 
 def _intra_cluster(cidr: IPv4Network) -> list[Rule]:
@@ -46,31 +86,52 @@ def _intra_cluster(cidr: IPv4Network) -> list[Rule]:
             ("udp", 9000, 9999, "host-level services"),
             ("tcp", 10250, 10250, "kubelet"),
             ("vrrp", None, None, "keepalived VRRP (IP protocol 112)"),
+            ("tcp", 22, 22, "SSH"),
         ],
     )
 
 
-def _node_ports() -> list[Rule]:
-    return _rules(
-        WORLD,
-        [
-            ("icmp", None, None, "ICMP"),
-            ("tcp", 30000, 32767, "NodePort services"),
-            ("udp", 30000, 32767, "NodePort services"),
-        ],
+def _node_common(config: ClusterConfig) -> list[Rule]:
+    cidr = config.machine_network
+    extra = config.openstack.node_port_allowed_cidrs if config.openstack else ()
+    icmp = Rule("icmp", None, None, WORLD, "ICMP", "ping and ICMP errors (path MTU discovery) from clients, as the installer opens it")
+    low, high = NODE_PORTS
+    return [icmp] + _open_to(
+        cidr,
+        extra,
+        [("tcp", low, high, "NodePort services"), ("udp", low, high, "NodePort services")],
+        "NodePort services for these clients (ocp:openstack.nodePortAllowedCidrs)",
     )
 
 
-def _ingress(cidr: IPv4Network) -> list[Rule]:
-    return _rules(WORLD, [("tcp", 80, 80, "ingress HTTP"), ("tcp", 443, 443, "ingress HTTPS")]) + _rules(
-        cidr, [("tcp", 1936, 1936, "router health (keepalived checks)")]
-    )
+def _ingress(config: ClusterConfig) -> list[Rule]:
+    cidr = config.machine_network
+    extra = config.openstack.ingress_allowed_cidrs if config.openstack else (WORLD,)
+    return _open_to(
+        cidr,
+        extra,
+        [("tcp", 80, 80, "ingress HTTP"), ("tcp", 443, 443, "ingress HTTPS")],
+        "clients reach the routes: console, OAuth, applications (ocp:openstack.ingressAllowedCidrs)",
+    ) + _rules(cidr, [("tcp", 1936, 1936, "router health (keepalived checks)")])
 
 
-def master_rules(cidr: IPv4Network, ssh_from: IPv4Network, schedulable: bool) -> list[Rule]:
+def routers_on_masters(plan: AddressPlan) -> bool:
+    """Whether the masters run the routers (and may hold the Ingress VIP): a compact cluster."""
+    return plan.router_slots[0].role == "master"
+
+
+def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
+    """Masters, and the bootstrap, which holds the API VIP and serves the MCS first."""
+    cidr = config.machine_network
+    extra = config.openstack.api_allowed_cidrs if config.openstack else (WORLD,)
     rules = (
-        _node_ports()
-        + _rules(WORLD, [("tcp", 6443, 6443, "Kubernetes API")])
+        _node_common(config)
+        + _open_to(
+            cidr,
+            extra,
+            [("tcp", 6443, 6443, "Kubernetes API")],
+            "clients reach the Kubernetes API (ocp:openstack.apiAllowedCidrs)",
+        )
         + _rules(
             cidr,
             [
@@ -87,19 +148,51 @@ def master_rules(cidr: IPv4Network, ssh_from: IPv4Network, schedulable: bool) ->
             ],
         )
         + _intra_cluster(cidr)
-        + _rules(ssh_from, [("tcp", 22, 22, "SSH")])
     )
-    if schedulable:  # no workers: the masters run the routers
-        rules += _ingress(cidr)
+    if routers_on_masters(plan):
+        rules += _ingress(config)
     return rules
 
 
-def worker_rules(cidr: IPv4Network, ssh_from: IPv4Network) -> list[Rule]:
-    return _node_ports() + _ingress(cidr) + _intra_cluster(cidr) + _rules(ssh_from, [("tcp", 22, 22, "SSH")])
+def worker_rules(config: ClusterConfig) -> list[Rule]:
+    return _node_common(config) + _ingress(config) + _intra_cluster(config.machine_network)
 
 
-def helper_rules(cidr: IPv4Network, ssh_from: IPv4Network, port: int) -> list[Rule]:
-    """The bootstrap helper: its config server for the machine network only, SSH for `pulumi up`."""
-    return _rules(cidr, [("tcp", port, port, "bootstrap ignition over HTTP")]) + _rules(
-        ssh_from, [("tcp", 22, 22, "SSH, for uploading the bootstrap ignition")]
-    )
+def helper_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
+    """The bootstrap helper: its config server for the bootstrap alone, SSH for `pulumi up`."""
+    port = config.bootstrap.helper.port
+    ssh_from = config.helper_ssh_cidr
+    return _rules(
+        IPv4Network(plan.bootstrap.ip), [("tcp", port, port, "bootstrap ignition over HTTP, to the bootstrap only")]
+    ) + [
+        Rule(
+            "tcp",
+            22,
+            22,
+            ssh_from,
+            "SSH, for uploading the bootstrap ignition",
+            "`pulumi up` copies the bootstrap config onto the helper (ocp:openstack.sshAllowedCidr)",
+        )
+    ]
+
+
+def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[Rule]]:
+    """Every OpenStack security group this configuration creates, by suffix; none on libvirt."""
+    if config.platform != "openstack":
+        return {}
+    groups = {"master": master_rules(config, plan), "worker": worker_rules(config)}
+    if plan.bootstrap_enabled:
+        groups["helper"] = helper_rules(config, plan)
+    return groups
+
+
+def exposure_table(config: ClusterConfig, plan: AddressPlan) -> list[Exposure]:
+    """Every rule open beyond the machine network: (group, rule, source, why), in group order.
+    libvirt creates no security groups (its nodes sit on the host's NAT network): empty."""
+    cidr = config.machine_network
+    return [
+        Exposure(group, rule.ports, str(rule.source), rule.why)
+        for group, rules in security_groups(config, plan).items()
+        for rule in rules
+        if not rule.source.subnet_of(cidr)
+    ]

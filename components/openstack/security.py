@@ -1,11 +1,14 @@
-"""SecurityGroups: master and worker groups with OpenShift's port matrix (cluster.firewall)."""
+"""SecurityGroups: master and worker groups with OpenShift's port matrix (cluster.firewall).
+
+Every rule is its own resource named by its key, so changing one source touches one rule.
+"""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_openstack as openstack
 
-from cluster.firewall import Rule, master_rules, worker_rules
+from cluster.firewall import Rule, security_groups
 from components.openstack.common import ClusterContext
 
 
@@ -14,6 +17,9 @@ def security_group(
 ) -> openstack.networking.SecGroup:
     """One group and its ingress rules; each rule a resource named by its key, so editing one touches one."""
     child = pulumi.ResourceOptions(parent=parent)
+    # A rule has no update (every input replaces it) and Neutron refuses a second rule with the
+    # same tuple: delete first, so a changed description can be applied at all.
+    rule_options = pulumi.ResourceOptions(parent=parent, delete_before_replace=True)
     group = openstack.networking.SecGroup(
         f"{name}-{suffix}",
         name=cluster.named(suffix),
@@ -32,7 +38,7 @@ def security_group(
             port_range_max=rule.port_max,
             remote_ip_prefix=str(rule.source),
             description=rule.description,
-            opts=child,
+            opts=rule_options,
         )
     return group
 
@@ -43,9 +49,7 @@ class SecurityGroups(pulumi.ComponentResource):
 
     def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ocp:openstack:SecurityGroups", name, None, opts)
-        config = cluster.config
-        cidr, ssh_from = config.machine_network, config.ssh_allowed_cidr
-        schedulable = config.workers.count == 0
-        self.master = security_group(name, cluster, "master", master_rules(cidr, ssh_from, schedulable), self)
-        self.worker = security_group(name, cluster, "worker", worker_rules(cidr, ssh_from), self)
+        groups = security_groups(cluster.config, cluster.plan)
+        self.master = security_group(name, cluster, "master", groups["master"], self)
+        self.worker = security_group(name, cluster, "worker", groups["worker"], self)
         self.register_outputs({"masterId": self.master.id, "workerId": self.worker.id})

@@ -1,4 +1,8 @@
-"""VipPorts: the two never-attached ports that reserve the API and Ingress VIPs, and their floating IPs."""
+"""VipPorts: the two never-attached ports that reserve the API and Ingress VIPs, and their floating IPs.
+
+Each carries the security group of the nodes that may hold its VIP (as IPI and UPI do);
+without one Neutron would attach the project's default group.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from ipaddress import IPv4Address
 import pulumi
 import pulumi_openstack as openstack
 
+from cluster.firewall import routers_on_masters
 from components.openstack.common import ClusterContext, Subnet
+from components.openstack.security import SecurityGroups
 
 
 class VipPorts(pulumi.ComponentResource):
@@ -19,15 +25,19 @@ class VipPorts(pulumi.ComponentResource):
         name: str,
         cluster: ClusterContext,
         subnet: Subnet,
+        security: SecurityGroups,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:VipPorts", name, None, opts)
+        # The API VIP sits on the bootstrap or a master (both in the master group), the
+        # Ingress VIP on a router node.
+        router_group = security.master if routers_on_masters(cluster.plan) else security.worker
         openstack_config = cluster.config.openstack
         assert openstack_config is not None
         floating = {}
-        for vip, address, choice in (
-            ("api", cluster.plan.api_vip, openstack_config.api_floating_ip),
-            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip),
+        for vip, address, choice, group in (
+            ("api", cluster.plan.api_vip, openstack_config.api_floating_ip, security.master),
+            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip, router_group),
         ):
             port = openstack.networking.Port(
                 f"{name}-{vip}-port",
@@ -35,6 +45,7 @@ class VipPorts(pulumi.ComponentResource):
                 network_id=subnet.network_id,
                 fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(address))],
                 description=f"{vip} VIP, held by keepalived on the nodes (status DOWN is normal)",
+                security_group_ids=[group.id],
                 tags=cluster.tags,
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections import Counter
+from ipaddress import ip_network
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
-from tests.conftest import PULL_SECRET, run, stack_config, with_section
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.firewall import exposure_table
+from tests.conftest import PULL_SECRET, diff, inputs_by_name, run, stack_config, with_section
 from tools.mock_run import ProgramRun, is_secret, unwrap
 
 PORT = "openstack:networking/port:Port"
 INSTANCE = "openstack:compute/instance:Instance"
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
+GROUP = "openstack:networking/secGroup:SecGroup"
 WORLD = "0.0.0.0/0"
 CIDR = "10.0.0.0/16"
 
@@ -103,34 +116,33 @@ def test_allowed_address_pairs(dev_run):
 
 def test_master_port_matrix(dev_run):
     master = rules(dev_run, "ocp4-security-master")
-    world = {(p, lo, hi) for p, lo, hi, source in master if source == WORLD and (p, lo) != ("tcp", 22)}
-    assert world == {("icmp", None, None), ("tcp", 6443, 6443), ("tcp", 30000, 32767), ("udp", 30000, 32767)}
+    world = {(p, lo, hi) for p, lo, hi, source in master if source == WORLD}
+    assert world == {("icmp", None, None), ("tcp", 6443, 6443)}
     from_cidr = {(p, lo, hi) for p, lo, hi, source in master if source == CIDR}
     assert {
         ("tcp", 22623, 22623), ("tcp", 22624, 22624), ("tcp", 53, 53), ("udp", 53, 53), ("udp", 4789, 4789),
         ("udp", 6081, 6081), ("udp", 500, 500), ("udp", 4500, 4500), ("esp", None, None), ("tcp", 6641, 6642),
         ("tcp", 9000, 9999), ("udp", 9000, 9999), ("tcp", 10250, 10250), ("tcp", 10257, 10257),
-        ("tcp", 10259, 10259), ("tcp", 2379, 2380), ("vrrp", None, None),
+        ("tcp", 10259, 10259), ("tcp", 2379, 2380), ("vrrp", None, None), ("tcp", 22, 22), ("tcp", 6443, 6443),
+        ("tcp", 30000, 32767), ("udp", 30000, 32767),
     } == from_cidr
-    # The dev stack opens SSH to the world on purpose (sshAllowedCidr 0.0.0.0/0); nothing else is.
-    assert ("tcp", 22, 22, WORLD) in master
+    assert {source for *_, source in master} == {WORLD, CIDR}
 
 
 def test_worker_port_matrix(dev_run):
     worker = rules(dev_run, "ocp4-security-worker")
-    world = {(p, lo, hi) for p, lo, hi, source in worker if source == WORLD and (p, lo) != ("tcp", 22)}
-    assert world == {
-        ("icmp", None, None), ("tcp", 80, 80), ("tcp", 443, 443), ("tcp", 30000, 32767), ("udp", 30000, 32767)
-    }
+    world = {(p, lo, hi) for p, lo, hi, source in worker if source == WORLD}
+    assert world == {("icmp", None, None), ("tcp", 80, 80), ("tcp", 443, 443)}
     assert ("tcp", 1936, 1936, CIDR) in worker and ("vrrp", None, None, CIDR) in worker
+    assert {("tcp", 22, 22, CIDR), ("tcp", 30000, 32767, CIDR), ("udp", 30000, 32767, CIDR)} <= worker
     assert not any(lo == 6443 or lo == 2379 for _, lo, _, _ in worker)
 
 
-def test_ssh_defaults_to_the_machine_network():
-    program_run = run(with_section(stack_config("dev"), "openstack", sshAllowedCidr=None))
+def test_ssh_to_nodes_is_from_the_machine_network_whatever_ssh_allowed_cidr_says():
+    program_run = run(with_section(stack_config("dev"), "openstack", sshAllowedCidr="0.0.0.0/0"))
     for group in ("ocp4-security-master", "ocp4-security-worker"):
-        assert ("tcp", 22, 22, CIDR) in rules(program_run, group)
-    assert all(source != WORLD or lo != 22 for _, lo, _, source in rules(program_run, "ocp4-security-master"))
+        assert {source for p, lo, _, source in rules(program_run, group) if (p, lo) == ("tcp", 22)} == {CIDR}
+    assert ("tcp", 22, 22, WORLD) in rules(program_run, "ocp4-bootstrap-helper-helper")
 
 
 def test_compact_cluster_opens_ingress_on_masters():
@@ -140,10 +152,9 @@ def test_compact_cluster_opens_ingress_on_masters():
     assert not program_run.of_type("ocp:openstack:Workers")
 
 
-def test_helper_is_reachable_from_the_machine_network_only(dev_run):
+def test_helper_serves_the_bootstrap_alone_and_admits_ssh_from_ssh_allowed_cidr(dev_run):
     helper = rules(dev_run, "ocp4-bootstrap-helper-helper")
-    assert ("tcp", 8080, 8080, CIDR) in helper
-    assert all(source != WORLD or lo == 22 for _, lo, _, source in helper)
+    assert helper == {("tcp", 8080, 8080, "10.0.0.10/32"), ("tcp", 22, 22, "192.168.122.0/24")}
 
 
 def test_servers(dev_run):
@@ -266,3 +277,195 @@ def test_stack_files_keep_no_plaintext_secrets():
 def test_provider_is_explicit(dev_run):
     provider = next(r for r in dev_run.resources if r.type == "pulumi:providers:openstack")
     assert unwrap(provider.inputs)["cloud"] == "openstack"
+
+
+# --------------------------------------------------------------------------- exposure
+
+
+def beyond_the_machine_network(program_run: ProgramRun) -> set[tuple]:
+    """(group, ports, source) of every rule whose source is not inside the machine network."""
+    # A group's rules are named after it: <group's logical name>-<rule key>.
+    groups = {r.name: unwrap(r.inputs["name"]).rsplit("-", 1)[-1] for r in program_run.of_type(GROUP)}
+    found = set()
+    for rule in program_run.of_type(RULE):
+        inputs = unwrap(rule.inputs)
+        source = ip_network(inputs["remoteIpPrefix"])
+        if source.subnet_of(ip_network(CIDR)):
+            continue
+        [group] = [suffix for name, suffix in groups.items() if rule.name.startswith(f"{name}-")]
+        low, high = (None if inputs.get(k) is None else int(inputs[k]) for k in ("portRangeMin", "portRangeMax"))
+        ports = inputs["protocol"] + ("" if low is None else f" {low}" + ("" if high == low else f"-{high}"))
+        found.add((group, ports, str(source)))
+    return found
+
+
+# The dev stack's whole exposure: nothing else is open beyond 10.0.0.0/16.
+DEV_EXPOSURE = {
+    ("master", "icmp", WORLD),
+    ("master", "tcp 6443", WORLD),
+    ("worker", "icmp", WORLD),
+    ("worker", "tcp 80", WORLD),
+    ("worker", "tcp 443", WORLD),
+    ("helper", "tcp 22", "192.168.122.0/24"),
+}
+
+
+def test_exposure_table_of_the_dev_stack(dev_run):
+    assert beyond_the_machine_network(dev_run) == DEV_EXPOSURE
+    # The table the plan summary shows is the same, and says why each rule must be open.
+    config = load_config(stack_config("dev"))
+    table = exposure_table(config, plan_addresses(config))
+    assert {(row.group, row.rule, row.source) for row in table} == DEV_EXPOSURE
+    why = {(row.group, row.rule): row.why for row in table}
+    assert "Kubernetes API" in why["master", "tcp 6443"] and "apiAllowedCidrs" in why["master", "tcp 6443"]
+    assert "routes" in why["worker", "tcp 443"] and "ingressAllowedCidrs" in why["worker", "tcp 443"]
+    assert "path MTU" in why["master", "icmp"]
+    assert "sshAllowedCidr" in why["helper", "tcp 22"]
+
+
+def test_allowed_cidrs_restrict_api_ingress_and_open_node_ports():
+    config = with_section(
+        stack_config("dev"),
+        "openstack",
+        apiAllowedCidrs=["198.51.100.0/24"],
+        ingressAllowedCidrs=["198.51.100.0/24", "192.0.2.0/28"],
+        nodePortAllowedCidrs=["192.0.2.0/28"],
+    )
+    assert beyond_the_machine_network(run(config)) == {
+        ("master", "icmp", WORLD),
+        ("master", "tcp 6443", "198.51.100.0/24"),
+        ("master", "tcp 30000-32767", "192.0.2.0/28"),
+        ("master", "udp 30000-32767", "192.0.2.0/28"),
+        ("worker", "icmp", WORLD),
+        ("worker", "tcp 80", "198.51.100.0/24"),
+        ("worker", "tcp 443", "198.51.100.0/24"),
+        ("worker", "tcp 80", "192.0.2.0/28"),
+        ("worker", "tcp 443", "192.0.2.0/28"),
+        ("worker", "tcp 30000-32767", "192.0.2.0/28"),
+        ("worker", "udp 30000-32767", "192.0.2.0/28"),
+        ("helper", "tcp 22", "192.168.122.0/24"),
+    }
+
+
+def test_an_empty_list_keeps_the_api_inside_the_machine_network():
+    program_run = run(with_section(stack_config("dev"), "openstack", apiAllowedCidrs=[]))
+    assert ("tcp", 6443, 6443, CIDR) in rules(program_run, "ocp4-security-master")
+    assert ("master", "tcp 6443", WORLD) not in beyond_the_machine_network(program_run)
+
+
+def test_adding_a_source_adds_one_rule_per_port_and_changes_nothing_else(dev_run):
+    config = with_section(stack_config("dev"), "openstack", apiAllowedCidrs=["0.0.0.0/0", "198.51.100.0/24"])
+    added, removed, changed = diff(inputs_by_name(dev_run), inputs_by_name(run(config)))
+    assert added == {"ocp4-security-master-tcp-6443-198.51.100.0_24"}
+    # The installer's command records the stack's settings (for the day-2 checks); nothing else changes.
+    assert not removed and changed <= {"ocp4-installer-run"}
+
+
+def test_compact_cluster_exposes_ingress_on_masters():
+    exposure = beyond_the_machine_network(run(with_section(stack_config("dev"), "workers", count=0)))
+    assert {("master", "tcp 80", WORLD), ("master", "tcp 443", WORLD)} <= exposure
+
+
+def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
+    def groups(program_run: ProgramRun) -> dict[str, list[str]]:
+        infra_id = program_run.outputs["infraId"]
+        return {name.removeprefix(f"{infra_id}-"): port["securityGroupIds"] for name, port in by_input_name(program_run, PORT).items()}
+
+    ports = groups(dev_run)
+    assert ports["api-port"] == ports["ocp4-master-0"] == ports["ocp4-bootstrap"]
+    assert ports["ingress-port"] == ports["ocp4-worker-0"] != ports["api-port"]
+    compact = groups(run(with_section(stack_config("dev"), "workers", count=0)))
+    assert compact["ingress-port"] == compact["ocp4-master-0"] == compact["api-port"]
+
+
+# --------------------------------------------------------------------------- the helper's delivery path
+
+
+def helper_files(program_run: ProgramRun) -> dict[str, str]:
+    helper = by_input_name(program_run, INSTANCE)["ocp4-bootstrap-helper"]
+    document = yaml.safe_load(helper["userData"].removeprefix("#cloud-config\n"))
+    return {entry["path"]: entry["content"] for entry in document["write_files"]}
+
+
+def shim_url(program_run: ProgramRun, cluster: str = "ocp4") -> str:
+    shim = json.loads(by_input_name(program_run, INSTANCE)[f"{cluster}-bootstrap"]["userData"])
+    [source] = shim["ignition"]["config"]["merge"]
+    return source["source"]
+
+
+def test_the_shim_and_the_upload_name_one_secret_path(dev_run):
+    url = urlsplit(shim_url(dev_run))
+    assert (url.hostname, url.port) == ("10.0.0.11", 8080)
+    token, name = url.path.strip("/").split("/")
+    assert len(token) == 32 and name == "bootstrap.ign"
+    upload = dev_run.of_type("command:remote:Command")[0]
+    assert is_secret(upload.inputs["create"]) and url.path in unwrap(upload.inputs["create"])
+    bootstrap = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
+    assert is_secret(bootstrap.inputs["userData"])
+    # The helper's own user_data holds no secret: the path arrives with the upload.
+    helper = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-helper-server")
+    assert token not in unwrap(helper.inputs["userData"])
+    assert "http.server " not in unwrap(helper.inputs["userData"])  # no `python3 -m http.server`: it lists directories
+
+
+def test_the_path_differs_between_clusters(dev_run):
+    other = run(stack_config("dev", clusterName="ocp5"))
+    assert urlsplit(shim_url(other, "ocp5")).path != urlsplit(shim_url(dev_run)).path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str, method: str = "GET") -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_run, tmp_path):
+    """The server and upload the helper gets, run for real on loopback."""
+    files = helper_files(dev_run)
+    server = tmp_path / "server"
+    server.write_text(files["/usr/local/libexec/bootstrap-ignition-server"])
+    unit = files["/etc/systemd/system/bootstrap-ignition.service"]
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    _, script, bind, port, served, path_file = exec_start.removeprefix("ExecStart=").split()
+    assert (bind, port) == ("0.0.0.0", "8080")
+    # The upload command, pointed at a scratch directory instead of /srv/ignition, without sudo.
+    root = tmp_path / "srv"
+    upload = dev_run.of_type("command:remote:Command")[0]
+    command_text = unwrap(upload.inputs["create"]).replace("sudo ", "").replace("/srv/ignition", str(root))
+    config = unwrap(upload.inputs["stdin"])
+    path = urlsplit(shim_url(dev_run)).path
+    port_number = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(server), "127.0.0.1", str(port_number), served.replace("/srv/ignition", str(root)),
+         path_file.replace("/srv/ignition", str(root))],
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port_number}"
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port_number), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert _get(base + path)[0] == 404  # nothing before the upload
+        subprocess.run(["bash", "-c", command_text], input=config.encode(), check=True)
+        assert _get(base + path) == (200, config.encode())
+        assert _get(base + path, "HEAD")[0] == 200
+        for other in ("/", "/bootstrap.ign", path.rsplit("/", 1)[0] + "/", path + "?x", "/url-path", "/" + path.strip("/").split("/")[0],
+                      "/../../etc/passwd", path.replace("bootstrap.ign", "url-path")):
+            status, body = _get(base + other)
+            assert status == 404, other
+            assert path.split("/")[1].encode() not in body and b"bootstrap.ign" not in body
+    finally:
+        process.terminate()
+        _, log = process.communicate(timeout=10)
+    assert path.split("/")[1].encode() not in log  # the log never shows the path
