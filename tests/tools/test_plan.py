@@ -55,3 +55,71 @@ def test_invalid_config_exits_2_and_writes_nothing(tmp_path):
 def test_unknown_stack_exits_2(tmp_path):
     result = plan("--stack", "nosuchstack", "--out", str(tmp_path / "x"))
     assert result.returncode == 2 and "Pulumi.nosuchstack.yaml" in result.stderr
+
+
+def test_plan_files_are_private_and_carry_options(tmp_path):
+    out = tmp_path / "plan"
+    result = plan("--stack", "dev", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "0700" in result.stdout.splitlines()[0]
+    assert (out.stat().st_mode & 0o777) == 0o700
+    assert ((out / "state.json").stat().st_mode & 0o777) == 0o600
+    resources = {r["name"]: r for r in json.loads((out / "resources.json").read_text())}
+    options = resources["ocp4-control-plane-master-0"]["options"]
+    assert set(options) == {"ignoreChanges", "dependsOn", "deleteBeforeReplace", "replaceOnChanges", "protect", "retainOnDelete"}
+    assert "userData" in options["ignoreChanges"] and "flavorName" in options["ignoreChanges"]
+    # Masters are created one after the other (soft anti-affinity holds only against placed servers).
+    assert not any(urn.endswith("::ocp4-control-plane-master-1") for urn in options["dependsOn"])
+    assert any(urn.endswith("::ocp4-control-plane-master-0") for urn in resources["ocp4-control-plane-master-1"]["options"]["dependsOn"])
+
+
+def edited_stack(tmp_path, old: str, new: str):
+    directory = tmp_path / "edited"
+    directory.mkdir(exist_ok=True)
+    path = directory / "Pulumi.dev.yaml"  # the same stack: the same resource names
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_preview_of_an_edit_from_a_deployed_plan(tmp_path):
+    deployed = tmp_path / "deployed"
+    assert plan("--stack", "dev", "--out", str(deployed)).returncode == 0
+    stack = edited_stack(tmp_path, "- 10.20.0.1", "- 10.20.0.2")
+    result = plan("--config-file", str(stack), "--from", str(deployed), "--out", str(tmp_path / "next"))
+    assert result.returncode == 0, result.stderr
+    changes = {c["name"]: c for c in json.loads((tmp_path / "next/changes.json").read_text())}
+    assert {name for name, c in changes.items() if c["action"] != "same"} == {"ocp4-network-subnet"}
+    assert changes["ocp4-network-subnet"] == {
+        "type": "openstack:networking/subnet:Subnet",
+        "name": "ocp4-network-subnet",
+        "action": "update",
+        "fields": ["dnsNameservers"],
+        "reason": "in place",
+    }
+    assert changes["ocp4-control-plane-master-0"]["ignored"] == ["userData"]
+    assert "nothing replaces, rebuilds, resizes or deletes a node or the network" in result.stdout
+    assert "ocp:nameservers: changed since install" in result.stdout
+    assert "10.20.0.2" not in json.dumps(changes["installer-run"]), "secrets only as (secret) changed"
+
+
+def test_preview_of_a_refused_edit_exits_2_and_writes_nothing(tmp_path):
+    deployed = tmp_path / "deployed"
+    assert plan("--stack", "dev", "--out", str(deployed)).returncode == 0
+    stack = edited_stack(tmp_path, "ocp:clusterName: ocp4", "ocp:clusterName: ocp5")
+    result = plan("--config-file", str(stack), "--from", str(deployed), "--out", str(tmp_path / "next"))
+    assert result.returncode == 2
+    assert "ocp:clusterName: was \"ocp4\" at install, now \"ocp5\"" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 3
+    assert not (tmp_path / "next").exists()
+
+
+def test_preview_later_refuses_a_bootstrap_from_expired_configs(tmp_path):
+    deployed = tmp_path / "deployed"
+    assert plan("--stack", "dev", "--out", str(deployed)).returncode == 0
+    result = plan("--stack", "dev", "--from", str(deployed), "--at", "+21h", "--out", str(tmp_path / "next"))
+    assert result.returncode == 2 and "ocp:bootstrap.enabled" in result.stderr and "24 h" in result.stderr
+    torn_down = edited_stack(tmp_path, "    enabled: true", "    enabled: false")
+    result = plan("--config-file", str(torn_down), "--from", str(deployed), "--at", "+21h", "--out", str(tmp_path / "n2"))
+    assert result.returncode == 0, result.stderr

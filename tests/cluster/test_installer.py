@@ -1,0 +1,128 @@
+"""The installer contract: the run script, run for real with the fake installer, and its update path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.day2 import stack_settings
+from cluster.installer import (
+    DIR_MARKER,
+    KEPT_BUNDLE,
+    RELEASE_COMPONENTS,
+    InstallerAssets,
+    check_assets,
+    render_install_config,
+    run_environment,
+    run_script,
+    unbundle,
+    update_script,
+)
+from tests.conftest import PULL_SECRET, ROOT, stack_config
+
+# Linux refuses any single environment string of 128 KiB or more (MAX_ARG_STRLEN).
+MAX_ENV_STRING = 128 * 1024
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> dict[str, str]:
+    """What pulumi-command gives the run script for the dev stack, with the fake installer and a fake oc."""
+    config = load_config(stack_config("dev"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    installer = bin_dir / "openshift-install"
+    installer.write_text(f'#!/bin/sh\ncd "{ROOT}" && exec "{sys.executable}" -m tools.sample_installer "$@"\n')
+    oc = bin_dir / "oc"
+    oc.write_text(
+        '#!/bin/sh\n# oc adm release info --registry-config=F --image-for=NAME RELEASE\n'
+        'for a in "$@"; do case "$a" in --image-for=*) name=${a#--image-for=};; esac; done\n'
+        'echo "registry.example/ocp-v4.0-art-dev@sha256:$(printf %s "$name" | sha256sum | cut -c1-64)"\n'
+    )
+    installer.chmod(0o755)
+    oc.chmod(0o755)
+    config = config.model_copy(
+        update={"installer": config.installer.model_copy(update={"binary": str(installer), "oc": str(oc), "dir": str(tmp_path / "assets")})}
+    )
+    plan = plan_addresses(config)
+    return {
+        "PATH": os.environ["PATH"],
+        **run_environment(config, "dev", render_install_config(config, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
+    }
+
+
+def run(script: str, environment: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_the_run_script_prints_the_configs_record_and_release(environment):
+    assert all(len(value.encode()) < MAX_ENV_STRING for value in environment.values())
+    result = run(run_script(), environment)
+    assert result.returncode == 0, result.stderr
+    files = unbundle(result.stdout)
+    assets = InstallerAssets.from_files(files)
+    config = load_config(stack_config("dev"))
+    assert check_assets(config, "10.0.0.5", "10.0.0.7", assets) == []
+    assert assets.record is not None and assets.record.generation == 1
+    assert assets.record.stack["clusterName"] == "ocp4" and assets.record.stack["workers.count"] == 2
+    assert set(assets.release_images) == set(RELEASE_COMPONENTS)
+    assert all("@sha256:" in ref for ref in assets.release_images.values())
+    assert assets.release_image and "@sha256:" in assets.release_image
+    directory = Path(environment["INSTALLER_DIR"])
+    assert (directory / DIR_MARKER).exists() and not (directory / ".pull-secret.json").exists()
+    assert not (directory / "install-config.yaml").exists()  # consumed, as by the real installer
+
+
+def test_the_update_path_re_prints_a_realistic_bundle(environment):
+    first = run(run_script(), environment)
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.encode()) > 3 * MAX_ENV_STRING  # ~400 KB: would never fit one environment string
+    # pulumi-command's update gets no previous stdout (addPreviousOutputInEnv: false).
+    assert "PULUMI_COMMAND_STDOUT" not in environment
+    again = run(update_script(), environment)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+
+
+def test_the_update_path_without_its_kept_bundle_fails_clearly(environment):
+    assert run(run_script(), environment).returncode == 0
+    (Path(environment["INSTALLER_DIR"]) / KEPT_BUNDLE).unlink()
+    result = run(update_script(), environment)
+    assert result.returncode == 3 and "kept in Pulumi state" in result.stderr and result.stdout == ""
+
+
+def test_a_directory_this_program_did_not_make_is_never_deleted(environment):
+    directory = Path(environment["INSTALLER_DIR"])
+    directory.mkdir()
+    (directory / "thesis.tex").write_text("years of work")
+    result = run(run_script(), environment)
+    assert result.returncode == 3 and "ocp:installer.dir" in result.stderr
+    assert (directory / "thesis.tex").read_text() == "years of work"
+
+
+def test_assets_of_another_cluster_are_refused():
+    config = load_config(stack_config("dev"))
+    other = load_config(stack_config("dev", clusterName="other", machineNetwork="10.1.0.0/16"))
+    samples = ROOT / "samples/installer/ocp4"
+    from cluster.installer import read_assets_dir
+
+    assets = InstallerAssets.from_files(read_assets_dir(samples))
+    assert check_assets(config, "10.0.0.5", "10.0.0.7", assets) == []
+    problems = check_assets(other, "10.1.0.5", "10.1.0.7", assets)
+    assert [p.split(":")[1] for p in problems] == ["clusterName", "machineNetwork"]
+    assert "the stack says other but the installer configs were made for ocp4" in problems[0]
+
+
+def test_provider_facts_cover_the_pinned_provider_versions():
+    facts = json.loads((ROOT / "tools/providers.json").read_text())
+    pins = dict(
+        line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line and not line.startswith("#")
+    )
+    for package, version in facts["versions"].items():
+        assert pins.get(package) == version, f"{package} is pinned at {pins.get(package)}; tools/providers.json has facts for {version}: re-derive them"
