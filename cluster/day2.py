@@ -57,6 +57,7 @@ EFFECTS: dict[str, Effect] = {
     "masters.count": Effect("refuse", "this program does not change etcd membership"),
     "masters.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running masters"),
     "workers.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running workers"),
+    "openstack.mode": Effect("refuse", f"the cluster was installed for one mode (cloud provider, VIP handling): {_NEW_CLUSTER}"),
     "openstack.cloud": Effect("refuse", f"every resource lives in that cloud: {_NEW_CLUSTER}"),
     "openstack.externalNetwork": Effect("refuse", "the router's gateway and every created floating IP come from it: new floating IPs would mean new addresses"),
     "openstack.existingNetwork": Effect("refuse", "every node's port is on that network"),
