@@ -235,6 +235,9 @@ class ExistingNetwork(Model):
 
 
 class OpenStack(Model):
+    # integrated: `platform: openstack` (cloud provider, Cinder, Machine API; the MCO runs the
+    # VIPs). standalone: `platform: none` with this program's own keepalived/haproxy/CoreDNS.
+    mode: Literal["integrated", "standalone"] = "standalone"
     cloud: NonEmpty = "openstack"
     external_network: NonEmpty | None = None
     api_floating_ip: FloatingIpChoice = "none"

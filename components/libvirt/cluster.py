@@ -39,7 +39,8 @@ class LibvirtCluster(pulumi.ComponentResource):
             command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        installer = Installer(f"{name}-installer", config, plan, pull_secret, stack, now, child)
+        # A name that no setting changes: a renamed cluster must meet its own install record.
+        installer = Installer("installer", config, plan, pull_secret, stack, now, child)
         cluster = ClusterContext(config, plan, installer.assets)
         # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
         nodes = NodeConfigs(installer.assets, config, plan, "direct")
