@@ -133,6 +133,7 @@ DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
+CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(_distinct)]
 ServerGroupPolicy = Literal["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"]
 
 
@@ -245,9 +246,9 @@ class OpenStack(Model):
     existing_network: ExistingNetwork | None = None
     # Who may reach what beyond the machine network (cluster/firewall.py). The machine network
     # itself is always admitted; a list replaces the default, [] admits nobody else.
-    api_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = (IPv4Network("0.0.0.0/0"),)
-    ingress_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = (IPv4Network("0.0.0.0/0"),)
-    node_port_allowed_cidrs: Annotated[tuple[Cidr, ...], AfterValidator(_distinct)] = ()
+    api_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    ingress_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    node_port_allowed_cidrs: CidrList = ()
     # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
     ssh_allowed_cidr: Cidr | None = None
 
@@ -767,6 +768,8 @@ def _describe(item: Mapping[str, Any]) -> list[str]:
         message = "unknown key" + (
             _did_you_mean(path[-1], _keys_at(path[:-1])) or ": remove it or check its spelling against the README's config reference"
         )
+    elif item["type"] in ("tuple_type", "list_type"):
+        message = "is not a list: write [a, b], or one `- item` per line under the key"
     elif item["type"] == "missing":
         dotted = ".".join(path)
         message = next((hint for end, hint in _REQUIRED_HINTS.items() if dotted.endswith(end)), "is required")

@@ -162,18 +162,12 @@ def helper_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     """The bootstrap helper: its config server for the bootstrap alone, SSH for `pulumi up`."""
     port = config.bootstrap.helper.port
     ssh_from = config.helper_ssh_cidr
+    why = "" if ssh_from.subnet_of(config.machine_network) else (
+        "`pulumi up` copies the bootstrap config onto the helper (ocp:openstack.sshAllowedCidr)"
+    )
     return _rules(
         IPv4Network(plan.bootstrap.ip), [("tcp", port, port, "bootstrap ignition over HTTP, to the bootstrap only")]
-    ) + [
-        Rule(
-            "tcp",
-            22,
-            22,
-            ssh_from,
-            "SSH, for uploading the bootstrap ignition",
-            "`pulumi up` copies the bootstrap config onto the helper (ocp:openstack.sshAllowedCidr)",
-        )
-    ]
+    ) + [Rule("tcp", 22, 22, ssh_from, "SSH, for uploading the bootstrap ignition", why)]
 
 
 def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[Rule]]:

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+from ipaddress import IPv4Address
+from pathlib import Path
 
 import pulumi
 import pytest
+import yaml
 
-from cluster.config import KNOWN_KEYS, load_config
+from cluster.config import KNOWN_KEYS, STRUCTURED_KEYS, load_config
 from tests.conftest import ROOT, run_recording, stack_config, with_section
+from tools.mock_run import unwrap
+from tools.plan import main as plan_main
 
 DEV = stack_config("dev")
+# What `cat ~/.ssh/id_ed25519` gives (a made-up key).
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
 
 
 def bad(key: str, value):
@@ -44,7 +55,7 @@ BAD_CONFIGS = [
     (section("masters", serverGroupPolicy="spread"), "ocp:masters.serverGroupPolicy"),
     (section("masters", flavour="big"), "ocp:masters.flavour: unknown key"),
     (section("workers", count=-1), "ocp:workers.count"),
-    (section("workers", count=20, maxCount=10), "raise workers.maxCount"),
+    (section("workers", count=20, maxCount=10), "ocp:workers.count: 20 is more than ocp:workers.maxCount 10"),
     (section("workers", maxCount=501), "ocp:workers.maxCount: Input should be less than or equal to 500"),
     (section("openstack", apiFloatingIp="sometimes"), "ocp:openstack.apiFloatingIp"),
     (section("openstack", externalNetwork=None), "ocp:openstack.externalNetwork is required"),
@@ -65,11 +76,55 @@ BAD_CONFIGS = [
     (bad("tags", "not-a-list"), "ocp:tags"),
     (bad("clusterNmae", "typo"), "ocp:clusterNmae: not a setting"),
     (bad("masters", "{not json"), "ocp:masters: expected an object"),
+    # issue 9: what users hit
+    (section("openstack", apiFloatingIp="198.51.100.9", ingressFloatingIp="198.51.100.9"),
+     "ocp:openstack.ingressFloatingIp: 198.51.100.9 is also apiFloatingIp"),
+    (bad("sshKey", PRIVATE_KEY), "ocp:sshKey: is a PRIVATE key: it must never be in a stack file"),
+    ({**DEV, "openstack:cloud": "other"}, "ocp:openstack.cloud: 'openstack' contradicts openstack:cloud 'other'"),
+    (section("masters", rootVolum={"size": 120}), "ocp:masters.rootVolum: unknown key: did you mean rootVolume?"),
+    (section("openstack", sshAllowedCidr=None), "ocp:openstack.sshAllowedCidr is required when the bootstrap helper has a floating IP"),
+    (bad("apiVip", "10.0.0.1"), "ocp:apiVip: 10.0.0.1 is the router's gateway address"),
+    (bad("machineNetwork", "10.128.0.0/16"), "ocp:machineNetwork: 10.128.0.0/16 overlaps the cluster network"),
+    (bad("machineNetwork", "172.16.0.0/12"), "ocp:machineNetwork: 172.16.0.0/12 overlaps the service network"),
+    (bad("machineNetwork", "100.64.0.0/20"), "overlaps OVN-Kubernetes' join network"),
+    (section("masters", rootVolume={"type": "ssd"}), "ocp:masters.rootVolume.size: is required: the boot volume's size in GiB"),
+    (section("masters", availabilityZones=["az1", "az2", "az3", "az4"]), "ocp:masters.availabilityZones lists 4 zones for 3 masters: az4"),
+    (section("openstack", apiFloatingIp="10.0.0.200"), "ocp:openstack.apiFloatingIp: 10.0.0.200 is in ocp:machineNetwork"),
+    (section("openstack", sshAllowedCidr="192.168.122.7/24"), "ocp:openstack.sshAllowedCidr: '192.168.122.7/24' has host bits set: write 192.168.122.0/24"),
+    (section("openstack", apiAllowedCidrs=["everyone"]), "ocp:openstack.apiAllowedCidrs[0]: 'everyone' is not an IPv4 CIDR"),
+    (section("openstack", ingressAllowedCidrs=["0.0.0.0/0", "0.0.0.0/0"]), "ocp:openstack.ingressAllowedCidrs: lists 0.0.0.0/0 more than once"),
+    (bad("nameservers", "127.0.0.53"), "ocp:nameservers[0]: 127.0.0.53 is a local address"),
+    (bad("nameservers", ["10.0.0.5"]), "ocp:nameservers: 10.0.0.5 is the API VIP"),
+    (bad("nameservers", ["10.20.0.1", "10.20.0.1"]), "ocp:nameservers: lists 10.20.0.1 more than once"),
+    (bad("tags", ["openshiftClusterID=mine"]), "ocp:tags[0]: openshiftClusterID is the tag this program sets"),
+    (bad("tags", ["team=a", "team=a"]), "ocp:tags: lists team=a more than once"),
+    (bad("cluster_name", "ocp4"), "ocp:cluster_name: not a setting of this program: keys are camelCase, write clusterName"),
+    (bad("apiVip", ""), "ocp:apiVip: is empty: give it a value or remove the line"),
+    (bad("sshKey", DEV["ocp:sshKey"] + "\nssh-ed25519"), "ocp:sshKey: is not an SSH public key (line 2)"),
+    (section("bootstrap", helpr={"port": 8081}), "ocp:bootstrap.helpr: unknown key: did you mean helper?"),
+    (section("masters", availabilityZones="az1"), "ocp:masters.availabilityZones: is not a list: write [a, b]"),
 ]
 
 
 def test_table_has_at_least_twenty_cases():
     assert len(BAD_CONFIGS) >= 20
+
+
+def write_stack_file(config: dict[str, str], path: Path) -> Path:
+    """The config as a user would write it in Pulumi.<stack>.yaml."""
+    values = {}
+    for key, text in config.items():
+        try:
+            values[key] = json.loads(text) if key.removeprefix("ocp:") in STRUCTURED_KEYS else text
+        except ValueError:
+            values[key] = text
+    path.write_text(yaml.safe_dump({"config": values}, sort_keys=True))
+    return path
+
+
+def offline_plan(stack_file: Path, out: Path, capsys) -> tuple[int, str]:
+    code = plan_main(["--config-file", str(stack_file), "--out", str(out)])
+    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("config,expected", BAD_CONFIGS, ids=[text[:40] for _, text in BAD_CONFIGS])
@@ -83,6 +138,43 @@ def test_bad_config_stops_before_any_resource(config, expected):
     assert recorded.resources == []
 
 
+@pytest.mark.parametrize("config,expected", BAD_CONFIGS, ids=[text[:40] for _, text in BAD_CONFIGS])
+def test_bad_config_exits_2_from_the_offline_plan_and_writes_nothing(config, expected, tmp_path, capsys):
+    code, stderr = offline_plan(write_stack_file(config, tmp_path / "Pulumi.x.yaml"), tmp_path / "out", capsys)
+    assert code == 2
+    assert expected in stderr and "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.x.yaml"]
+
+
+# (how the dev stack file is broken, line:column, what the message says)
+BAD_STACK_FILES = [
+    (("    count: 2\n", "      count: 2\n"), ":19:5:", "expected <block end>"),
+    (("ocp:clusterName: ocp4", 'ocp:clusterName: "ocp4'), ":7:20:", "while scanning a quoted scalar"),
+    (("    count: 3\n", "\tcount: 3\n"), ":14:1:", "found character '\\t'"),
+    (("  ocp:platform: openstack\n", "  ocp:platform: openstack\n  ocp:masters: {}\n"), ":14:3:", "ocp:masters is given twice (first on line 7): keep one"),
+]
+
+
+@pytest.mark.parametrize("edit,where,expected", BAD_STACK_FILES, ids=[text[:30] for *_, text in BAD_STACK_FILES])
+def test_a_broken_stack_file_names_file_line_and_column(edit, where, expected, tmp_path, capsys):
+    stack_file = tmp_path / "Pulumi.x.yaml"
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    assert edit[0] in text
+    stack_file.write_text(text.replace(edit[0], edit[1], 1))
+    code, stderr = offline_plan(stack_file, tmp_path / "out", capsys)
+    assert code == 2
+    assert stderr.startswith(f"error: {stack_file}{where}") and expected in stderr
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.x.yaml"]
+
+
+def test_bad_input_count():
+    """Issue 9 asked for the table to grow by at least 10 beyond the ones it names; report it."""
+    from tests.components.test_libvirt import BAD_CONFIGS as LIBVIRT_BAD_CONFIGS
+
+    assert len(BAD_CONFIGS) + len(BAD_STACK_FILES) + len(LIBVIRT_BAD_CONFIGS) >= 38 + 21 + 6 + 10
+
+
 def test_the_dev_stack_is_valid():
     recorded, error = run_recording(DEV)
     assert error is None
@@ -94,6 +186,71 @@ def test_every_problem_is_reported_at_once():
     _, error = run_recording(config)
     assert "(2 problems)" in str(error)
     assert "ocp:clusterName" in str(error) and "ocp:baseDomain" in str(error)
+
+
+def test_problems_of_single_keys_and_between_keys_come_in_one_run():
+    config = with_section(DEV, "openstack", sshAllowedCidr=None, apiFloatingIp="198.51.100.9", ingressFloatingIp="198.51.100.9")
+    config = with_section(config, "masters", rootVolum={"size": 120}, availabilityZones=["a", "b", "c", "d"])
+    config = with_section(config, "workers", count=20, maxCount=10)
+    config = {**config, "ocp:clusterName": "Bad!", "ocp:machineNetwork": "172.30.0.0/16", "ocp:sshKey": PRIVATE_KEY,
+              "ocp:nameservers": "127.0.0.53", "ocp:clusterNmae": "x", "openstack:cloud": "other"}
+    recorded, error = run_recording(config)
+    message = str(error)
+    for expected in (
+        "ocp:clusterName:", "ocp:sshKey: is a PRIVATE key", "ocp:nameservers[0]: 127.0.0.53", "did you mean rootVolume",
+        "ocp:clusterNmae: not a setting of this program: did you mean clusterName?", "contradicts openstack:cloud",
+        # between keys, although some keys above are invalid on their own
+        "ocp:openstack.sshAllowedCidr is required", "is also apiFloatingIp", "ocp:workers.count: 20 is more than",
+        "overlaps the service network",
+    ):
+        assert expected in message, expected
+    assert "(10 problems)" in message
+    assert recorded.resources == []
+
+
+def test_a_check_between_keys_skips_keys_that_are_invalid_on_their_own():
+    # masters.count 2 is reported once; the zone check, which needs the count, does not guess one.
+    _, error = run_recording(section("masters", count=2, availabilityZones=["a", "b", "c", "d"]))
+    assert "ocp:masters.count" in str(error) and "availabilityZones" not in str(error)
+
+
+def test_a_private_key_is_never_echoed():
+    _, error = run_recording(bad("sshKey", PRIVATE_KEY))
+    assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU" not in str(error) and "rotate it" in str(error)
+
+
+def test_the_installers_own_formats_are_accepted():
+    keys = DEV["ocp:sshKey"] + "\n\n" + "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops@bastion\n"
+    config = load_config(
+        {**DEV, "ocp:nameservers": "10.20.0.1", "ocp:sshKey": keys,
+         "ocp:proxy": json.dumps({"httpProxy": "http://proxy:3128", "noProxy": ".example.com, 10.0.0.0/8,,localhost"})}
+    )
+    assert [str(server) for server in config.nameservers] == ["10.20.0.1"]
+    assert config.proxy is not None and config.proxy.no_proxy == (".example.com", "10.0.0.0/8", "localhost")
+    assert config.ssh_key.splitlines() == [DEV["ocp:sshKey"], "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops@bastion"]
+    assert load_config({**DEV, "ocp:nameservers": "10.20.0.1, 10.20.0.2"}).nameservers == (
+        IPv4Address("10.20.0.1"), IPv4Address("10.20.0.2"))
+    openstack = load_config(section("openstack", apiAllowedCidrs="198.51.100.0/24, 192.0.2.0/28")).openstack
+    assert openstack is not None and [str(c) for c in openstack.api_allowed_cidrs] == ["198.51.100.0/24", "192.0.2.0/28"]
+
+
+def test_every_key_of_the_helpers_ssh_keys_reaches_the_helper():
+    keys = DEV["ocp:sshKey"] + "\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops@bastion"
+    recorded, error = run_recording({**DEV, "ocp:sshKey": keys})
+    assert error is None
+    helper = next(r for r in recorded.resources if r.name == "ocp4-bootstrap-helper-server")
+    document = yaml.safe_load(unwrap(helper.inputs["userData"]).removeprefix("#cloud-config\n"))
+    assert document["ssh_authorized_keys"] == keys.splitlines()
+
+
+def test_one_source_of_truth_for_the_cloud():
+    # openstack:cloud alone names the cloud; agreeing values are fine.
+    only_provider = with_section({**DEV, "openstack:cloud": "lab"}, "openstack", cloud=None)
+    assert load_config(only_provider).openstack.cloud == "lab"
+    assert load_config({**DEV, "openstack:cloud": "openstack"}).openstack.cloud == "openstack"
+    recorded, error = run_recording(only_provider)
+    provider = next(r for r in recorded.resources if r.type == "pulumi:providers:openstack")
+    assert error is None and unwrap(provider.inputs)["cloud"] == "lab"
 
 
 def test_pull_secret_never_appears_in_error_messages():

@@ -358,7 +358,7 @@ def test_adding_a_source_adds_one_rule_per_port_and_changes_nothing_else(dev_run
     added, removed, changed = diff(inputs_by_name(dev_run), inputs_by_name(run(config)))
     assert added == {"ocp4-security-master-tcp-6443-198.51.100.0_24"}
     # The installer's command records the stack's settings (for the day-2 checks); nothing else changes.
-    assert not removed and changed <= {"ocp4-installer-run"}
+    assert not removed and all(name.endswith("installer-run") for name in changed)
 
 
 def test_compact_cluster_exposes_ingress_on_masters():
