@@ -11,8 +11,8 @@ Every setting a stack file can hold is classified here (a test checks none is mi
 - `inert`: read only when the installer runs, which it does once; a change does nothing.
 
 The comparison is against the install record: the stack's settings when `openshift-install`
-ran, kept in Pulumi state with its output (cluster/installer.py). Configs the user generated
-(`installer.assetsDir`) carry no record; then only what the configs themselves say is checked.
+ran, kept in Pulumi state with its output (cluster/installer.py), and what the configs
+themselves say (their install-config): configs made for another cluster are refused too.
 """
 
 from __future__ import annotations
@@ -164,9 +164,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
                 f"infra ID they do not have. Set it back to {record.generation}; to start over, `pulumi destroy` first"
             )
     else:
-        # Configs the user generated: they say only what their install-config says.
-        problems += check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
-        installed = {key: value for key, value in installed_settings(assets).items() if key not in _ASSET_CHECKED}
+        installed = installed_settings(assets)
     current = _grouped(stack_settings(config, plan))
     for reported, was in _grouped(installed).items():
         now_set = current.get(reported, {})
@@ -180,6 +178,13 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
             )
         else:
             warnings.append(f"ocp:{reported}: changed since install; {effect.text}")
+    # Configs made for another cluster (the wrong assetsDir) say so themselves.
+    refused = {problem.split(":")[1] for problem in problems}
+    problems += [
+        problem
+        for problem in check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
+        if problem.split(":")[1] not in refused
+    ]
     if config.bootstrap.enabled and record is not None and record.age_hours(now) > MAX_BOOTSTRAP_AGE_HOURS:
         made = datetime.fromtimestamp(record.generated_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         problems.append(
@@ -191,8 +196,6 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     return Review(tuple(problems), tuple(warnings))
 
 
-# check_assets words these for configs that may simply be the wrong ones.
-_ASSET_CHECKED = {"clusterName", "baseDomain", "machineNetwork", "masters.count", "apiVip", "ingressVip"}
 _SECRET_KEYS = ("pullSecret",)
 
 

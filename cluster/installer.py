@@ -134,6 +134,25 @@ cat "$dir/{KEPT_BUNDLE}"
 """
 
 
+def read_script() -> str:
+    """For configs the user generated (`installer.assetsDir`): prints the same bundle from the
+    directory, once, so that they too live in Pulumi state from then on."""
+    files = " ".join(shlex.quote(name) for name in ASSET_FILES)
+    return f"""set -eu
+dir=$ASSETS_DIR
+missing=""
+for f in {files}; do [ -f "$dir/$f" ] || missing="$missing $f"; done
+if [ -n "$missing" ]; then
+  echo "ocp:installer.assetsDir: $dir lacks$missing: point it at the --dir of \`openshift-install create ignition-configs\`" >&2
+  exit 3
+fi
+for f in {files}; do printf '%s ' "$f"; base64 -w0 "$dir/$f"; echo; done
+printf '{RECORD_FILE} '
+printf '{{"generatedAt":%s,"generation":%s,"stack":%s}}' "$(stat -c %Y "$dir/bootstrap.ign")" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
+if [ -f "$dir/{RELEASE_FILE}" ]; then printf '{RELEASE_FILE} '; base64 -w0 "$dir/{RELEASE_FILE}"; echo; fi
+"""
+
+
 def update_script() -> str:
     """pulumi-command's update path: re-print the bundle kept beside the configs. Never the
     previous stdout from the environment: at ~400 KB, Linux refuses it (one string >= 128 KiB)."""
@@ -149,8 +168,15 @@ cat "$INSTALLER_DIR/{KEPT_BUNDLE}"
 def run_environment(
     config: ClusterConfig, stack: str, install_config_text: str, pull_secret: str, facts: Mapping[str, Any]
 ) -> dict[str, str]:
-    """The run script's environment; every value stays far below Linux's 128 KiB per string."""
+    """The script's environment (`run_script`, or `read_script` for installer.assetsDir);
+    every value stays far below Linux's 128 KiB per string."""
     installer = config.installer
+    common = {
+        "GENERATION": str(installer.generation),
+        "INSTALL_FACTS": json.dumps(facts, sort_keys=True, separators=(",", ":")),
+    }
+    if installer.assets_dir is not None:
+        return {"ASSETS_DIR": installer.assets_dir, **common}
     assert installer.binary is not None
     return {
         "OPENSHIFT_INSTALL": installer.binary,
@@ -159,8 +185,7 @@ def run_environment(
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
         "RELEASE_COMPONENTS": " ".join(RELEASE_COMPONENTS),
-        "GENERATION": str(installer.generation),
-        "INSTALL_FACTS": json.dumps(facts, sort_keys=True, separators=(",", ":")),
+        **common,
     }
 
 

@@ -1,9 +1,9 @@
 """Installer: the configs of `openshift-install create ignition-configs`, as secret outputs,
 reviewed against the stack before any node is built from them.
 
-Either runs the installer through pulumi-command, or reads a directory the user already
-generated. The files reach the program through Pulumi state (the command's stdout, marked
-secret), so another machine with the same state gets the same configs. The command runs
+A pulumi-command runs the installer, or reads a directory the user already generated. The
+files reach the program through Pulumi state (the command's stdout, marked secret), so
+another machine with the same state gets the same configs. The command runs
 once per cluster: every input is in `ignore_changes`, so no later edit re-runs it (a new
 PKI and infra ID would orphan the running nodes); cluster/day2.py says what an edit does
 instead, and refuses the ones a running cluster cannot take.
@@ -19,8 +19,7 @@ from cluster.config import ClusterConfig, ConfigError
 from cluster.day2 import review, stack_settings
 from cluster.installer import (
     InstallerAssets,
-    bundle,
-    read_assets_dir,
+    read_script,
     render_install_config,
     run_environment,
     run_script,
@@ -47,25 +46,23 @@ class Installer(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:installer:Installer", name, None, opts)
-        installer = config.installer
-        if installer.assets_dir is not None:
-            stdout = pulumi.Output.secret(bundle(read_assets_dir(installer.assets_dir)))
-        else:
-            settings = stack_settings(config, plan)
-            environment = pulumi.Output.secret(pull_secret).apply(
-                lambda secret: run_environment(config, stack, render_install_config(config, secret), secret, settings)
-            )
-            run = command.local.Command(
-                f"{name}-run",
-                create=run_script(),
-                update=update_script(),
-                environment=environment,
-                # The previous stdout (~400 KB) would not fit in one environment string.
-                add_previous_output_in_env=False,
-                logging=command.local.Logging.STDERR,
-                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE),
-            )
-            stdout = pulumi.Output.secret(run.stdout)
+        settings = stack_settings(config, plan)
+        environment = pulumi.Output.secret(pull_secret).apply(
+            lambda secret: run_environment(config, stack, render_install_config(config, secret), secret, settings)
+        )
+        # Configs the user generated are read into the state once, like the installer's.
+        script = run_script() if config.installer.assets_dir is None else read_script()
+        run = command.local.Command(
+            "installer-run",
+            create=script,
+            update=update_script() if config.installer.assets_dir is None else script,
+            environment=environment,
+            # The previous stdout (~400 KB) would not fit in one environment string.
+            add_previous_output_in_env=False,
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE),
+        )
+        stdout = pulumi.Output.secret(run.stdout)
         self.assets = stdout.apply(lambda text: _reviewed(config, plan, InstallerAssets.from_files(unbundle(text)), now))
         self.register_outputs({"infraId": self.assets.apply(lambda assets: assets.infra_id)})
 

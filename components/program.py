@@ -11,7 +11,7 @@ from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
 from cluster.config import NAMESPACE, ClusterConfig, ConfigError, load_config
-from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
+from cluster.installer import DIR_MARKER, installer_dir
 
 
 def now() -> float:
@@ -35,14 +35,9 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
     """Files the program reads or writes on the machine that runs it; a problem stops it before any resource."""
     problems = []
     installer = config.installer
-    if installer.assets_dir is not None:
-        missing = missing_asset_files(installer.assets_dir)
-        if missing:
-            problems.append(
-                f"ocp:installer.assetsDir: {installer.assets_dir} lacks {', '.join(missing)}: point it at the --dir of "
-                "`openshift-install create ignition-configs`"
-            )
-    else:
+    # installer.assetsDir is read once, into the state, by the installer command, which says
+    # what it lacks; later runs (from any machine) need it no more.
+    if installer.assets_dir is None:
         directory = Path(installer_dir(config, stack))
         if directory.is_dir() and any(directory.iterdir()) and not (directory / DIR_MARKER).exists():
             problems.append(
@@ -62,13 +57,22 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
 
 def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]:
     """Create every resource; returns the stack outputs."""
+    import pulumi_command as command
+
+    from components.installer import Installer
+
     pull_secret = pulumi.Output.secret(config.pull_secret.get_secret_value())
+    stack = pulumi.get_stack()
+    # The installer and its provider at the top, under names no setting changes: an edit of
+    # the cluster's name or platform meets the cluster's own install record and is refused.
+    runner = command.Provider("command")
+    installer = Installer("installer", config, plan, pull_secret, stack, now(), pulumi.ResourceOptions(provider=runner))
     name = config.cluster_name
     if config.platform == "openstack":
         from components.openstack.cluster import OpenStackCluster
 
-        return OpenStackCluster(name, config, plan, pull_secret, pulumi.get_stack(), now()).outputs.as_dict()
+        return OpenStackCluster(name, config, plan, installer, runner).outputs.as_dict()
     # platform libvirt: the config model allows no third
     from components.libvirt.cluster import LibvirtCluster
 
-    return LibvirtCluster(name, config, plan, pull_secret, pulumi.get_stack(), now()).outputs.as_dict()
+    return LibvirtCluster(name, config, plan, installer, runner).outputs.as_dict()

@@ -19,7 +19,9 @@ import contextvars
 import hashlib
 import json
 import logging
+import os
 import runpy
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,7 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
-from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle
+from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script
 from components import program
 from tools import sample_installer
 from tools.preview import Deployed, Engine
@@ -174,6 +176,13 @@ class ClusterMocks(pulumi.runtime.Mocks):
 
     def _installer_run(self, environment: dict[str, str]) -> str:
         """What cluster.installer.run_script prints, with the fake installer and a fake `oc`."""
+        if "ASSETS_DIR" in environment:  # the user's configs: the very read_script, run
+            result = subprocess.run(
+                ["bash", "-c", read_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True
+            )
+            if result.returncode != 0:
+                raise pulumi.RunError(f"installer-run: {result.stderr.strip()}")
+            return result.stdout
         files = sample_installer.generate(environment["INSTALL_CONFIG"])
         record = {
             "generatedAt": int(self.now),

@@ -27,20 +27,17 @@ class LibvirtCluster(pulumi.ComponentResource):
         name: str,
         config: ClusterConfig,
         plan: AddressPlan,
-        pull_secret: pulumi.Output[str],
-        stack: str,
-        now: float,
+        installer: Installer,
+        runner: command.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:libvirt:Cluster", name, None, opts)
         assert config.libvirt is not None
         providers = [
-            libvirt.Provider(f"{name}-libvirt", uri=config.libvirt.uri, opts=pulumi.ResourceOptions(parent=self)),
-            command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
+            libvirt.Provider("libvirt", uri=config.libvirt.uri, opts=pulumi.ResourceOptions(parent=self)),
+            runner,
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        # A name that no setting changes: a renamed cluster must meet its own install record.
-        installer = Installer("installer", config, plan, pull_secret, stack, now, child)
         cluster = ClusterContext(config, plan, installer.assets)
         # fw_cfg takes any size: the bootstrap gets its full config, no helper, no shim.
         nodes = NodeConfigs(installer.assets, config, plan, "direct")

@@ -28,20 +28,17 @@ class OpenStackCluster(pulumi.ComponentResource):
         name: str,
         config: ClusterConfig,
         plan: AddressPlan,
-        pull_secret: pulumi.Output[str],
-        stack: str,
-        now: float,
+        installer: Installer,
+        runner: command.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:Cluster", name, None, opts)
         assert config.openstack is not None
         providers = [
-            openstack.Provider(f"{name}-openstack", cloud=config.openstack.cloud, opts=pulumi.ResourceOptions(parent=self)),
-            command.Provider(f"{name}-command", opts=pulumi.ResourceOptions(parent=self)),
+            openstack.Provider("openstack", cloud=config.openstack.cloud, opts=pulumi.ResourceOptions(parent=self)),
+            runner,
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
-        # A name that no setting changes: a renamed cluster must meet its own install record.
-        installer = Installer("installer", config, plan, pull_secret, stack, now, child)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
         cluster = ClusterContext(config, plan, infra_id)
