@@ -115,11 +115,6 @@ def _ingress(config: ClusterConfig) -> list[Rule]:
     ) + _rules(cidr, [("tcp", 1936, 1936, "router health (keepalived checks)")])
 
 
-def routers_on_masters(plan: AddressPlan) -> bool:
-    """Whether the masters run the routers (and may hold the Ingress VIP): a compact cluster."""
-    return plan.router_slots[0].role == "master"
-
-
 def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     """Masters, and the bootstrap, which holds the API VIP and serves the MCS first."""
     cidr = config.machine_network
@@ -149,13 +144,17 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
         )
         + _intra_cluster(cidr)
     )
-    if routers_on_masters(plan):
-        rules += _ingress(config)
     return rules
 
 
 def worker_rules(config: ClusterConfig) -> list[Rule]:
-    return _node_common(config) + _ingress(config) + _intra_cluster(config.machine_network)
+    return _node_common(config) + _intra_cluster(config.machine_network)
+
+
+def ingress_rules(config: ClusterConfig) -> list[Rule]:
+    """A group of its own for the nodes that run the routers (and the Ingress VIP's port): which
+    nodes those are was decided at install, so adding workers to a compact cluster moves no rule."""
+    return _ingress(config)
 
 
 def helper_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
@@ -174,7 +173,7 @@ def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[
     """Every OpenStack security group this configuration creates, by suffix; none on libvirt."""
     if config.platform != "openstack":
         return {}
-    groups = {"master": master_rules(config, plan), "worker": worker_rules(config)}
+    groups = {"master": master_rules(config, plan), "worker": worker_rules(config), "ingress": ingress_rules(config)}
     if plan.bootstrap_enabled:
         groups["helper"] = helper_rules(config, plan)
     return groups

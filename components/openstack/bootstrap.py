@@ -11,6 +11,7 @@ bootstrap.enabled is false, and the copy of the config with them.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -140,7 +141,7 @@ class Bootstrap(pulumi.ComponentResource):
         name: str,
         cluster: ClusterContext,
         subnet: Subnet,
-        security_group_id: pulumi.Input[str],
+        security_group_ids: pulumi.Input[Sequence[str]],
         user_data: pulumi.Output[str],
         served_config: pulumi.Output[str],
         identity: pulumi.Output[ClusterIdentity],
@@ -154,7 +155,7 @@ class Bootstrap(pulumi.ComponentResource):
             identity.apply(lambda identity: bootstrap_helper_url(plan, config.bootstrap.helper.port, identity))
         )
         helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self))
-        port = node_port(f"{name}-node", cluster, node, subnet, security_group_id, (plan.api_vip,), self)
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self)
         role = config.masters.model_copy(
             update={
                 "flavor": config.bootstrap.flavor or config.masters.flavor,

@@ -8,6 +8,7 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
+from cluster.day2 import installed_plan
 from components.installer import Installer
 from components.openstack.bootstrap import Bootstrap
 from components.openstack.common import ClusterContext
@@ -41,7 +42,10 @@ class OpenStackCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, providers=providers)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
-        cluster = ClusterContext(config, plan, infra_id)
+        router_names = installer.assets.apply(
+            lambda assets: tuple(node.name for node in installed_plan(plan, assets).router_slots)
+        )
+        cluster = ClusterContext(config, plan, infra_id, router_names)
         nodes = NodeConfigs(installer.assets, config, plan, "served")
 
         network = Network(f"{name}-network", cluster, child)
@@ -52,7 +56,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 f"{name}-bootstrap",
                 cluster,
                 network.subnet,
-                security.master.id,
+                security.of(cluster, plan.bootstrap),
                 nodes.user_data(plan.bootstrap),
                 nodes.served(plan.bootstrap),
                 installer.assets.apply(lambda assets: assets.identity),
@@ -62,7 +66,7 @@ class OpenStackCluster(pulumi.ComponentResource):
             f"{name}-control-plane",
             cluster,
             network.subnet,
-            security.master.id,
+            {node.name: security.of(cluster, node) for node in plan.masters},
             nodes.user_data_of(plan.masters),
             child,
         )
@@ -71,7 +75,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 f"{name}-workers",
                 cluster,
                 network.subnet,
-                security.worker.id,
+                {node.name: security.of(cluster, node) for node in plan.workers},
                 nodes.user_data_of(plan.workers),
                 child,
             )

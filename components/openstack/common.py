@@ -25,6 +25,8 @@ class ClusterContext:
     config: ClusterConfig
     plan: AddressPlan
     infra_id: pulumi.Output[str]
+    # Hostnames of the nodes that run the routers, as decided at install (cluster.day2.installed_plan).
+    router_names: pulumi.Output[tuple[str, ...]]
 
     @property
     def tags(self) -> pulumi.Output[list[str]]:

@@ -32,7 +32,7 @@ def node_port(
     cluster: ClusterContext,
     node: Node,
     subnet: Subnet,
-    security_group_id: pulumi.Input[str],
+    security_group_ids: pulumi.Input[Sequence[str]],
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
 ) -> openstack.networking.Port:
@@ -41,7 +41,7 @@ def node_port(
         name=node.name,
         network_id=subnet.network_id,
         fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))],
-        security_group_ids=[security_group_id],
+        security_group_ids=security_group_ids,
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
         tags=cluster.tags,
@@ -110,7 +110,7 @@ class MachineSet(pulumi.ComponentResource):
         role: RoleBase,
         vips: Sequence[IPv4Address],
         subnet: Subnet,
-        security_group_id: pulumi.Input[str],
+        security_groups: dict[str, pulumi.Input[Sequence[str]]],
         user_data: dict[str, pulumi.Output[str]],
         one_at_a_time: bool,
         opts: pulumi.ResourceOptions | None = None,
@@ -125,7 +125,7 @@ class MachineSet(pulumi.ComponentResource):
         self.servers = []
         for node in nodes:
             node_name = f"{name}-{node.role}-{node.index}"
-            port = node_port(node_name, cluster, node, subnet, security_group_id, vips, self)
+            port = node_port(node_name, cluster, node, subnet, security_groups[node.name], vips, self)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
             after = [self.servers[-1]] if one_at_a_time and self.servers else []

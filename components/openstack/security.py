@@ -8,6 +8,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_openstack as openstack
 
+from cluster.addresses import Node
 from cluster.firewall import Rule, security_groups
 from components.openstack.common import ClusterContext
 
@@ -46,10 +47,20 @@ def security_group(
 class SecurityGroups(pulumi.ComponentResource):
     master: openstack.networking.SecGroup
     worker: openstack.networking.SecGroup
+    ingress: openstack.networking.SecGroup
 
     def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ocp:openstack:SecurityGroups", name, None, opts)
         groups = security_groups(cluster.config, cluster.plan)
         self.master = security_group(name, cluster, "master", groups["master"], self)
         self.worker = security_group(name, cluster, "worker", groups["worker"], self)
-        self.register_outputs({"masterId": self.master.id, "workerId": self.worker.id})
+        self.ingress = security_group(name, cluster, "ingress", groups["ingress"], self)
+        self.register_outputs({"masterId": self.master.id, "workerId": self.worker.id, "ingressId": self.ingress.id})
+
+    def of(self, cluster: ClusterContext, node: Node) -> pulumi.Output[list[str]]:
+        """A node's groups: its role's, and the ingress group where the routers run, as decided
+        at install (port groups change in place: the node is untouched)."""
+        role = self.master if node.role in ("master", "bootstrap") else self.worker
+        return pulumi.Output.all(role.id, self.ingress.id, cluster.router_names).apply(
+            lambda ids: [ids[0], ids[1]] if node.name in ids[2] else [ids[0]]
+        )

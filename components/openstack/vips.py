@@ -11,7 +11,6 @@ from ipaddress import IPv4Address
 import pulumi
 import pulumi_openstack as openstack
 
-from cluster.firewall import routers_on_masters
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.security import SecurityGroups
 
@@ -30,14 +29,13 @@ class VipPorts(pulumi.ComponentResource):
     ):
         super().__init__("ocp:openstack:VipPorts", name, None, opts)
         # The API VIP sits on the bootstrap or a master (both in the master group), the
-        # Ingress VIP on a router node.
-        router_group = security.master if routers_on_masters(cluster.plan) else security.worker
+        # Ingress VIP on a router node (in the ingress group, wherever the routers run).
         openstack_config = cluster.config.openstack
         assert openstack_config is not None
         floating = {}
         for vip, address, choice, group in (
             ("api", cluster.plan.api_vip, openstack_config.api_floating_ip, security.master),
-            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip, router_group),
+            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip, security.ingress),
         ):
             port = openstack.networking.Port(
                 f"{name}-{vip}-port",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 
 from components.openstack.common import ClusterContext, Subnet
@@ -14,7 +16,7 @@ class Workers(MachineSet):
         name: str,
         cluster: ClusterContext,
         subnet: Subnet,
-        security_group_id: pulumi.Input[str],
+        security_groups: dict[str, pulumi.Input[Sequence[str]]],
         user_data: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -27,7 +29,7 @@ class Workers(MachineSet):
             cluster.config.workers,
             (cluster.plan.ingress_vip,),
             subnet,
-            security_group_id,
+            security_groups,
             user_data,
             one_at_a_time=False,
             opts=opts,
