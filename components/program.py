@@ -11,7 +11,7 @@ from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
 from cluster.config import NAMESPACE, ClusterConfig, ConfigError, load_config
-from cluster.installer import DIR_MARKER, installer_dir
+from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
 
 
 def now() -> float:
@@ -35,9 +35,14 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
     """Files the program reads or writes on the machine that runs it; a problem stops it before any resource."""
     problems = []
     installer = config.installer
-    # installer.assetsDir is read once, into the state, by the installer command, which says
-    # what it lacks; later runs (from any machine) need it no more.
-    if installer.assets_dir is None:
+    if installer.assets_dir is not None:
+        missing = missing_asset_files(installer.assets_dir)
+        if missing:
+            problems.append(
+                f"ocp:installer.assetsDir: {installer.assets_dir} lacks {', '.join(missing)}: point it at the --dir of "
+                "`openshift-install create ignition-configs`"
+            )
+    else:
         directory = Path(installer_dir(config, stack))
         if directory.is_dir() and any(directory.iterdir()) and not (directory / DIR_MARKER).exists():
             problems.append(

@@ -79,7 +79,7 @@ def test_a_helper_without_floating_ip_is_reached_from_the_machine_network_only()
 
 def test_no_bootstrap_no_helper_group():
     config, plan, groups = groups_of(SHAPES["no bootstrap"])
-    assert set(groups) == {"master", "worker"}
+    assert set(groups) == {"master", "worker", "ingress"}
     assert all(row.group != "helper" for row in exposure_table(config, plan))
 
 
@@ -87,7 +87,7 @@ def test_the_world_reaches_nothing_but_icmp_api_and_ingress_on_the_dev_stack():
     _, _, groups = groups_of(SHAPES["dev"])
     world = {(group, rule.ports) for group, rules in groups.items() for rule in rules if rule.source == WORLD}
     assert world == {
-        ("master", "icmp"), ("master", "tcp 6443"), ("worker", "icmp"), ("worker", "tcp 80"), ("worker", "tcp 443")
+        ("master", "icmp"), ("master", "tcp 6443"), ("worker", "icmp"), ("ingress", "tcp 80"), ("ingress", "tcp 443")
     }
 
 
@@ -99,7 +99,8 @@ def test_libvirt_has_no_groups_and_an_empty_table():
 
 def test_the_pure_core_imports_no_pulumi():
     code = (
-        "import sys, cluster.config, cluster.addresses, cluster.firewall, cluster.stackfile, ignition.nodes; "
+        "import sys, cluster.config, cluster.addresses, cluster.firewall, cluster.stackfile, cluster.installer, "
+        "cluster.day2, ignition.nodes; "
         "print(sorted(m for m in sys.modules if m == 'pulumi' or m.startswith('pulumi.') or m.startswith('pulumi_')))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

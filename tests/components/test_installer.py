@@ -62,10 +62,13 @@ def test_the_install_record_keeps_the_stack_as_installed(dev_run):
     assert PULL_SECRET not in environment["INSTALL_FACTS"], "the record keeps a digest of the pull secret, not the secret"
 
 
-def test_pre_generated_assets_skip_the_command():
+def test_pre_generated_assets_are_read_into_the_state_once():
     config = stack_config("dev", installer={"assetsDir": str(ROOT / "samples/installer/ocp4")})
     program_run = run(config)
-    assert not program_run.of_type("command:local:Command")
+    command = installer_command(program_run)
+    assert '"$OPENSHIFT_INSTALL"' not in unwrap(command.inputs["create"])  # reads, never runs the installer
+    assert unwrap(command.inputs["environment"])["ASSETS_DIR"].endswith("samples/installer/ocp4")
+    assert set(command.options["ignoreChanges"]) == set(RUN_ONCE)
     metadata = (ROOT / "samples/installer/ocp4/metadata.json").read_text()
     assert program_run.outputs["infraId"] in metadata
     assert program_run.secret_outputs >= {"kubeconfig", "kubeadminPassword"}

@@ -49,7 +49,7 @@ def test_resource_counts_of_the_dev_stack(dev_run):
     assert counts[PORT] == 9  # 2 VIP ports + helper + bootstrap + 5 nodes
     assert counts["openstack:networking/floatingIp:FloatingIp"] == 3  # API, Ingress, helper
     assert counts["openstack:compute/serverGroup:ServerGroup"] == 2
-    assert counts["openstack:networking/secGroup:SecGroup"] == 3
+    assert counts["openstack:networking/secGroup:SecGroup"] == 4  # master, worker, ingress, helper
     for type_ in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface"):
         assert counts[f"openstack:networking/{type_}"] == 1
     assert counts["command:local:Command"] == 1 and counts["command:remote:Command"] == 1
@@ -59,7 +59,7 @@ def test_components_and_parents(dev_run):
     components = {r.name: r.type for r in dev_run.resources if r.type.startswith("ocp:")}
     assert components == {
         "ocp4": "ocp:openstack:Cluster",
-        "ocp4-installer": "ocp:installer:Installer",
+        "installer": "ocp:installer:Installer",
         "ocp4-network": "ocp:openstack:Network",
         "ocp4-security": "ocp:openstack:SecurityGroups",
         "ocp4-vips": "ocp:openstack:VipPorts",
@@ -70,11 +70,11 @@ def test_components_and_parents(dev_run):
     }
     urns = {r.urn: r for r in dev_run.resources}
     for resource in dev_run.resources:
-        if resource.name == "ocp4":
-            continue
+        if resource.parent not in urns:
+            continue  # children of the stack: the cluster, the installer and its provider
         parent = urns[resource.parent]
-        # Every child is named after its component.
-        assert resource.name.startswith(parent.name), (resource.name, parent.name)
+        # Every child is named after its component; the providers by what they provide.
+        assert resource.name.startswith(parent.name) or resource.type.startswith("pulumi:providers:"), (resource.name, parent.name)
 
 
 def test_openstack_names_follow_the_installer(dev_run):
@@ -132,8 +132,8 @@ def test_master_port_matrix(dev_run):
 def test_worker_port_matrix(dev_run):
     worker = rules(dev_run, "ocp4-security-worker")
     world = {(p, lo, hi) for p, lo, hi, source in worker if source == WORLD}
-    assert world == {("icmp", None, None), ("tcp", 80, 80), ("tcp", 443, 443)}
-    assert ("tcp", 1936, 1936, CIDR) in worker and ("vrrp", None, None, CIDR) in worker
+    assert world == {("icmp", None, None)}
+    assert ("vrrp", None, None, CIDR) in worker
     assert {("tcp", 22, 22, CIDR), ("tcp", 30000, 32767, CIDR), ("udp", 30000, 32767, CIDR)} <= worker
     assert not any(lo == 6443 or lo == 2379 for _, lo, _, _ in worker)
 
@@ -145,11 +145,11 @@ def test_ssh_to_nodes_is_from_the_machine_network_whatever_ssh_allowed_cidr_says
     assert ("tcp", 22, 22, WORLD) in rules(program_run, "ocp4-bootstrap-helper-helper")
 
 
-def test_compact_cluster_opens_ingress_on_masters():
-    program_run = run(with_section(stack_config("dev"), "workers", count=0))
-    master = rules(program_run, "ocp4-security-master")
-    assert {("tcp", 80, 80, WORLD), ("tcp", 443, 443, WORLD), ("tcp", 1936, 1936, CIDR)} <= master
-    assert not program_run.of_type("ocp:openstack:Workers")
+def test_ingress_port_matrix(dev_run):
+    # A group of its own, carried by the router nodes' ports (and the Ingress VIP's).
+    assert rules(dev_run, "ocp4-security-ingress") == {
+        ("tcp", 80, 80, WORLD), ("tcp", 443, 443, WORLD), ("tcp", 80, 80, CIDR), ("tcp", 443, 443, CIDR), ("tcp", 1936, 1936, CIDR)
+    }
 
 
 def test_helper_serves_the_bootstrap_alone_and_admits_ssh_from_ssh_allowed_cidr(dev_run):
@@ -304,8 +304,8 @@ DEV_EXPOSURE = {
     ("master", "icmp", WORLD),
     ("master", "tcp 6443", WORLD),
     ("worker", "icmp", WORLD),
-    ("worker", "tcp 80", WORLD),
-    ("worker", "tcp 443", WORLD),
+    ("ingress", "tcp 80", WORLD),
+    ("ingress", "tcp 443", WORLD),
     ("helper", "tcp 22", "192.168.122.0/24"),
 }
 
@@ -318,7 +318,7 @@ def test_exposure_table_of_the_dev_stack(dev_run):
     assert {(row.group, row.rule, row.source) for row in table} == DEV_EXPOSURE
     why = {(row.group, row.rule): row.why for row in table}
     assert "Kubernetes API" in why["master", "tcp 6443"] and "apiAllowedCidrs" in why["master", "tcp 6443"]
-    assert "routes" in why["worker", "tcp 443"] and "ingressAllowedCidrs" in why["worker", "tcp 443"]
+    assert "routes" in why["ingress", "tcp 443"] and "ingressAllowedCidrs" in why["ingress", "tcp 443"]
     assert "path MTU" in why["master", "icmp"]
     assert "sshAllowedCidr" in why["helper", "tcp 22"]
 
@@ -337,10 +337,10 @@ def test_allowed_cidrs_restrict_api_ingress_and_open_node_ports():
         ("master", "tcp 30000-32767", "192.0.2.0/28"),
         ("master", "udp 30000-32767", "192.0.2.0/28"),
         ("worker", "icmp", WORLD),
-        ("worker", "tcp 80", "198.51.100.0/24"),
-        ("worker", "tcp 443", "198.51.100.0/24"),
-        ("worker", "tcp 80", "192.0.2.0/28"),
-        ("worker", "tcp 443", "192.0.2.0/28"),
+        ("ingress", "tcp 80", "198.51.100.0/24"),
+        ("ingress", "tcp 443", "198.51.100.0/24"),
+        ("ingress", "tcp 80", "192.0.2.0/28"),
+        ("ingress", "tcp 443", "192.0.2.0/28"),
         ("worker", "tcp 30000-32767", "192.0.2.0/28"),
         ("worker", "udp 30000-32767", "192.0.2.0/28"),
         ("helper", "tcp 22", "192.168.122.0/24"),
@@ -361,9 +361,11 @@ def test_adding_a_source_adds_one_rule_per_port_and_changes_nothing_else(dev_run
     assert not removed and all(name.endswith("installer-run") for name in changed)
 
 
-def test_compact_cluster_exposes_ingress_on_masters():
-    exposure = beyond_the_machine_network(run(with_section(stack_config("dev"), "workers", count=0)))
-    assert {("master", "tcp 80", WORLD), ("master", "tcp 443", WORLD)} <= exposure
+def test_compact_cluster_exposes_the_same_rules():
+    # Only which ports carry the ingress group differs (test_vip_ports_...).
+    assert beyond_the_machine_network(run(with_section(stack_config("dev"), "workers", count=0))) == DEV_EXPOSURE - {
+        ("worker", "icmp", WORLD)
+    } | {("worker", "icmp", WORLD)}
 
 
 def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
@@ -371,11 +373,16 @@ def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
         infra_id = program_run.outputs["infraId"]
         return {name.removeprefix(f"{infra_id}-"): port["securityGroupIds"] for name, port in by_input_name(program_run, PORT).items()}
 
+    ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in dev_run.of_type(GROUP)}
     ports = groups(dev_run)
-    assert ports["api-port"] == ports["ocp4-master-0"] == ports["ocp4-bootstrap"]
-    assert ports["ingress-port"] == ports["ocp4-worker-0"] != ports["api-port"]
-    compact = groups(run(with_section(stack_config("dev"), "workers", count=0)))
-    assert compact["ingress-port"] == compact["ocp4-master-0"] == compact["api-port"]
+    assert ports["api-port"] == ports["ocp4-master-0"] == ports["ocp4-bootstrap"] == [ids["master"]]
+    assert ports["ingress-port"] == [ids["ingress"]]
+    assert ports["ocp4-worker-0"] == ports["ocp4-worker-1"] == [ids["worker"], ids["ingress"]]  # router slots
+    beyond = groups(run(with_section(stack_config("dev"), "workers", count=4)))
+    assert beyond["ocp4-worker-3"] == [ids["worker"]]  # not a router slot: no 80/443
+    compact = run(with_section(stack_config("dev"), "workers", count=0))
+    compact_ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in compact.of_type(GROUP)}
+    assert groups(compact)["ocp4-master-0"] == [compact_ids["master"], compact_ids["ingress"]]
 
 
 # --------------------------------------------------------------------------- the helper's delivery path
