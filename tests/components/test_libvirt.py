@@ -166,9 +166,10 @@ def disk_names(program_run: ProgramRun) -> dict[str, str]:
 
 def test_a_running_node_keeps_its_disk_and_ignition_a_named_resize_restarts_it():
     deployed = deploy(kvm_config(), "kvm")
-    rekeyed = preview(deployed, kvm_config(sshKey="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOTHERKEYOTHERKEYOTHERKEYOTHERKEYOTHERKEYOTH lab@kvm"), "kvm")
+    # New upstream DNS: every node's CoreDNS file would change; running nodes keep theirs.
+    rekeyed = preview(deployed, kvm_config(nameservers=["192.168.126.1", "192.0.2.53"]), "kvm")
     assert rekeyed.error is None and {n: c.action for n, c in rekeyed.changes.items() if c.action != "same"} == {}
-    assert "content" in rekeyed.changes["kvm4-bootstrap-node-ignition"].ignored  # its passwd carries the key
+    assert "content" in rekeyed.changes["kvm4-control-plane-master-0-ignition"].ignored
     # More memory: nothing, unless a node is named; then only its domain is replaced (it restarts on its disk).
     bigger = preview(deployed, with_section(kvm_config(), "masters", memoryMib=24576), "kvm")
     assert {n for n, c in bigger.changes.items() if c.action != "same"} == set()
