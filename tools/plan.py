@@ -27,15 +27,18 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
 
 import pulumi
 
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.firewall import exposure_table
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
@@ -175,10 +178,24 @@ def deployed_state(directory: str | None) -> Engine | None:
     return deployed_from(json.loads(path.read_text()))
 
 
-def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], notes: list[str]) -> str:
+def exposure(config: dict[str, str]) -> list[str]:
+    """Every rule open beyond the machine network, with why (cluster/firewall.py)."""
+    settings = load_config(config)
+    rows = exposure_table(settings, plan_addresses(settings))
+    return [f"  {row.group:<8} {row.rule:<16} from {row.source:<18} {row.why}" for row in rows]
+
+
+def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], notes: list[str], config: dict[str, str]) -> str:
+    outputs = run.outputs
     lines = [
         f"offline plan of stack {stack!r} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
         *[f"  {note}" for note in notes],
+        "",
+        f"API       {outputs.get('apiUrl')}  VIP {outputs.get('apiVip')}  floating IP {outputs.get('apiFloatingIp') or '-'}",
+        f"Ingress   {outputs.get('consoleUrl')}  VIP {outputs.get('ingressVip')}  floating IP {outputs.get('ingressFloatingIp') or '-'}",
+        "",
+        "open beyond the machine network (everything else is closed to it):",
+        *(exposure(config) or ["  nothing (no security groups on this platform)"]),
         "",
         "resources by type:",
     ]
@@ -225,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         os.rename(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    print(summary(stack, out, run, nodes, notes))
+    print(summary(stack, out, run, nodes, notes, config))
     if engine is not None:
         print(f"\nnext `pulumi up` of the stack deployed as {args.deployed} (changes.json):")
         print(table(changes, ()))

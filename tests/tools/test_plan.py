@@ -18,6 +18,17 @@ def test_plan_of_the_dev_stack(tmp_path):
     result = plan("--stack", "dev", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "ocp4-master-0" in result.stdout and "in all" in result.stdout
+    # What a reviewer looks for first: endpoints and everything open beyond the machine network.
+    assert "API       https://api.ocp4.osd2019.local:6443  VIP 10.0.0.5  floating IP 203.0.113." in result.stdout
+    beyond = result.stdout.split("open beyond the machine network")[1].split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[:4] for line in beyond] == [
+        ["master", "icmp", "from", "0.0.0.0/0"],
+        ["master", "tcp", "6443", "from"],
+        ["worker", "icmp", "from", "0.0.0.0/0"],
+        ["ingress", "tcp", "80", "from"],
+        ["ingress", "tcp", "443", "from"],
+        ["helper", "tcp", "22", "from"],
+    ]
     resources = json.loads((out / "resources.json").read_text())
     assert {"type", "name", "parent", "inputs"} <= set(resources[0])
     text = (out / "resources.json").read_text()
