@@ -87,6 +87,15 @@ class AddressPlan:
         return self.master_slots if self.routers_on_masters else self.worker_slots[: self.router_count]
 
 
+def server_name(config: ClusterConfig, node: Node, infra_id: str) -> str:
+    """A node's server and host name. Integrated mode: `<infraID>-<role>-<index>`, as UPI names
+    them (the cloud provider finds a node's server by this exact name, unique in the project);
+    otherwise the planned name, `<cluster>-<role>-<index>`."""
+    if not config.integrated:
+        return node.name
+    return f"{infra_id}-bootstrap" if node.role == "bootstrap" else f"{infra_id}-{node.role}-{node.index}"
+
+
 def _host(network: IPv4Network, offset: int) -> IPv4Address:
     return network.network_address + offset
 

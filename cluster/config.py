@@ -238,7 +238,13 @@ class ExistingNetwork(Model):
 class OpenStack(Model):
     # integrated: `platform: openstack` (cloud provider, Cinder, Machine API; the MCO runs the
     # VIPs). standalone: `platform: none` with this program's own keepalived/haproxy/CoreDNS.
-    mode: Literal["integrated", "standalone"] = "standalone"
+    mode: Literal["integrated", "standalone"] = "integrated"
+    # A private CA of the cloud's APIs (integrated mode: the cluster talks to them).
+    ca_bundle: PemBundle | None = None
+    # More networks and security groups on every node, by ID (the installer's additionalNetworkIDs,
+    # additionalSecurityGroupIDs).
+    additional_network_ids: tuple[NonEmpty, ...] = ()
+    additional_security_group_ids: tuple[NonEmpty, ...] = ()
     cloud: NonEmpty = "openstack"
     external_network: NonEmpty | None = None
     api_floating_ip: FloatingIpChoice = "none"
@@ -360,6 +366,37 @@ def _list_of_addresses(value: Any) -> Any:
 
 
 MachineNetwork = Annotated[IPv4Network, BeforeValidator(_canonical_cidr), AfterValidator(_machine_network_size)]
+PemBundle = Annotated[str, AfterValidator(_pem_bundle)]
+
+
+class ClusterNetwork(Model):
+    """Pod addresses: each node gets a /hostPrefix out of cidr (the installer's networking.clusterNetwork)."""
+
+    cidr: Cidr = IPv4Network("10.128.0.0/14")
+    host_prefix: Annotated[int, Field(ge=8, le=30)] = 23
+
+    @model_validator(mode="after")
+    def _room_for_nodes(self) -> ClusterNetwork:
+        if self.host_prefix <= self.cidr.prefixlen:
+            raise ValueError(
+                f"hostPrefix {self.host_prefix} leaves no room in {self.cidr} for more than one node: "
+                f"write a larger prefix, e.g. hostPrefix: {min(self.cidr.prefixlen + 9, 30)}"
+            )
+        return self
+
+
+class Capabilities(Model):
+    """Optional cluster capabilities (the installer's `capabilities`)."""
+
+    baseline_capability_set: Literal["None", "vCurrent", "v4.11", "v4.12", "v4.13", "v4.14", "v4.15", "v4.16", "v4.17", "v4.18"] | None = None
+    additional_enabled_capabilities: tuple[NonEmpty, ...] = ()
+
+
+class ImageDigestSource(Model):
+    """A mirror for disconnected installs: images from `source` are pulled from `mirrors`."""
+
+    source: NonEmpty
+    mirrors: Annotated[tuple[NonEmpty, ...], Field(min_length=1)]
 
 
 class ClusterConfig(Model):
@@ -384,7 +421,12 @@ class ClusterConfig(Model):
     ssh_key: Annotated[str, AfterValidator(_ssh_public_keys)]
     pull_secret: Annotated[SecretStr, AfterValidator(_pull_secret)]
     proxy: Proxy | None = None
-    additional_trust_bundle: Annotated[str, AfterValidator(_pem_bundle)] | None = None
+    additional_trust_bundle: PemBundle | None = None
+    cluster_network: ClusterNetwork = ClusterNetwork()
+    service_network: Cidr = IPv4Network("172.30.0.0/16")
+    fips: bool = False
+    capabilities: Capabilities | None = None
+    image_digest_sources: tuple[ImageDigestSource, ...] = ()
     tags: Annotated[
         tuple[Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_not_our_tag)], ...],
         AfterValidator(_distinct),
@@ -402,6 +444,11 @@ class ClusterConfig(Model):
     @property
     def cluster_domain(self) -> str:
         return f"{self.cluster_name}.{self.base_domain}"
+
+    @property
+    def integrated(self) -> bool:
+        """OpenStack's integrated mode: `platform: openstack`, the MCO runs the VIPs."""
+        return self.platform == "openstack" and self.openstack is not None and self.openstack.mode == "integrated"
 
     @property
     def helper_ssh_cidr(self) -> IPv4Network:
@@ -528,14 +575,11 @@ def _zones(c: Any) -> Iterable[str]:
 
 
 def _machine_network_clear(c: Any) -> Iterable[str]:
-    # The cluster's own networks, from the install-config the installer gets (imported here:
-    # that module imports this one), and OVN-Kubernetes' internal ones.
-    from cluster.installer import CLUSTER_NETWORK, SERVICE_NETWORK
-
+    # The cluster's own networks (ocp:clusterNetwork, ocp:serviceNetwork) and OVN-Kubernetes' internal ones.
     network = c.machine_network
     for other, what in (
-        (IPv4Network(CLUSTER_NETWORK["cidr"]), "the cluster network (pod addresses)"),
-        (IPv4Network(SERVICE_NETWORK), "the service network"),
+        (c.cluster_network.cidr, "the cluster network (pod addresses, ocp:clusterNetwork)"),
+        (c.service_network, "the service network (ocp:serviceNetwork)"),
         *_OVN_NETWORKS,
     ):
         if network.overlaps(other):
@@ -550,6 +594,29 @@ _OVN_NETWORKS = (
     (IPv4Network("100.88.0.0/16"), "OVN-Kubernetes' transit network"),
     (IPv4Network("169.254.0.0/16"), "the link-local range (metadata service, OVN masquerade)"),
 )
+
+
+def _cluster_networks_apart(c: Any) -> Iterable[str]:
+    pods, services = c.cluster_network.cidr, c.service_network
+    if pods.overlaps(services):
+        yield (
+            f"ocp:serviceNetwork: {services} overlaps ocp:clusterNetwork {pods}: services and pods need "
+            "separate ranges, e.g. serviceNetwork: 172.30.0.0/16"
+        )
+    for other, what in _OVN_NETWORKS:
+        for key, network in (("clusterNetwork", pods), ("serviceNetwork", services)):
+            if network.overlaps(other):
+                yield f"ocp:{key}: {network} overlaps {what} {other}: pick a range outside it"
+
+
+def _integrated_only(c: Any) -> Iterable[str]:
+    if c.openstack is None or c.openstack.mode == "integrated":
+        return
+    if c.openstack.ca_bundle is not None:
+        yield (
+            "ocp:openstack.caBundle is for the cluster's own calls to the cloud (mode integrated); in "
+            "standalone mode the cluster does not talk to OpenStack: remove it"
+        )
 
 
 def _addresses(c: Any) -> Iterable[str]:
@@ -613,6 +680,8 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _workers_within_reserve,
     _zones,
     _machine_network_clear,
+    _cluster_networks_apart,
+    _integrated_only,
     _addresses,
     _nameservers_outside_the_cluster,
 )
@@ -652,7 +721,10 @@ def cross_key_problems(config: Any) -> list[str]:
 KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
 # Keys whose value is an object or a list: Pulumi hands those over as JSON text.
 STRUCTURED_KEYS = frozenset(
-    {"masters", "workers", "bootstrap", "openstack", "libvirt", "installer", "nameservers", "proxy", "tags", "networking"}
+    {
+        "masters", "workers", "bootstrap", "openstack", "libvirt", "installer", "nameservers", "proxy", "tags",
+        "networking", "clusterNetwork", "capabilities", "imageDigestSources",
+    }
 )
 # Lists the installer also takes as one string (one address, or comma-separated).
 SCALAR_LISTS = frozenset({"nameservers"})

@@ -131,9 +131,6 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
             cidr,
             [
                 ("tcp", 22623, 22623, "machine config server (HTTPS)"),
-                # First boot fetches the MCS config by VIP over plain HTTP: no DNS yet, and the
-                # MCS certificate names only api-int (see README, "first boot").
-                ("tcp", 22624, 22624, "machine config server (HTTP, first boot)"),
                 ("tcp", 53, 53, "CoreDNS"),
                 ("udp", 53, 53, "CoreDNS"),
                 ("tcp", 6641, 6642, "OVN databases"),
@@ -144,6 +141,10 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
         )
         + _intra_cluster(cidr)
     )
+    if not config.integrated:
+        # First boot fetches the MCS config by VIP over plain HTTP: no DNS yet, and with
+        # `platform: none` the MCS certificate names only api-int (README, "first boot").
+        rules += _rules(cidr, [("tcp", 22624, 22624, "machine config server (HTTP, first boot)")])
     return rules
 
 

@@ -18,6 +18,7 @@ import base64
 import hashlib
 import json
 import shlex
+from fnmatch import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
@@ -26,12 +27,10 @@ from typing import Any
 
 import yaml
 
+from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 from cluster.dataurl import file_contents
 from cluster.identity import ClusterIdentity
-
-CLUSTER_NETWORK = {"cidr": "10.128.0.0/14", "hostPrefix": 23}
-SERVICE_NETWORK = "172.30.0.0/16"
 
 ASSET_FILES = (
     "bootstrap.ign",
@@ -46,6 +45,13 @@ RECORD_FILE = "ocp-install-record.json"
 RELEASE_FILE = "ocp-release-images.json"
 # Images of the release payload the on-node networking runs (platform none), by payload name.
 RELEASE_COMPONENTS = ("keepalived-ipfailover", "haproxy-router", "coredns")
+# Integrated mode is UPI: the machines are this program's, so the installer's Machine and
+# MachineSet manifests go before the ignition configs are made (install_upi.md for OpenStack).
+UPI_REMOVED_MANIFESTS = (
+    "openshift/99_openshift-cluster-api_master-machines-*.yaml",
+    "openshift/99_openshift-cluster-api_worker-machineset-*.yaml",
+    "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml",
+)
 # Marks a directory the run script made, so it never deletes one it did not.
 DIR_MARKER = ".ocp-pulumi-installer-dir"
 # The bundle as last printed, kept beside the configs for the command's update path.
@@ -56,9 +62,11 @@ CLUSTER_CONFIG_MANIFEST = "/opt/openshift/manifests/cluster-config.yaml"
 MAX_BOOTSTRAP_AGE_HOURS = 20
 
 
-def install_config(config: ClusterConfig, pull_secret: str) -> dict[str, Any]:
-    """`platform: none`: the installer talks to no cloud and renders no VIP/LB/DNS pods; this
-    program provisions the machines and brings keepalived, haproxy and CoreDNS itself."""
+def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str) -> dict[str, Any]:
+    """Integrated (OpenStack's default): `platform: openstack`, UPI style: the cluster gets the
+    cloud provider, Cinder and the Machine API, and the MCO runs the VIPs; this program makes
+    the machines. Standalone and libvirt: `platform: none`: the installer talks to no cloud and
+    renders no VIP/LB/DNS pods; this program brings keepalived, haproxy and CoreDNS itself."""
     document: dict[str, Any] = {
         "apiVersion": "v1",
         "baseDomain": config.base_domain,
@@ -66,13 +74,15 @@ def install_config(config: ClusterConfig, pull_secret: str) -> dict[str, Any]:
         "networking": {
             "networkType": "OVNKubernetes",
             "machineNetwork": [{"cidr": str(config.machine_network)}],
-            "clusterNetwork": [CLUSTER_NETWORK],
-            "serviceNetwork": [SERVICE_NETWORK],
+            "clusterNetwork": [
+                {"cidr": str(config.cluster_network.cidr), "hostPrefix": config.cluster_network.host_prefix}
+            ],
+            "serviceNetwork": [str(config.service_network)],
         },
         "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": config.masters.count},
         # Always 0: the machines are ours. Masters' schedulability is set by ignition.nodes.
         "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}],
-        "platform": {"none": {}},
+        "platform": _platform(config, plan),
         "pullSecret": pull_secret,
         "sshKey": config.ssh_key,
     }
@@ -83,16 +93,41 @@ def install_config(config: ClusterConfig, pull_secret: str) -> dict[str, Any]:
             "noProxy": ",".join(config.proxy.no_proxy) or None,
         }
         document["proxy"] = {key: value for key, value in proxy.items() if value}
-    if config.additional_trust_bundle is not None:
-        document["additionalTrustBundle"] = config.additional_trust_bundle
+    bundles = [b for b in (config.additional_trust_bundle, config.openstack.ca_bundle if config.openstack else None) if b]
+    if bundles:
+        document["additionalTrustBundle"] = "".join(b if b.endswith("\n") else b + "\n" for b in bundles)
         # Without a proxy the bundle would reach only the installer's own use, not the
         # cluster-wide trusted CA; Always puts it there.
         document["additionalTrustBundlePolicy"] = "Always"
+    if config.fips:
+        document["fips"] = True
+    if config.capabilities is not None:
+        capabilities = config.capabilities.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+        document["capabilities"] = capabilities
+    if config.image_digest_sources:
+        document["imageDigestSources"] = [
+            {"source": item.source, "mirrors": list(item.mirrors)} for item in config.image_digest_sources
+        ]
     return document
 
 
-def render_install_config(config: ClusterConfig, pull_secret: str) -> str:
-    return yaml.safe_dump(install_config(config, pull_secret), sort_keys=True, default_flow_style=False)
+def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
+    if not config.integrated:
+        return {"none": {}}
+    assert config.openstack is not None
+    # The plural VIP lists: the singular apiVIP/ingressVIP and machinesSubnet are deprecated.
+    openstack: dict[str, Any] = {
+        "cloud": config.openstack.cloud,
+        "apiVIPs": [str(plan.api_vip)],
+        "ingressVIPs": [str(plan.ingress_vip)],
+    }
+    if config.openstack.external_network is not None:
+        openstack["externalNetwork"] = config.openstack.external_network  # LoadBalancer Services' floating IPs
+    return {"openstack": openstack}
+
+
+def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str) -> str:
+    return yaml.safe_dump(install_config(config, plan, pull_secret), sort_keys=True, default_flow_style=False)
 
 
 # --------------------------------------------------------------------------- the run script
@@ -102,6 +137,7 @@ def run_script() -> str:
     """Runs `openshift-install create ignition-configs` in a directory it owns and prints the
     bundle. Constant text: the environment carries everything that differs per stack."""
     files = " ".join(shlex.quote(name) for name in ASSET_FILES)
+    removed = " ".join(f'"$dir"/{pattern}' for pattern in UPI_REMOVED_MANIFESTS)
     return f"""set -eu
 umask 077
 dir=$INSTALLER_DIR
@@ -111,6 +147,13 @@ if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/{DIR_MA
 fi
 rm -rf "$dir" && mkdir -p "$dir" && : > "$dir/{DIR_MARKER}"
 printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
+if [ -n "${{CLOUD_CA_BUNDLE:-}}" ]; then
+  printf '%s' "$CLOUD_CA_BUNDLE" > "$dir/.cloud-ca.pem" && export OS_CACERT="$dir/.cloud-ca.pem"
+fi
+if [ "$PLATFORM" = openstack ]; then
+  "$OPENSHIFT_INSTALL" create manifests --dir "$dir" >&2
+  rm -f -- {removed}
+fi
 "$OPENSHIFT_INSTALL" create ignition-configs --dir "$dir" >&2
 generated_at=$(date -u +%s)
 release=$("$OPENSHIFT_INSTALL" version | sed -n 's/^release image //p')
@@ -178,15 +221,28 @@ def run_environment(
     if installer.assets_dir is not None:
         return {"ASSETS_DIR": installer.assets_dir, **common}
     assert installer.binary is not None
-    return {
+    environment = {
         "OPENSHIFT_INSTALL": installer.binary,
         "OC": installer.oc,
         "INSTALLER_DIR": installer_dir(config, stack),
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
-        "RELEASE_COMPONENTS": " ".join(RELEASE_COMPONENTS),
+        "PLATFORM": "openstack" if config.integrated else "none",
+        # The MCO brings the on-node networking's images itself in integrated mode.
+        "RELEASE_COMPONENTS": "" if config.integrated else " ".join(RELEASE_COMPONENTS),
         **common,
     }
+    if config.integrated:
+        assert config.openstack is not None
+        environment["OS_CLOUD"] = config.openstack.cloud  # the installer validates against the cloud
+        if config.openstack.ca_bundle is not None:
+            environment["CLOUD_CA_BUNDLE"] = config.openstack.ca_bundle
+    return environment
+
+
+def upi_manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """What the run script leaves of `create manifests` in integrated mode (for the mocks)."""
+    return {name: data for name, data in files.items() if not any(fnmatch(name, p) for p in UPI_REMOVED_MANIFESTS)}
 
 
 def installer_dir(config: ClusterConfig, stack: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from cluster.addresses import AddressPlan
+from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
 from cluster.endpoints import api_url, console_url, etc_hosts
 from cluster.installer import InstallerAssets
@@ -37,7 +37,9 @@ class ClusterOutputs:
             "ingressFloatingIp": ingress_floating_ip,
             "apiUrl": api_url(config),
             "consoleUrl": console_url(config),
-            "nodes": {node.name: str(node.ip) for node in plan.nodes},
+            "nodes": pulumi.Output.unsecret(
+                assets.apply(lambda a: {server_name(config, node, a.infra_id): str(node.ip) for node in plan.nodes})
+            ),
             "etcHosts": reach,
             "infraId": pulumi.Output.unsecret(assets.apply(lambda a: a.infra_id)),
             "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),

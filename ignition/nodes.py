@@ -1,10 +1,14 @@
 """Each node's ignition: the installer's role config plus this program's additions. Pure Python.
 
-- Masters and workers get the installer's pointer config with its merge source replaced by
+- Integrated mode (`platform: openstack`): masters and workers keep the installer's pointer
+  config unchanged (`https://<API VIP>:22623/config/<role>`: the machine config server's
+  certificate carries the VIP as an IP SAN), and the machine-config-operator renders the
+  on-node networking; this program adds the hostname only.
+- Standalone mode and libvirt (`platform: none`): the pointer's merge source becomes
   `http://<API VIP>:22624/config/<role>`: at first boot there is no cluster DNS to resolve
-  `api-int`, and with `platform: none` the machine config server's certificate names only
-  `api-int`, so HTTPS by IP cannot verify. Port 22624 is the MCS's plain-HTTP listener and
-  is open to the machine network only.
+  `api-int`, and the machine config server's certificate names only `api-int`, so HTTPS by
+  IP cannot verify. Port 22624 is the MCS's plain-HTTP listener, open to the machine network
+  only. Every node also gets this program's keepalived, haproxy, CoreDNS and resolv.conf.
 - The bootstrap's full config (installer's + additions) is about 300 KB, far above Nova's
   user_data limit: on OpenStack it is *served* by the bootstrap helper and the bootstrap gets
   a shim that merges it, verified by sha512. On libvirt (fw_cfg) it is passed directly.
@@ -17,7 +21,7 @@ from typing import Literal
 
 import yaml
 
-from cluster.addresses import AddressPlan, Node
+from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
 from cluster.identity import ClusterIdentity
 from cluster.installer import InstallerAssets
@@ -80,7 +84,9 @@ def ingress_placement(plan: AddressPlan) -> File:
 
 
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
-    additions = assembly.hostname(node.name)
+    additions = assembly.hostname(server_name(config, node, identity.infra_id))
+    if config.integrated:
+        return additions  # the MCO renders the rest; two VRRP stacks for one VIP would fight
     for contribute in CONTRIBUTORS:
         additions += contribute(config, plan, node, identity)
     return additions
@@ -108,6 +114,8 @@ def node_ignition(
         )
         return NodeIgnition(user_data=assembly.dumps(shim), served=served)
     pointer = assets.master if node.role == "master" else assets.worker
+    if config.integrated:
+        return NodeIgnition(user_data=assembly.dumps(assembly.with_additions(pointer, additions)))
     source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
     config_ = assembly.pointer_config(pointer, source, additions)
     return NodeIgnition(user_data=assembly.dumps(config_))

@@ -35,7 +35,7 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
-from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script
+from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script, upi_manifests
 from components import program
 from tools import sample_installer
 from tools.preview import Deployed, Engine
@@ -183,7 +183,13 @@ class ClusterMocks(pulumi.runtime.Mocks):
             if result.returncode != 0:
                 raise pulumi.RunError(f"installer-run: {result.stderr.strip()}")
             return result.stdout
-        files = sample_installer.generate(environment["INSTALL_CONFIG"])
+        install_config = environment["INSTALL_CONFIG"]
+        if environment.get("PLATFORM") == "openstack" and hasattr(sample_installer, "manifests"):  # TEMPORARY until the fake learns openstack
+            # create manifests, the UPI edits, create ignition-configs
+            manifests = upi_manifests(sample_installer.manifests(install_config))
+            files = sample_installer.ignition_configs(install_config, manifests)
+        else:
+            files = sample_installer.generate(install_config)
         record = {
             "generatedAt": int(self.now),
             "generation": int(environment["GENERATION"]),

@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.firewall import exposure_table
+from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
@@ -60,6 +62,14 @@ class NodeOutput:
     ip: str | None
     user_data: str
     ignition: dict[str, Any] | None  # None for servers that do not boot from Ignition (the helper)
+
+
+MACHINESET = "machinesets/worker.yaml"
+MACHINESET_NOTE = (
+    "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
+    "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
+    "# Machine API add workers. Its machines run no routers (README: ingress placement).\n"
+)
 
 
 class PlanError(Exception):
@@ -235,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     staging = Path(tempfile.mkdtemp(prefix=".plan-", dir=out.parent))
     try:
         nodes = write_plan(run, staging)
+        settings = load_config(config)
+        if settings.integrated:
+            _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump(worker_machineset(settings, run.outputs["infraId"]), sort_keys=False))
         if engine is not None:
             _write(staging / "changes.json", json.dumps([c.as_json() for c in changes], indent=2) + "\n")
         if out.exists():

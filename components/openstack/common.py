@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from cluster.addresses import AddressPlan
+from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
 
 
@@ -32,6 +32,10 @@ class ClusterContext:
     def tags(self) -> pulumi.Output[list[str]]:
         # The installer's tag, so tools that look for `openshiftClusterID` find our resources.
         return self.infra_id.apply(lambda infra_id: [f"openshiftClusterID={infra_id}", *self.config.tags])
+
+    def server_name(self, node: Node) -> pulumi.Output[str]:
+        """A node's server (and port, and host) name: see cluster.addresses.server_name."""
+        return self.infra_id.apply(lambda infra_id: server_name(self.config, node, infra_id))
 
     def named(self, suffix: str) -> pulumi.Output[str]:
         """An OpenStack resource name in the installer's style: `<infraID>-<suffix>`."""

@@ -38,7 +38,7 @@ def node_port(
 ) -> openstack.networking.Port:
     return openstack.networking.Port(
         f"{name}-port",
-        name=node.name,
+        name=cluster.server_name(node),
         network_id=subnet.network_id,
         fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))],
         security_group_ids=security_group_ids,
@@ -81,7 +81,7 @@ def server(
     ignored = [*FIRST_BOOT_ONLY, *([] if node.index in role.resize else ["flavorName", "flavorId"])]
     return openstack.compute.Instance(
         name,
-        name=node.name,
+        name=cluster.server_name(node),
         flavor_name=role.flavor,
         image_name=None if block_devices else image,
         block_devices=block_devices,
@@ -118,7 +118,7 @@ class MachineSet(pulumi.ComponentResource):
         super().__init__(type_token, name, None, opts)
         group = openstack.compute.ServerGroup(
             f"{name}-server-group",
-            name=cluster.named(f"{role_name}s"),
+            name=cluster.named(role_name),  # the installer's <infraID>-master / -worker
             policies=role.server_group_policy,
             opts=pulumi.ResourceOptions(parent=self),
         )

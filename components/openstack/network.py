@@ -25,7 +25,10 @@ class Network(pulumi.ComponentResource):
                 f"{name}-network",
                 name=cluster.named("openshift"),
                 admin_state_up=True,
-                tags=cluster.tags,
+                # The Machine API and the cloud provider find the cluster's network by these.
+                tags=pulumi.Output.all(cluster.tags, cluster.named("primaryClusterNetwork")).apply(
+                    lambda parts: [*parts[0], parts[1]]
+                ),
                 opts=child,
             )
             subnet = openstack.networking.Subnet(

@@ -53,7 +53,7 @@ def environment(tmp_path: Path) -> dict[str, str]:
     plan = plan_addresses(config)
     return {
         "PATH": os.environ["PATH"],
-        **run_environment(config, "dev", render_install_config(config, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
+        **run_environment(config, "dev", render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
     }
 
 

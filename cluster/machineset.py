@@ -1,0 +1,64 @@
+"""An example worker MachineSet for an integrated cluster. Pure Python.
+
+This program makes the masters and workers itself (UPI), so the installer's MachineSets are
+removed. After install, the Machine API can still add workers if the user applies a
+MachineSet: this one is filled in from the stack (image, flavor, network by its tag,
+security groups and server group by the names this program gives them), with 0 replicas, so
+applying it changes nothing until it is scaled. Machines it creates carry no ingress group:
+the routers stay on the router slots (README, "Ingress placement").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster.config import ClusterConfig
+
+
+def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
+    assert config.openstack is not None
+    workers = config.workers
+    name = f"{infra_id}-worker-extra"
+    labels = {
+        "machine.openshift.io/cluster-api-cluster": infra_id,
+        "machine.openshift.io/cluster-api-machine-role": "worker",
+        "machine.openshift.io/cluster-api-machine-type": "worker",
+    }
+    provider: dict[str, Any] = {
+        "apiVersion": "machine.openshift.io/v1alpha1",
+        "kind": "OpenstackProviderSpec",
+        "cloudName": config.openstack.cloud,
+        "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
+        "flavor": workers.flavor or config.masters.flavor,
+        "image": workers.image or config.masters.image or "rhcos",
+        # The subnet by the tag this program puts on it, as the installer's MachineSets find it.
+        "networks": [{"filter": {}, "subnets": [{"filter": {"tags": f"openshiftClusterID={infra_id}"}}]}],
+        "securityGroups": [{"name": f"{infra_id}-worker"}]
+        + [{"uuid": group} for group in config.openstack.additional_security_group_ids],
+        "serverGroupName": f"{infra_id}-worker",
+        "serverMetadata": {"Name": f"{infra_id}-worker", "openshiftClusterID": infra_id},
+        "tags": [f"openshiftClusterID={infra_id}", *config.tags],
+        "trunk": False,
+        "userDataSecret": {"name": "worker-user-data"},
+    }
+    if config.openstack.additional_network_ids:
+        provider["networks"] += [{"uuid": network} for network in config.openstack.additional_network_ids]
+    if workers.root_volume is not None:
+        provider["rootVolume"] = {"diskSize": workers.root_volume.size, "sourceUUID": provider.pop("image")}
+        if workers.root_volume.type:
+            provider["rootVolume"]["volumeType"] = workers.root_volume.type
+    if workers.availability_zones:
+        provider["availabilityZone"] = workers.availability_zones[0]
+    return {
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "MachineSet",
+        "metadata": {"name": name, "namespace": "openshift-machine-api", "labels": dict(labels)},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"machine.openshift.io/cluster-api-cluster": infra_id, "machine.openshift.io/cluster-api-machineset": name}},
+            "template": {
+                "metadata": {"labels": {**labels, "machine.openshift.io/cluster-api-machineset": name}},
+                "spec": {"providerSpec": {"value": provider}},
+            },
+        },
+    }
