@@ -146,24 +146,32 @@ def test_bad_config_exits_2_from_the_offline_plan_and_writes_nothing(config, exp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.x.yaml"]
 
 
-# (how the dev stack file is broken, line:column, what the message says)
+# (how the dev stack file is broken, column, what the message says); the line is the edited one
 BAD_STACK_FILES = [
-    (("    count: 2\n", "      count: 2\n"), ":19:5:", "expected <block end>"),
-    (("ocp:clusterName: ocp4", 'ocp:clusterName: "ocp4'), ":7:20:", "while scanning a quoted scalar"),
-    (("    count: 3\n", "\tcount: 3\n"), ":14:1:", "found character '\\t'"),
-    (("  ocp:platform: openstack\n", "  ocp:platform: openstack\n  ocp:masters: {}\n"), ":14:3:", "ocp:masters is given twice (first on line 7): keep one"),
+    (("    flavor: worker\n", "      flavor: worker\n"), 13, "mapping values are not allowed here"),
+    (("    flavor: worker\n", "   flavor: worker\n"), 4, "expected <block end>"),
+    (("ocp:clusterName: ocp4", 'ocp:clusterName: "ocp4'), 20, "while scanning a quoted scalar"),
+    (("    count: 3\n", "\tcount: 3\n"), 1, "found character '\\t'"),
+    (("  ocp:masters:\n", "  ocp:masters: {}\n  ocp:masters:\n"), 3, "ocp:masters is given twice (first on line {line}): keep one"),
 ]
 
 
-@pytest.mark.parametrize("edit,where,expected", BAD_STACK_FILES, ids=[text[:30] for *_, text in BAD_STACK_FILES])
-def test_a_broken_stack_file_names_file_line_and_column(edit, where, expected, tmp_path, capsys):
+def _line_of(text: str, fragment: str) -> int:
+    return text[: text.index(fragment)].count("\n") + 1
+
+
+@pytest.mark.parametrize("edit,column,expected", BAD_STACK_FILES, ids=[text[:30] for *_, text in BAD_STACK_FILES])
+def test_a_broken_stack_file_names_file_line_and_column(edit, column, expected, tmp_path, capsys):
     stack_file = tmp_path / "Pulumi.x.yaml"
     text = (ROOT / "Pulumi.dev.yaml").read_text()
     assert edit[0] in text
+    line = _line_of(text, edit[0])
     stack_file.write_text(text.replace(edit[0], edit[1], 1))
     code, stderr = offline_plan(stack_file, tmp_path / "out", capsys)
     assert code == 2
-    assert stderr.startswith(f"error: {stack_file}{where}") and expected in stderr
+    # A key given twice is reported where it comes again, the line below its first place here.
+    where = f":{line + 1 if 'twice' in expected else line}:{column}:"
+    assert stderr.startswith(f"error: {stack_file}{where}") and expected.format(line=line) in stderr
     assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.x.yaml"]
 

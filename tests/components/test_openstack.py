@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -120,13 +121,16 @@ def test_master_port_matrix(dev_run):
     assert world == {("icmp", None, None), ("tcp", 6443, 6443)}
     from_cidr = {(p, lo, hi) for p, lo, hi, source in master if source == CIDR}
     assert {
-        ("tcp", 22623, 22623), ("tcp", 22624, 22624), ("tcp", 53, 53), ("udp", 53, 53), ("udp", 4789, 4789),
+        ("tcp", 22623, 22623), ("tcp", 53, 53), ("udp", 53, 53), ("udp", 4789, 4789),
         ("udp", 6081, 6081), ("udp", 500, 500), ("udp", 4500, 4500), ("esp", None, None), ("tcp", 6641, 6642),
         ("tcp", 9000, 9999), ("udp", 9000, 9999), ("tcp", 10250, 10250), ("tcp", 10257, 10257),
         ("tcp", 10259, 10259), ("tcp", 2379, 2380), ("vrrp", None, None), ("tcp", 22, 22), ("tcp", 6443, 6443),
         ("tcp", 30000, 32767), ("udp", 30000, 32767),
     } == from_cidr
     assert {source for *_, source in master} == {WORLD, CIDR}
+    # The MCS's plain-HTTP port only in standalone mode, where first boot fetches by VIP over it.
+    standalone = rules(run(stack_config("standalone")), "ocp4-security-master")
+    assert standalone - master == {("tcp", 22624, 22624, CIDR)}
 
 
 def test_worker_port_matrix(dev_run):
@@ -368,34 +372,44 @@ def test_compact_cluster_exposes_the_same_rules():
     } | {("worker", "icmp", WORLD)}
 
 
+def _port_of(logical_name: str) -> str:
+    """ocp4-vips-api-port -> api, ocp4-bootstrap-node-port -> bootstrap, ocp4-workers-worker-3-port -> worker-3."""
+    node = re.search(r"((master|worker)-\d+)-port$", logical_name)
+    if node:
+        return node.group(1)
+    return {"vips-api": "api", "vips-ingress": "ingress", "bootstrap-node": "bootstrap", "bootstrap-helper": "helper"}[
+        logical_name.removeprefix("ocp4-").removesuffix("-port")
+    ]
+
+
 def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
     def groups(program_run: ProgramRun) -> dict[str, list[str]]:
-        infra_id = program_run.outputs["infraId"]
-        return {name.removeprefix(f"{infra_id}-"): port["securityGroupIds"] for name, port in by_input_name(program_run, PORT).items()}
+        # By logical name, whatever the naming mode: ocp4-vips-api-port -> api, ...-master-0-port -> master-0.
+        return {_port_of(r.name): unwrap(r.inputs)["securityGroupIds"] for r in program_run.of_type(PORT)}
 
     ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in dev_run.of_type(GROUP)}
     ports = groups(dev_run)
-    assert ports["api-port"] == ports["ocp4-master-0"] == ports["ocp4-bootstrap"] == [ids["master"]]
-    assert ports["ingress-port"] == [ids["ingress"]]
-    assert ports["ocp4-worker-0"] == ports["ocp4-worker-1"] == [ids["worker"], ids["ingress"]]  # router slots
+    assert ports["api"] == ports["master-0"] == ports["bootstrap"] == [ids["master"]]
+    assert ports["ingress"] == [ids["ingress"]]
+    assert ports["worker-0"] == ports["worker-1"] == [ids["worker"], ids["ingress"]]  # router slots
     beyond = groups(run(with_section(stack_config("dev"), "workers", count=4)))
-    assert beyond["ocp4-worker-3"] == [ids["worker"]]  # not a router slot: no 80/443
+    assert beyond["worker-3"] == [ids["worker"]]  # not a router slot: no 80/443
     compact = run(with_section(stack_config("dev"), "workers", count=0))
     compact_ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in compact.of_type(GROUP)}
-    assert groups(compact)["ocp4-master-0"] == [compact_ids["master"], compact_ids["ingress"]]
+    assert groups(compact)["master-0"] == [compact_ids["master"], compact_ids["ingress"]]
 
 
 # --------------------------------------------------------------------------- the helper's delivery path
 
 
 def helper_files(program_run: ProgramRun) -> dict[str, str]:
-    helper = by_input_name(program_run, INSTANCE)["ocp4-bootstrap-helper"]
+    helper = unwrap(program_run.by_name("ocp4-bootstrap-helper-server").inputs)
     document = yaml.safe_load(helper["userData"].removeprefix("#cloud-config\n"))
     return {entry["path"]: entry["content"] for entry in document["write_files"]}
 
 
 def shim_url(program_run: ProgramRun, cluster: str = "ocp4") -> str:
-    shim = json.loads(by_input_name(program_run, INSTANCE)[f"{cluster}-bootstrap"]["userData"])
+    shim = json.loads(unwrap(program_run.by_name(f"{cluster}-bootstrap-node").inputs["userData"]))
     [source] = shim["ignition"]["config"]["merge"]
     return source["source"]
 
