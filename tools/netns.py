@@ -85,9 +85,12 @@ class Lab:
         _ip("-n", name, "link", "set", "lo", "up")
         return name
 
-    def attach(self, namespace: str, interface: str, address: str) -> str:
+    def attach(self, namespace: str, interface: str, address: str, flood: bool = True) -> str:
         """Give `namespace` an interface `interface` with `address` (CIDR) on the lab's segment.
 
+        Without `flood`, the switch sends the port no unicast frame for a MAC it has not
+        learnt there (broadcasts still go), as a cloud's port security does: a bridge inside
+        the namespace would otherwise see other nodes' traffic whenever the switch floods.
         Returns the name of its port on the bridge, for `set_port`."""
         if self._switch is None:
             self._switch = self.namespace("switch")
@@ -97,6 +100,8 @@ class Lab:
         port = f"p{self._ports}"
         _ip("-n", self._switch, "link", "add", port, "type", "veth", "peer", "name", interface, "netns", namespace)
         _ip("-n", self._switch, "link", "set", port, "master", BRIDGE, "up")
+        if not flood:
+            _ip("-n", self._switch, "link", "set", port, "type", "bridge_slave", "flood", "off")
         _ip("-n", namespace, "addr", "add", address, "dev", interface)
         _ip("-n", namespace, "link", "set", interface, "up")
         return port

@@ -37,9 +37,8 @@ def _conf(role: str, workers: int | None = None) -> str:
 def test_reads_what_each_node_kind_runs():
     bootstrap, master, worker = parse(_conf("bootstrap")), parse(_conf("master")), parse(_conf("worker"))
     compact_master = parse(_conf("master", workers=0))
-    assert (bootstrap.interface, master.interface, worker.interface) == ("ens3", "br-ex", "br-ex")
     assert [(i.name, i.priority, i.healthy_priority) for i in bootstrap.instances] == [("api", 50, 100)]
-    assert [(i.name, i.priority, i.healthy_priority) for i in master.instances] == [("api", 40, 70)]
+    assert [(i.name, i.priority, i.healthy_priority) for i in master.instances] == [("api", 40, 85)]
     assert [(i.name, i.healthy_priority) for i in worker.instances] == [("ingress", 40)]
     assert [i.name for i in compact_master.instances] == ["api", "ingress"]
     api = master.instance("api")
@@ -47,20 +46,24 @@ def test_reads_what_each_node_kind_runs():
     assert [(s.name, s.interval, s.rise, s.fall, s.weight) for s in api.scripts] == [
         ("api_ready", 2, 3, 2, 15),
         ("api_haproxy", 2, 3, 2, 15),
+        ("mcs_ready", 1, 3, 2, 15),
     ]
 
 
-def test_follows_state_and_priority_from_the_log():
+def test_follows_interface_state_and_priority_from_the_log():
     status = Status(parse(_conf("master")))
-    assert not status.healthy()  # no state yet
+    assert not status.healthy() and status.interface is None  # no state yet
+    status.feed("starting keepalived on ens3, which holds 10.0.0.20")
     status.feed("Sun Nov 22 05:02:18 2026: (api) Entering BACKUP STATE (init)")
-    status.feed("Sun Nov 22 05:02:22 2026: (api) Changing effective priority from 40 to 55")
+    status.feed("Sun Nov 22 05:02:22 2026: (api) Changing effective priority from 40 to 70")
     assert not status.healthy()
-    status.feed("Sun Nov 22 05:02:24 2026: (api) Changing effective priority from 55 to 70")
-    assert status.healthy()
+    status.feed("Sun Nov 22 05:02:24 2026: (api) Changing effective priority from 70 to 85")
+    assert status.healthy() and (status.interface, status.starts) == ("ens3", 1)
     status.feed("Sun Nov 22 05:02:30 2026: (api) Entering FAULT STATE")
     assert not status.healthy()
-    status.reset()
+    # keepalived-run follows the address: a new keepalived, from its base priority.
+    status.feed("starting keepalived on br-ex, which holds 10.0.0.20")
+    assert (status.interface, status.starts) == ("br-ex", 2)
     assert status.describe() == "api - 40"
 
 
@@ -88,14 +91,17 @@ def test_first_success_is_the_first_to_finish_after_the_fault():
 def test_runs_what_a_scenario_needs_first_in_order():
     assert order([]) == [
         "bring-up",
-        "bootstrap-removed",
+        "bootstrap-done",
+        "address-moves",
         "holder-killed",
         "api-unhealthy",
         "link-cut",
         "backend-dies",
+        "mcs-dies",
+        "keepalived-restart",
         "ingress",
     ]
-    assert order(["link-cut"]) == ["bring-up", "bootstrap-removed", "link-cut"]
+    assert order(["link-cut"]) == ["bring-up", "bootstrap-done", "link-cut"]
     assert order(["ingress"]) == ["bring-up", "ingress"]
 
 

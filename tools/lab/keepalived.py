@@ -1,8 +1,9 @@
 """What the lab needs to know about a rendered keepalived.conf, and about a running keepalived.
 
-`parse` reads the config a node gets (its interface, VIPs, priorities, check weights and
-timings); `Status` follows a running keepalived's log lines (`--log-console`) to know each
-instance's state and effective priority, which nothing else shows from outside.
+`parse` reads the config a node gets (its VIPs, priorities, check weights and timings; no
+interface: keepalived-run finds it at run time); `Status` follows the log of a running
+keepalived-run and its keepalived (`--log-console`) to know the interface keepalived runs on
+and each instance's state and effective priority, which nothing else shows from outside.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ class Script:
 @dataclass(frozen=True)
 class Instance:
     name: str
-    interface: str
     vip: IPv4Address
     priority: int
     advert_int: float
@@ -41,14 +41,6 @@ class Instance:
 @dataclass(frozen=True)
 class KeepalivedConf:
     instances: tuple[Instance, ...]
-
-    @property
-    def interface(self) -> str:
-        """The one interface the node's instances use: the lab names the namespace's link so."""
-        interfaces = {instance.interface for instance in self.instances}
-        if len(interfaces) != 1:
-            raise ValueError(f"expected one VRRP interface, found {sorted(interfaces) or 'none'}")
-        return interfaces.pop()
 
     def instance(self, name: str) -> Instance | None:
         return next((instance for instance in self.instances if instance.name == name), None)
@@ -100,7 +92,6 @@ def parse(text: str) -> KeepalivedConf:
     instances = tuple(
         Instance(
             name=block.words[1],
-            interface=block.value("interface"),
             vip=IPv4Interface(block.block("virtual_ipaddress").lines[0][0]).ip,
             priority=int(block.value("priority")),
             advert_int=float(block.value("advert_int")),
@@ -113,6 +104,8 @@ def parse(text: str) -> KeepalivedConf:
 
 
 _EVENT = re.compile(r"\((\w+)\) (?:Changing effective priority from \d+ to (\d+)|Entering (MASTER|BACKUP|FAULT) STATE)")
+# keepalived-run's line when it (re)starts keepalived.
+_START = re.compile(r"^starting keepalived on (\S+), which holds ")
 
 
 class Status:
@@ -121,6 +114,8 @@ class Status:
     def __init__(self, conf: KeepalivedConf):
         self._lock = threading.Lock()
         self._conf = conf
+        self.interface: str | None = None  # where keepalived-run last started keepalived
+        self.starts = 0
         self.reset()
 
     def reset(self) -> None:
@@ -130,6 +125,13 @@ class Status:
             self._state: dict[str, str] = {}
 
     def feed(self, line: str) -> None:
+        started = _START.match(line)
+        if started is not None:
+            self.reset()
+            with self._lock:
+                self.interface = started[1]
+                self.starts += 1
+            return
         match = _EVENT.search(line)
         if match is None:
             return

@@ -2,7 +2,9 @@
 
 The lab runs the very files `tools.plan` writes for each node (`files/<absolute path>`);
 roles, the machine network and the gateway come from the address plan. A *shape* changes
-the node counts of the stack (a compact cluster, five masters) as a stack file would.
+the node counts of the stack (a compact cluster, five masters) as a stack file would. The
+lab runs the host's binaries, not images: images the stack does not set are given as
+`ocp:networking.images` (LAB_IMAGES) so that the plan never depends on a recorded payload.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
 from cluster.addresses import Role, plan_addresses
+from cluster.networking import IMAGE_NAMES
 from cluster.config import load_config
 from ignition.networking import HAPROXY_CFG, KEEPALIVED_CONF
 from tools.lab.keepalived import KeepalivedConf, parse
@@ -25,6 +28,10 @@ SHAPES: dict[str, dict[str, int]] = {
     "compact": {"workers": 0},
     "five-masters": {"masters": 5},
 }
+
+
+# Never pulled: the lab runs the host's keepalived and haproxy.
+LAB_IMAGES = {name: f"localhost/ocp-lab/{name}:host" for name in IMAGE_NAMES}
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ def load_plan(stack: str | None, config_file: str | None, shape: str, out: Path)
     for role, count in SHAPES[shape].items():
         section = json.loads(config.get(f"ocp:{role}", "{}"))
         config[f"ocp:{role}"] = json.dumps({**section, "count": count})
+    networking = json.loads(config.get("ocp:networking", "{}"))
+    config["ocp:networking"] = json.dumps({**networking, "images": {**LAB_IMAGES, **networking.get("images", {})}})
     write_plan(run_program(config, stack=stack_name), out)
     addresses = plan_addresses(load_config(config))
     nodes = []

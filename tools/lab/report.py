@@ -54,7 +54,8 @@ def _row(result: Result, prefix: str) -> tuple[str, ...]:
 
 def _notes(result: Result) -> list[str]:
     return [
-        f"{name.removesuffix('_s').replace('_', ' ')} {value:g} s" for name, value in result.figures.items()
+        f"{name.removesuffix('_s').replace('_', ' ')} {value:g}{' s' if name.endswith('_s') else ''}"
+        for name, value in result.figures.items()
     ] + result.notes
 
 

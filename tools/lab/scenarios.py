@@ -22,8 +22,8 @@ from types import TracebackType
 from tools.lab.client import Probe, Sample, first_success
 from tools.lab.clock import LabTimeout, wait_until
 from tools.lab.services import HAPROXY, KEEPALIVED, STANDINS, NodeServices
-from tools.lab.standins import API, HEALTHY, ROUTER, STOPPED, UNHEALTHY
-from tools.lab.topology import Testbed
+from tools.lab.standins import API, HEALTHY, MCS, ROUTER, STOPPED, UNHEALTHY
+from tools.lab.topology import NICS, OVS_BRIDGE, Testbed
 
 # After the VIP answers again: how long to go on counting failures.
 TAIL = 2.0
@@ -60,10 +60,12 @@ class Result:
 
 
 class Observation:
-    """One scenario's measurement: the client's requests through one VIP and its holders."""
+    """One scenario's measurement: the client's requests through one VIP (to `target`: the
+    VIP's own URL, or another served through it) and its holders."""
 
-    def __init__(self, bed: Testbed, scenario: str, vip: str, baseline: bool = True):
+    def __init__(self, bed: Testbed, scenario: str, vip: str, baseline: bool = True, target: str | None = None):
         self.bed, self.vip, self.baseline = bed, vip, baseline
+        self.target = target or vip
         self.result = Result(scenario, vip)
         self._probe: Probe | None = None
         self._samples: list[Sample] = []
@@ -72,7 +74,7 @@ class Observation:
         self._second_window: tuple[float, float] | None = None
 
     def __enter__(self) -> Observation:
-        self._probe = self.bed.probe(self.vip)
+        self._probe = self.bed.probe(self.target)
         if self.baseline:
             self.result.holder_before = _only(self.bed.holders.current(self.vip))
             started = time.monotonic()
@@ -105,7 +107,7 @@ class Observation:
 
     def _live(self) -> list[Sample]:
         assert self._probe is not None
-        return self._probe.samples(self.vip)
+        return self._probe.samples(self.target)
 
     def _wait(self, predicate: Callable[[], bool], what: str, timeout: float = STEP_TIMEOUT) -> float | None:
         try:
@@ -141,7 +143,7 @@ class Observation:
 
     def wait_answers(self) -> None:
         """Until a request started after the fault succeeds: the end of the takeover window."""
-        self._wait(lambda: first_success(self._live(), self._in_force_at) is not None, f"the {self.vip} VIP to answer")
+        self._wait(lambda: first_success(self._live(), self._in_force_at) is not None, f"the {self.target} VIP to answer")
         success = first_success(self._live(), self._in_force_at)
         if success is not None:
             self._recovered_at = success.end
@@ -253,15 +255,15 @@ def settle(bed: Testbed, timeout: float = STEP_TIMEOUT) -> float | None:
 
 
 def bring_up(bed: Testbed) -> Result:
-    """Everything starts; the API VIP goes to the bootstrap (masters' APIs still down), the
-    masters' APIs come up, and the VIP stays on the bootstrap (100 beats a master's 70)."""
+    """Everything starts; the API VIP goes to the bootstrap (masters' APIs and MCSs still
+    down), the masters' come up, and the VIP stays on the bootstrap (100 beats a master's 85)."""
     bootstrap = [bed.nodes[node.name] for node in bed.plan.of_role("bootstrap")]
     masters = [bed.nodes[node.name] for node in bed.plan.of_role("master")]
     for node in bed.nodes.values():
         node.start(STANDINS)
         for standin in node.standin_services:
-            master_api = bootstrap and standin == API and node.node.role == "master"
-            node.standins.set(standin, STOPPED if master_api else HEALTHY)
+            master_control_plane = bootstrap and standin in (API, MCS) and node.node.role == "master"
+            node.standins.set(standin, STOPPED if master_control_plane else HEALTHY)
 
     def start_the_rest() -> None:
         for node in bed.nodes.values():
@@ -277,6 +279,7 @@ def bring_up(bed: Testbed) -> Result:
             apis_up = time.monotonic()
             for master in masters:
                 master.standins.set(API, HEALTHY)
+                master.standins.set(MCS, HEALTHY)
             ready = observation.wait_healthy(masters, "every master at its full priority")
             if ready is not None:
                 observation.result.figures["masters_ready_s"] = round(ready - apis_up, 2)
@@ -285,24 +288,55 @@ def bring_up(bed: Testbed) -> Result:
     return observation.finish()
 
 
-def bootstrap_removed(bed: Testbed) -> Result:
-    """The bootstrap goes away cleanly: keepalived stops (SIGTERM: priority 0), its API too."""
+def bootstrap_done(bed: Testbed) -> Result:
+    """bootkube is done: the bootstrap's API and MCS stop, its keepalived runs on (the server
+    is deleted later). The VIP must move to a master at once, not wait for the deletion."""
     bootstrap = bed.plan.of_role("bootstrap")
     if not bootstrap:
-        return Result("bootstrap-removed", "api", notes=["the stack has no bootstrap"], settled=True)
+        return Result("bootstrap-done", "api", notes=["the stack has no bootstrap"], settled=True)
     node = bed.nodes[bootstrap[0].name]
 
-    def remove() -> None:
+    def stop_serving() -> None:
         node.standins.set(API, STOPPED)
-        node.stop(KEEPALIVED, wait=False)  # it takes a second to exit: the handover starts at once
+        node.standins.set(MCS, STOPPED)
 
-    with Observation(bed, "bootstrap-removed", "api") as observation:
-        observation.fault(remove)
+    with Observation(bed, "bootstrap-done", "api") as observation:
+        observation.fault(stop_serving)
         observation.wait_moved()
         observation.wait_answers()
         time.sleep(TAIL)
-    node.stop(STANDINS)
-    return observation.finish()
+        # Then the server goes (pulumi up with bootstrap.enabled false): nothing may move.
+        deleted = time.monotonic()
+        node.stop(KEEPALIVED)
+        node.stop(STANDINS)
+        time.sleep(bed.plan.advert_int())
+    result = observation.finish()
+    later = [holders for seen, holders in bed.holders.history("api") if seen >= deleted]
+    result.figures["moves_after_deletion"] = float(len(later))
+    return result
+
+
+def address_moves(bed: Testbed) -> Result:
+    """OVN-Kubernetes moves the API VIP holder's address from its NIC to br-ex while clients
+    run (the NIC's addresses, the VIP with them, are flushed): keepalived-run must follow."""
+    with Observation(bed, "address-moves", "api") as observation:
+        holder = observation.holder
+        services = bed.nodes[holder]
+        starts = services.keepalived.starts
+        observation.fault(lambda: bed.move_address(holder))
+        observation.wait_moved()
+        observation.wait_answers()
+        followed = observation._wait(
+            lambda: services.keepalived.starts > starts and services.keepalived.interface == OVS_BRIDGE,
+            f"keepalived on {holder} to run on {OVS_BRIDGE}",
+        )
+        if followed is not None:
+            observation.result.figures["keepalived_on_br_ex_s"] = round(followed - observation.result.fault_at, 2)
+        time.sleep(TAIL)
+    result = observation.finish()
+    nic = NICS[bed.plan_node(holder).role]
+    result.notes.append(f"{holder}: {nic} -> {OVS_BRIDGE}; keepalived on {bed.nodes[holder].keepalived.interface}")
+    return result
 
 
 def holder_killed(bed: Testbed) -> Result:
@@ -361,11 +395,52 @@ def backend_dies(bed: Testbed) -> Result:
     return observation.finish()
 
 
+def mcs_dies(bed: Testbed) -> Result:
+    """The API VIP holder's machine config server stops, its API runs on: the VIP moves to a
+    master whose MCS answers, and a new node's first fetch of /config/worker through the VIP
+    (haproxy spreads it over the masters' MCSs) goes on succeeding meanwhile."""
+    with Observation(bed, "mcs-dies", "api", target="mcs") as observation:
+        node = bed.nodes[observation.holder]
+        observation.fault(lambda: node.standins.set(MCS, STOPPED))
+        observation.wait_answers()
+        observation.expect_no_outage()
+        observation.wait_moved()
+        time.sleep(TAIL)
+    node.restore()
+    return observation.finish()
+
+
+def keepalived_restart(bed: Testbed) -> Result:
+    """The keepalived container on the API VIP holder dies (SIGKILL: no priority 0, its VIP
+    stays) and the kubelet starts it again at once: the VIP it left is removed before keepalived
+    starts, so the node never makes a second holder."""
+    with Observation(bed, "keepalived-restart", "api") as observation:
+        holder = observation.holder
+        node = bed.nodes[holder]
+        log = node.workdir / f"{KEEPALIVED}.log"
+        before = log.stat().st_size
+
+        def restart() -> None:
+            node.kill(KEEPALIVED)
+            node.start(KEEPALIVED)
+
+        observation.fault(restart)
+        observation.wait_moved()
+        observation.wait_answers()
+        time.sleep(TAIL)
+    result = observation.finish()
+    with log.open() as text:
+        text.seek(before)
+        result.figures["stale_vips_removed"] = float(text.read().count("removed VIP "))
+    return result
+
+
 def ingress_moves(bed: Testbed) -> Result:
-    """The router on the Ingress VIP's holder stops: the VIP moves to another router node."""
+    """The router on the Ingress VIP's holder stays up but is no longer ready (its health
+    endpoint and port 80 answer 500): the VIP moves to another router node."""
     with Observation(bed, "ingress", "ingress") as observation:
         node = bed.nodes[observation.holder]
-        observation.fault(lambda: node.standins.set(ROUTER, STOPPED))
+        observation.fault(lambda: node.standins.set(ROUTER, UNHEALTHY))
         observation.wait_moved()
         observation.wait_answers()
         time.sleep(TAIL)
@@ -387,11 +462,14 @@ SCENARIOS = {
     scenario.name: scenario
     for scenario in (
         Scenario("bring-up", bring_up, ()),
-        Scenario("bootstrap-removed", bootstrap_removed, ("bring-up",)),
-        Scenario("holder-killed", holder_killed, ("bring-up", "bootstrap-removed")),
-        Scenario("api-unhealthy", api_unhealthy, ("bring-up", "bootstrap-removed")),
-        Scenario("link-cut", link_cut, ("bring-up", "bootstrap-removed")),
-        Scenario("backend-dies", backend_dies, ("bring-up", "bootstrap-removed")),
+        Scenario("bootstrap-done", bootstrap_done, ("bring-up",)),
+        Scenario("address-moves", address_moves, ("bring-up", "bootstrap-done")),
+        Scenario("holder-killed", holder_killed, ("bring-up", "bootstrap-done")),
+        Scenario("api-unhealthy", api_unhealthy, ("bring-up", "bootstrap-done")),
+        Scenario("link-cut", link_cut, ("bring-up", "bootstrap-done")),
+        Scenario("backend-dies", backend_dies, ("bring-up", "bootstrap-done")),
+        Scenario("mcs-dies", mcs_dies, ("bring-up", "bootstrap-done")),
+        Scenario("keepalived-restart", keepalived_restart, ("bring-up", "bootstrap-done")),
         Scenario("ingress", ingress_moves, ("bring-up",)),
     )
 }

@@ -1,12 +1,13 @@
 """The processes of one lab node: what its files would run, and stand-ins for the cluster.
 
-keepalived and haproxy run with the command line of the node's rendered static pod, the
-API VIP redirect with the ExecStart of its rendered unit (through `sh`: the plan keeps no
-file modes). Only paths are mapped: a file the node gets is read from the plan, a binary is
-the host's of that name. Added are what the host needs, nothing that changes behaviour:
-keepalived's pid files in the node's work directory (its defaults under /run would clash
-between nodes and with the host's keepalived) and no syslog (its log is read from the
-console); haproxy's `-n` only where the host's open-file limit is below what its maxconn needs.
+keepalived (through keepalived-run) and haproxy run with the command line of the node's
+rendered static pod, the API VIP redirect with the ExecStart of its rendered unit (through
+`sh`: the plan keeps no file modes). Only paths are mapped: a file the node gets is read from
+the plan, a binary is the host's of that name, and a runtime directory (under /run: the pod's
+emptyDir) is one in the node's work directory. Added are what the host needs, nothing that
+changes behaviour: keepalived's `--no-syslog` (its log is read from the console, where
+keepalived-run writes too); haproxy's `-n` only where the host's open-file limit is below what
+its maxconn needs.
 
 Every process starts in a session of its own, so that a kill reaches its children too
 (keepalived's VRRP process and check scripts, haproxy's worker, the redirect's `sleep`).
@@ -29,7 +30,7 @@ from typing import IO
 
 import yaml
 
-from cluster.networking import API_PORT, ROUTER_HEALTH_PORT
+from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 from ignition.networking import HAPROXY_CFG, MANIFESTS, REDIRECT_UNIT
 from tools import netns
 from tools.lab import standins
@@ -40,7 +41,8 @@ from tools.lab.nodes import LabNode
 INGRESS_PORT = 80  # the routers' plain HTTP port: what the client requests through the Ingress VIP
 KEEPALIVED, HAPROXY, REDIRECT, STANDINS = "keepalived", "haproxy", "redirect", "standins"
 STOP_TIMEOUT = 5.0
-HAPROXY_SPARE_FILES = 35
+# Besides 2 per connection: listeners, health checks of every backend server, pipes, logs.
+HAPROXY_SPARE_FILES = 100
 
 
 class NodeServices:
@@ -54,8 +56,9 @@ class NodeServices:
 
     @property
     def standin_services(self) -> tuple[str, ...]:
-        """The kube-apiserver runs on the bootstrap and the masters, routers on the Ingress VIP's nodes."""
-        return ((standins.API,) if self.node.role != "worker" else ()) + (
+        """The kube-apiserver and the machine config server run on the bootstrap and the
+        masters, routers on the Ingress VIP's nodes."""
+        return ((standins.API, standins.MCS) if self.node.role != "worker" else ()) + (
             (standins.ROUTER,) if self.node.may_hold("ingress") else ()
         )
 
@@ -135,9 +138,8 @@ class NodeServices:
                 self.keepalived.feed(line)
 
     def _keepalived_command(self) -> list[str]:
-        pid_files = [f"{flag}={self.workdir / flag[2:]}.pid" for flag in ("--pid", "--vrrp_pid", "--checkers_pid")]
-        # Not the host's syslog: the log is read from the console.
-        return self._pod_command("keepalived") + pid_files + ["--no-syslog"]
+        # Passed on to keepalived: not the host's syslog, the log is read from the console.
+        return self._pod_command("keepalived") + ["--no-syslog"]
 
     def _command(self, service: str) -> list[str]:
         if service == HAPROXY:
@@ -156,11 +158,12 @@ class NodeServices:
             f"--cert={cert}",
             f"--key={key}",
             *([f"--api={API_PORT}"] if standins.API in self.standin_services else []),
+            *([f"--mcs={MCS_HTTP_PORT}"] if standins.MCS in self.standin_services else []),
             *([f"--router={router}"] if standins.ROUTER in self.standin_services else []),
         ]
 
     def _haproxy_maxconn(self) -> list[str]:
-        """haproxy needs 2 open files per connection of its maxconn, and 35 more: a node allows
+        """haproxy needs 2 open files per connection of its maxconn, and some more: a node allows
         that, a sandbox may not (nor let it raise its hard limit). Then, and only then, `-n`
         caps maxconn to fit; no lab scenario comes near either number."""
         match = re.search(r"^\s*maxconn\s+(\d+)", self.node.file(HAPROXY_CFG).read_text(), re.MULTILINE)
@@ -178,7 +181,10 @@ class NodeServices:
         return [host_binary] + [self._mapped(argument) for argument in arguments]
 
     def _mapped(self, argument: str) -> str:
-        """A path of a file the node gets, as written in the plan; anything else unchanged."""
+        """A path of a file the node gets, as written in the plan; a runtime directory, in the
+        node's work directory; anything else unchanged."""
         if argument.startswith("/") and self.node.file(argument).is_file():
             return str(self.node.file(argument))
+        if argument.startswith("/run/"):
+            return str(self.workdir / argument.lstrip("/"))
         return argument

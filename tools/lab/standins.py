@@ -1,6 +1,8 @@
 """Stand-ins for what the cluster would run on a node, each healthy, unhealthy or stopped.
 
 - api: the kube-apiserver, HTTPS on 6443, `GET /readyz`;
+- mcs: the machine config server's plain-HTTP listener on 22624, any path (`/healthz`,
+  `/config/worker`);
 - router: the router's health endpoint, HTTP on 1936 `GET /healthz/ready`, and the ingress
   port (80) answering any path.
 
@@ -8,7 +10,7 @@ Healthy answers 200, unhealthy 500 on every path, stopped closes the ports (conn
 refused). One process per node namespace, run as a script with the standard library only:
 
     python standins.py --control SOCKET --name NODE --cert CERT --key KEY \\
-        [--api PORT] [--router HEALTH_PORT,INGRESS_PORT]
+        [--api PORT] [--mcs PORT] [--router HEALTH_PORT,INGRESS_PORT]
 
 The lab switches a service by sending `<service> <state>\\n` to the Unix socket SOCKET (a
 file, so reachable from outside the namespace) and waits for `ok\\n`: the change is in force
@@ -27,7 +29,7 @@ from pathlib import Path
 
 HEALTHY, UNHEALTHY, STOPPED = "healthy", "unhealthy", "stopped"
 STATES = (HEALTHY, UNHEALTHY, STOPPED)
-API, ROUTER = "api", "router"
+API, MCS, ROUTER = "api", "mcs", "router"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -95,6 +97,7 @@ def serve(arguments: list[str] | None = None) -> None:
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--api", type=int, help="the API's port")
+    parser.add_argument("--mcs", type=int, help="the machine config server's HTTP port")
     parser.add_argument("--router", help="HEALTH_PORT,INGRESS_PORT of the router")
     args = parser.parse_args(arguments)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -102,6 +105,8 @@ def serve(arguments: list[str] | None = None) -> None:
     services = {}
     if args.api:
         services[API] = _Service(args.name, API, [args.api], tls)
+    if args.mcs:
+        services[MCS] = _Service(args.name, MCS, [args.mcs], None)
     if args.router:
         services[ROUTER] = _Service(args.name, ROUTER, [int(port) for port in args.router.split(",")], None)
 

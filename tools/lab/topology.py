@@ -1,10 +1,11 @@
 """The lab's network and everything running on it.
 
-One namespace per node, named after it, with one link named as the node's keepalived.conf
-says (br-ex, ens3, ...) and the node's address in the machine network; a namespace for the
-client at the gateway's address (where traffic from outside would come from); all joined
-by a bridge in a namespace of its own (tools.netns). Nothing is added to the host's own
-network namespace.
+One namespace per node, named after it, with one link named as the NIC of a real node of its
+role (NICS: nothing in the rendered files names one) and the node's address in the machine
+network; a namespace for the client at the gateway's address (where traffic from outside
+would come from); all joined by a bridge in a namespace of its own (tools.netns). A node's
+address can move from its NIC to a bridge br-ex in its namespace, as OVN-Kubernetes moves it
+(`move_address`). Nothing is added to the host's own network namespace.
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ import time
 from ipaddress import IPv4Address
 from pathlib import Path
 
-from cluster.networking import API_PORT
+from cluster.addresses import Role
+from cluster.networking import API_PORT, MCS_HTTP_PORT
 from tools import netns
 from tools.lab.client import Probe
-from tools.lab.nodes import LabPlan
+from tools.lab.nodes import LabNode, LabPlan
 from tools.lab.services import INGRESS_PORT, NodeServices
 
 POLL_INTERVAL = 0.05
 REQUEST_INTERVAL = 0.05  # per target: a takeover is seen to within this
 PROBE_LIMIT_S = 60.0  # no scenario observes longer; the client stops by itself then
 CLIENT_INTERFACE = "eth0"
+# The NIC's name on real nodes: the bootstrap a q35 machine's virtio NIC, masters and workers
+# the `pc` machine type's.
+NICS: dict[Role, str] = {"bootstrap": "enp1s0", "master": "ens3", "worker": "ens3"}
+OVS_BRIDGE = "br-ex"
 
 
 class Holders:
@@ -90,7 +96,9 @@ class Testbed:
         for node in plan.nodes:
             namespace = lab.namespace(node.name)
             self.namespaces[node.name] = namespace
-            self._ports[node.name] = lab.attach(namespace, node.keepalived.interface, f"{node.ip}/{prefix}")
+            # No flooding to a node's port: its br-ex (after `move_address`) would take frames meant
+            # for another node (a cut one) and answer for the VIP through its redirect.
+            self._ports[node.name] = lab.attach(namespace, NICS[node.role], f"{node.ip}/{prefix}", flood=False)
             self.nodes[node.name] = NodeServices(lab, node, namespace, workdir, tls)
         self.client = lab.namespace("client")
         lab.attach(self.client, CLIENT_INTERFACE, f"{plan.gateway}/{prefix}")
@@ -98,6 +106,8 @@ class Testbed:
             "api": f"https://{plan.vip('api')}:{API_PORT}/readyz",
             "ingress": f"http://{plan.vip('ingress')}:{INGRESS_PORT}/",
         }
+        # Not a VIP of its own: what a new node fetches through the API VIP at first boot.
+        self.fetch_urls = {"mcs": f"http://{plan.vip('api')}:{MCS_HTTP_PORT}/config/worker"}
         self.holders = Holders(self.namespaces, {vip: plan.vip(vip) for vip in self.urls})
         self.holders.start()
 
@@ -105,8 +115,9 @@ class Testbed:
         self.holders.stop()
 
     def probe(self, *targets: str) -> Probe:
-        """Start the client's request loops against the VIPs `targets` ("api", "ingress")."""
-        command = Probe.command({target: self.urls[target] for target in targets}, REQUEST_INTERVAL, PROBE_LIMIT_S)
+        """Start the client's request loops against `targets` ("api", "ingress", "mcs")."""
+        urls = {**self.urls, **self.fetch_urls}
+        command = Probe.command({target: urls[target] for target in targets}, REQUEST_INTERVAL, PROBE_LIMIT_S)
         process = self.lab.start(
             self.client,
             command,
@@ -120,6 +131,24 @@ class Testbed:
 
     def set_link(self, node: str, up: bool) -> None:
         self.lab.set_port(self._ports[node], up)
+
+    def move_address(self, node: str) -> None:
+        """Move the node's address from its NIC to a new bridge br-ex with the NIC as its port,
+        as OVN-Kubernetes' first configuration does: the NIC's addresses (a VIP too) are
+        flushed, the bridge takes the NIC's MAC and the address."""
+        namespace, nic = self.namespaces[node], NICS[self.plan_node(node).role]
+        address = f"{self.plan_node(node).ip}/{self.plan.network.prefixlen}"
+        for command in (
+            ["addr", "flush", "dev", nic],
+            ["link", "add", OVS_BRIDGE, "type", "bridge"],
+            ["link", "set", nic, "master", OVS_BRIDGE],
+            ["link", "set", OVS_BRIDGE, "up"],
+            ["addr", "add", address, "dev", OVS_BRIDGE],
+        ):
+            subprocess.run(["ip", "-n", namespace, *command], check=True, capture_output=True)
+
+    def plan_node(self, name: str) -> LabNode:
+        return next(node for node in self.plan.nodes if node.name == name)
 
 
 def _certificate(workdir: Path) -> tuple[Path, Path]:
