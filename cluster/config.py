@@ -134,6 +134,15 @@ DnsName = Annotated[str, AfterValidator(_dns_name)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
 CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(_distinct)]
+
+
+def _pem_bundle(value: str) -> str:
+    if "-----BEGIN CERTIFICATE-----" not in value:
+        raise ValueError("is not a PEM bundle: paste one or more '-----BEGIN CERTIFICATE-----' blocks")
+    return value
+
+
+PemBundle = Annotated[str, AfterValidator(_pem_bundle)]
 ServerGroupPolicy = Literal["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"]
 
 
@@ -334,12 +343,6 @@ class Proxy(Model):
         return value
 
 
-def _pem_bundle(value: str) -> str:
-    if "-----BEGIN CERTIFICATE-----" not in value:
-        raise ValueError("is not a PEM bundle: paste one or more '-----BEGIN CERTIFICATE-----' blocks")
-    return value
-
-
 def _pull_secret(value: SecretStr) -> SecretStr:
     try:
         document = json.loads(value.get_secret_value())
@@ -366,7 +369,6 @@ def _list_of_addresses(value: Any) -> Any:
 
 
 MachineNetwork = Annotated[IPv4Network, BeforeValidator(_canonical_cidr), AfterValidator(_machine_network_size)]
-PemBundle = Annotated[str, AfterValidator(_pem_bundle)]
 
 
 class ClusterNetwork(Model):

@@ -13,10 +13,11 @@ from cluster.config import RoleBase
 from components.openstack.common import ClusterContext, Subnet
 
 
-# Instance inputs that replace (userData, keyPair, blockDevices, availabilityZone,
+# Instance inputs that replace (userData, networks, keyPair, blockDevices, availabilityZone,
 # schedulerHints, configDrive) or rebuild (imageName, imageId) a server: read at first boot only.
 FIRST_BOOT_ONLY = (
     "userData",
+    "networks",
     "imageName",
     "imageId",
     "blockDevices",
@@ -86,13 +87,20 @@ def server(
         image_name=None if block_devices else image,
         block_devices=block_devices,
         availability_zone=zones[node.index % len(zones)] if zones else None,
-        networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
+        networks=[
+            openstack.compute.InstanceNetworkArgs(port=port.id),
+            *(openstack.compute.InstanceNetworkArgs(uuid=network) for network in _additional_networks(cluster)),
+        ],
         scheduler_hints=[openstack.compute.InstanceSchedulerHintArgs(group=server_group_id)] if server_group_id else None,
         user_data=user_data,
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
         tags=cluster.tags,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored)),
     )
+
+
+def _additional_networks(cluster: ClusterContext) -> tuple[str, ...]:
+    return cluster.config.openstack.additional_network_ids if cluster.config.openstack else ()
 
 
 class MachineSet(pulumi.ComponentResource):
