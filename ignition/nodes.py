@@ -67,11 +67,11 @@ def scheduler_manifest(masters_schedulable: bool) -> File:
     return File(SCHEDULER_MANIFEST, yaml.safe_dump(document, sort_keys=True).encode())
 
 
-def ingress_placement(plan: AddressPlan) -> File:
+def ingress_placement(config: ClusterConfig, plan: AddressPlan, infra_id: str) -> File:
     """Routers only on the router slots: the nodes whose keepalived may hold the Ingress VIP.
     Names of slots, not of existing workers, so scaling workers never changes it; in a
     compact cluster the masters, which keep the routers when workers are added later."""
-    hostnames = [node.name for node in plan.router_slots]
+    hostnames = [server_name(config, node, infra_id) for node in plan.router_slots]
     selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
     spec: dict = {"nodePlacement": {"nodeSelector": selector}}
     document = {
@@ -101,7 +101,7 @@ def node_ignition(
 ) -> NodeIgnition:
     additions = node_additions(config, plan, node, assets.identity)
     if node.role == "bootstrap":
-        shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(plan)))
+        shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(config, plan, assets.infra_id)))
         full = assembly.with_additions(assets.bootstrap, shape + additions)
         if bootstrap_delivery == "direct":
             return NodeIgnition(user_data=assembly.dumps(full))

@@ -85,8 +85,14 @@ def ignition_validate(text: str, tmp_path: Path, name: str = "config.ign") -> su
 
 @pytest.fixture(scope="session")
 def dev_run() -> ProgramRun:
-    """The dev stack under mocks, shared by read-only tests (each run is itself isolated)."""
+    """The dev stack (integrated mode) under mocks, shared by read-only tests (each run is itself isolated)."""
     return run(stack_config("dev"))
+
+
+@pytest.fixture(scope="session")
+def standalone_run() -> ProgramRun:
+    """The standalone stack (the dev cluster in standalone mode) under mocks, shared by read-only tests."""
+    return run(stack_config("standalone"), stack="standalone")
 
 
 @dataclass

@@ -31,8 +31,16 @@ WORLD = "0.0.0.0/0"
 CIDR = "10.0.0.0/16"
 
 
+def planned_name(program_run: ProgramRun, name: str) -> str:
+    """A node's planned name (ocp4-master-0) for its server or port name, which in integrated
+    mode is the UPI name <infraID>-master-0 (cluster.addresses.server_name)."""
+    infra_id = program_run.outputs["infraId"]
+    node = re.fullmatch(rf"{re.escape(infra_id)}-(bootstrap|master-\d+|worker-\d+)", name)
+    return f"ocp4-{node.group(1)}" if node else name
+
+
 def by_input_name(program_run: ProgramRun, type_: str) -> dict[str, dict]:
-    return {unwrap(r.inputs["name"]): unwrap(r.inputs) for r in program_run.of_type(type_)}
+    return {planned_name(program_run, unwrap(r.inputs["name"])): unwrap(r.inputs) for r in program_run.of_type(type_)}
 
 
 def rules(program_run: ProgramRun, group: str) -> set[tuple]:
@@ -243,7 +251,8 @@ def test_outputs(dev_run):
     assert outputs["apiVip"] == "10.0.0.5" and outputs["ingressVip"] == "10.0.0.7"
     assert outputs["apiUrl"] == "https://api.ocp4.osd2019.local:6443"
     assert outputs["consoleUrl"] == "https://console-openshift-console.apps.ocp4.osd2019.local"
-    assert outputs["nodes"]["ocp4-master-2"] == "10.0.0.22"
+    # Integrated mode: nodes by the names the cloud provider looks their servers up by.
+    assert outputs["nodes"][f"{outputs['infraId']}-master-2"] == "10.0.0.22"
     assert outputs["infraId"].startswith("ocp4-")
     hosts = outputs["etcHosts"].splitlines()
     assert hosts[0] == f"{outputs['apiFloatingIp']} api.ocp4.osd2019.local api-int.ocp4.osd2019.local"
@@ -490,3 +499,23 @@ def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_run, tmp_path):
         process.terminate()
         _, log = process.communicate(timeout=10)
     assert path.split("/")[1].encode() not in log  # the log never shows the path
+
+
+def test_integrated_names_and_tags_the_cluster_relies_on(dev_run):
+    infra_id = dev_run.outputs["infraId"]
+    servers = {unwrap(r.inputs["name"]) for r in dev_run.of_type(INSTANCE)}
+    assert {f"{infra_id}-master-{i}" for i in range(3)} | {f"{infra_id}-worker-{i}" for i in range(2)} <= servers
+    groups = {unwrap(r.inputs["name"]) for r in dev_run.of_type(GROUP)}
+    assert {f"{infra_id}-master", f"{infra_id}-worker"} <= groups
+    server_groups = {unwrap(r.inputs["name"]) for r in dev_run.of_type("openstack:compute/serverGroup:ServerGroup")}
+    assert server_groups == {f"{infra_id}-master", f"{infra_id}-worker"}
+    network = unwrap(dev_run.of_type("openstack:networking/network:Network")[0].inputs)
+    subnet = unwrap(dev_run.of_type("openstack:networking/subnet:Subnet")[0].inputs)
+    assert {f"openshiftClusterID={infra_id}", f"{infra_id}-primaryClusterNetwork"} <= set(network["tags"])
+    assert f"openshiftClusterID={infra_id}" in subnet["tags"]
+
+
+def test_integrated_mode_opens_no_plain_http_machine_config_server(dev_run, standalone_run):
+    # The installer's pointer fetches over HTTPS (22623); 22624 serves only standalone first boots.
+    assert not any(lo == 22624 for _, lo, _, _ in rules(dev_run, "ocp4-security-master"))
+    assert ("tcp", 22624, 22624, CIDR) in rules(standalone_run, "ocp4-security-master")

@@ -1,4 +1,6 @@
-"""Every node's ignition: valid for the real ignition-validate, within budget, fetchable at first boot."""
+"""Every node's ignition: valid for the real ignition-validate, within budget, fetchable at first boot.
+
+Standalone mode (platform: none) in most tests; integrated mode at the end."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from tools.plan import node_outputs
 
 
 @pytest.fixture(scope="module")
-def nodes(dev_run):
-    return {node.hostname: node for node in node_outputs(dev_run)}
+def nodes(standalone_run):
+    return {node.hostname: node for node in node_outputs(standalone_run)}
 
 
 def test_every_node_config_passes_ignition_validate(nodes, tmp_path):
@@ -36,12 +38,12 @@ def test_user_data_budgets(nodes):
         assert len(node.user_data.encode()) <= limit, name
 
 
-def test_bootstrap_shim_merges_the_served_config(nodes, dev_run):
+def test_bootstrap_shim_merges_the_served_config(nodes, standalone_run):
     shim = json.loads(nodes["ocp4-bootstrap"].user_data)
     merge = shim["ignition"]["config"]["merge"]
     # The helper, under a path only the cluster's secret gives (tests/components/test_openstack.py).
     assert re.fullmatch(r"http://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge[0]["source"])
-    served = next(r for r in dev_run.resources if r.type == "command:remote:Command")
+    served = next(r for r in standalone_run.resources if r.type == "command:remote:Command")
     from tools.mock_run import unwrap
 
     assert merge[0]["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
@@ -103,3 +105,56 @@ def test_routers_are_placed_on_the_router_slots(nodes):
         "operator": "In",
         "values": ["ocp4-worker-0", "ocp4-worker-1", "ocp4-worker-2"],
     }
+
+
+# --------------------------------------------------------------------------- integrated mode
+
+
+@pytest.fixture(scope="module")
+def integrated(dev_run):
+    return {node.hostname: node for node in node_outputs(dev_run)}, dev_run.outputs["infraId"]
+
+
+def test_integrated_nodes_are_named_by_the_infra_id_and_pass_ignition_validate(integrated, tmp_path):
+    nodes, infra_id = integrated
+    assert set(nodes) == {f"{infra_id}-{n}" for n in ("bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1")} | {
+        "ocp4-bootstrap-helper"
+    }
+    for name, node in nodes.items():
+        if node.ignition is not None:
+            result = ignition_validate(json.dumps(node.ignition), tmp_path, f"{name}.ign")
+            assert result.returncode == 0 and not result.stdout.strip(), (name, result.stdout)
+            hostname = next(f for f in node.ignition["storage"]["files"] if f["path"] == "/etc/hostname")
+            assert assembly.file_contents(hostname) == f"{name}\n".encode()  # the cloud provider's node name
+
+
+@pytest.mark.parametrize("role", ["master", "worker"])
+def test_integrated_pointer_is_the_installers_unchanged_plus_the_hostname(integrated, role):
+    nodes, infra_id = integrated
+    config = json.loads(nodes[f"{infra_id}-{role}-0"].user_data)
+    # HTTPS to the VIP: with platform openstack the MCS certificate carries it as an IP SAN.
+    assert config["ignition"]["config"]["merge"] == [{"source": f"https://10.0.0.5:22623/config/{role}"}]
+    assert config["ignition"]["security"]["tls"]["certificateAuthorities"]
+    assert [f["path"] for f in config["storage"]["files"]] == ["/etc/hostname"]
+    assert "systemd" not in config
+
+
+def test_integrated_nodes_get_none_of_the_standalone_networking(integrated):
+    nodes, _ = integrated
+    for node in nodes.values():
+        if node.ignition is None:
+            continue
+        paths = {f["path"] for f in node.ignition.get("storage", {}).get("files", [])}
+        ours = {p for p in paths if p.startswith(("/etc/keepalived", "/etc/haproxy", "/etc/coredns", "/etc/NetworkManager"))}
+        ours |= {p for p in paths if p.startswith("/etc/kubernetes/manifests/") and any(k in p for k in ("keepalived", "haproxy", "coredns"))}
+        assert ours == set(), ours
+
+
+def test_integrated_routers_are_placed_by_node_name(integrated):
+    import yaml
+
+    nodes, infra_id = integrated
+    full = nodes[f"{infra_id}-bootstrap"].ignition
+    manifest = next(f for f in full["storage"]["files"] if f["path"].endswith("default-ingresscontroller.yaml"))
+    values = yaml.safe_load(assembly.file_contents(manifest))["spec"]["nodePlacement"]["nodeSelector"]["matchExpressions"][0]["values"]
+    assert values == [f"{infra_id}-worker-{i}" for i in range(3)]
