@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import yaml
+
 from tests.conftest import ROOT, ignition_validate
 
 
@@ -17,7 +19,8 @@ def test_plan_of_the_dev_stack(tmp_path):
     out = tmp_path / "plan"
     result = plan("--stack", "dev", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    assert "ocp4-master-0" in result.stdout and "in all" in result.stdout
+    infra_id = json.loads((out / "outputs.json").read_text())["infraId"]
+    assert f"{infra_id}-master-0" in result.stdout and "in all" in result.stdout
     # What a reviewer looks for first: endpoints and everything open beyond the machine network.
     assert "API       https://api.ocp4.osd2019.local:6443  VIP 10.0.0.5  floating IP 203.0.113." in result.stdout
     beyond = result.stdout.split("open beyond the machine network")[1].split("\n\n")[0].splitlines()[1:]
@@ -36,13 +39,19 @@ def test_plan_of_the_dev_stack(tmp_path):
     outputs = json.loads((out / "outputs.json").read_text())
     assert outputs["kubeconfig"] == "[secret]" and outputs["apiVip"] == "10.0.0.5"
     nodes = {path.name for path in (out / "nodes").iterdir()}
-    assert {"ocp4-bootstrap", "ocp4-master-0", "ocp4-worker-1"} <= nodes
-    master = out / "nodes/ocp4-master-0"
-    assert (master / "files/etc/hostname").read_text() == "ocp4-master-0\n"
+    assert {f"{infra_id}-bootstrap", f"{infra_id}-master-0", f"{infra_id}-worker-1"} <= nodes
+    master = out / f"nodes/{infra_id}-master-0"
+    assert (master / "files/etc/hostname").read_text() == f"{infra_id}-master-0\n"
     assert json.loads((master / "user_data").read_text())["ignition"]["version"] == "3.2.0"
-    result = ignition_validate((out / "nodes/ocp4-bootstrap/ignition.json").read_text(), tmp_path)
+    result = ignition_validate((out / f"nodes/{infra_id}-bootstrap/ignition.json").read_text(), tmp_path)
     assert result.returncode == 0, result.stdout
-    assert (out / "nodes/ocp4-bootstrap/files/usr/local/bin/bootkube.sh").is_file()
+    assert (out / f"nodes/{infra_id}-bootstrap/files/usr/local/bin/bootkube.sh").is_file()
+    # Integrated mode: an example MachineSet, filled in from the stack, for the Machine API after install.
+    machineset = yaml.safe_load((out / "machinesets/worker.yaml").read_text())
+    provider = machineset["spec"]["template"]["spec"]["providerSpec"]["value"]
+    assert (machineset["spec"]["replicas"], provider["flavor"], provider["image"]) == (0, "worker", "rhcos")
+    assert provider["securityGroups"] == [{"name": f"{infra_id}-worker"}] and provider["serverGroupName"] == f"{infra_id}-worker"
+    assert provider["networks"][0]["subnets"][0]["filter"]["tags"] == f"openshiftClusterID={infra_id}"
 
 
 def test_plan_with_pre_generated_assets(tmp_path):
@@ -84,20 +93,21 @@ def test_plan_files_are_private_and_carry_options(tmp_path):
     assert any(urn.endswith("::ocp4-control-plane-master-0") for urn in resources["ocp4-control-plane-master-1"]["options"]["dependsOn"])
 
 
-def edited_stack(tmp_path, old: str, new: str):
+def edited_stack(tmp_path, old: str, new: str, stack: str = "dev"):
     directory = tmp_path / "edited"
     directory.mkdir(exist_ok=True)
-    path = directory / "Pulumi.dev.yaml"  # the same stack: the same resource names
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    path = directory / f"Pulumi.{stack}.yaml"  # the same stack: the same resource names
+    text = (ROOT / f"Pulumi.{stack}.yaml").read_text()
     assert old in text
     path.write_text(text.replace(old, new))
     return path
 
 
 def test_preview_of_an_edit_from_a_deployed_plan(tmp_path):
+    # Standalone: every node's CoreDNS forwards to the nameservers, so every user_data would change.
     deployed = tmp_path / "deployed"
-    assert plan("--stack", "dev", "--out", str(deployed)).returncode == 0
-    stack = edited_stack(tmp_path, "- 10.20.0.1", "- 10.20.0.2")
+    assert plan("--stack", "standalone", "--out", str(deployed)).returncode == 0
+    stack = edited_stack(tmp_path, "- 10.20.0.1", "- 10.20.0.2", "standalone")
     result = plan("--config-file", str(stack), "--from", str(deployed), "--out", str(tmp_path / "next"))
     assert result.returncode == 0, result.stderr
     changes = {c["name"]: c for c in json.loads((tmp_path / "next/changes.json").read_text())}
