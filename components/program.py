@@ -10,7 +10,7 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
-from cluster.config import NAMESPACE, ClusterConfig, ConfigError, load_config
+from cluster.config import ClusterConfig, ConfigError, load_config
 from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
 
 
