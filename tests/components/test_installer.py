@@ -6,7 +6,7 @@ import yaml
 
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
-from tests.conftest import PULL_SECRET, ROOT, run, stack_config
+from tests.conftest import PULL_SECRET, ROOT, run, stack_config, with_section
 from tools.mock_run import is_secret, unwrap
 
 
@@ -33,10 +33,21 @@ def test_installer_command_runs_once(dev_run):
     assert "stdout" in command.outputs and RECORD_FILE in unbundle(command.outputs["stdout"])
 
 
-def test_install_config(dev_run):
+def test_install_config_of_the_integrated_dev_stack(dev_run):
     document = install_config_of(dev_run)
+    # UPI on OpenStack: the plural VIP lists, never the deprecated apiVIP/ingressVIP/machinesSubnet.
+    assert document["platform"] == {
+        "openstack": {"cloud": "openstack", "apiVIPs": ["10.0.0.5"], "ingressVIPs": ["10.0.0.7"], "externalNetwork": "external"}
+    }
+    environment = unwrap(installer_command(dev_run).inputs["environment"])
+    assert (environment["PLATFORM"], environment["OS_CLOUD"], environment["RELEASE_COMPONENTS"]) == ("openstack", "openstack", "")
+
+
+def test_install_config(standalone_run):
+    document = install_config_of(standalone_run)
     assert document["metadata"]["name"] == "ocp4" and document["baseDomain"] == "osd2019.local"
     assert document["platform"] == {"none": {}}
+    assert unwrap(installer_command(standalone_run).inputs["environment"])["PLATFORM"] == "none"
     assert document["networking"]["machineNetwork"] == [{"cidr": "10.0.0.0/16"}]
     assert document["controlPlane"]["replicas"] == 3
     assert document["compute"][0]["replicas"] == 0  # the machines are ours; see cluster/installer.py
@@ -72,3 +83,26 @@ def test_pre_generated_assets_are_read_into_the_state_once():
     metadata = (ROOT / "samples/installer/ocp4/metadata.json").read_text()
     assert program_run.outputs["infraId"] in metadata
     assert program_run.secret_outputs >= {"kubeconfig", "kubeadminPassword"}
+
+
+def test_install_config_options_users_ask_for():
+    bundle = "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+    config = stack_config(
+        "dev",
+        clusterNetwork={"cidr": "10.132.0.0/14", "hostPrefix": 24},
+        serviceNetwork="172.31.0.0/16",
+        fips="true",
+        capabilities={"baselineCapabilitySet": "None", "additionalEnabledCapabilities": ["marketplace"]},
+        imageDigestSources=[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab/ocp/release"]}],
+    )
+    config = with_section(config, "openstack", caBundle=bundle)
+    program_run = run(config)
+    document = install_config_of(program_run)
+    assert document["networking"]["clusterNetwork"] == [{"cidr": "10.132.0.0/14", "hostPrefix": 24}]
+    assert document["networking"]["serviceNetwork"] == ["172.31.0.0/16"]
+    assert document["fips"] is True
+    assert document["capabilities"] == {"baselineCapabilitySet": "None", "additionalEnabledCapabilities": ["marketplace"]}
+    assert document["imageDigestSources"] == [{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab/ocp/release"]}]
+    # The cloud's CA: trusted cluster-wide, and handed to the installer for its own calls to the cloud.
+    assert bundle in document["additionalTrustBundle"] and document["additionalTrustBundlePolicy"] == "Always"
+    assert unwrap(installer_command(program_run).inputs["environment"])["CLOUD_CA_BUNDLE"] == bundle
