@@ -56,9 +56,10 @@ USER_DATA_LIMIT = 16 * 1024
 
 # --- helpers, shared with test_networking_tools.py ---------------------------------------
 
-def dev_config(workers: int | None = None, bootstrap: bool | None = None, **networking: Any) -> ClusterConfig:
-    """The dev stack, optionally with another worker count, bootstrap switch or networking keys."""
-    raw = dict(read_stack_file(REPO / "Pulumi.dev.yaml").config)
+def standalone_config(workers: int | None = None, bootstrap: bool | None = None, **networking: Any) -> ClusterConfig:
+    """The standalone stack (the one whose nodes get this networking), optionally with another
+    worker count, bootstrap switch or networking keys."""
+    raw = dict(read_stack_file(REPO / "Pulumi.standalone.yaml").config)
     raw["ocp:pullSecret"] = '{"auths":{}}'
     for key, field, value in (("workers", "count", workers), ("bootstrap", "enabled", bootstrap)):
         if value is not None:
@@ -145,7 +146,7 @@ def resolve(corefile: str, qname: str, qtype: str = "A") -> str | None:
 # --- VRRP ------------------------------------------------------------------------------------
 
 def test_vrids_are_distinct_in_range_and_follow_the_infra_id_not_the_name():
-    config = dev_config()
+    config = standalone_config()
     for n in range(500):
         ids = vrids(config, ClusterIdentity(f"ocp4-{n:05x}", b"s"))
         assert ids["api"] != ids["ingress"]
@@ -160,13 +161,13 @@ def test_vrids_are_distinct_in_range_and_follow_the_infra_id_not_the_name():
 
 
 def test_vrid_overrides_and_the_derived_one_steps_aside():
-    derived = vrids(dev_config(), IDENTITY)
-    assert vrids(dev_config(apiVrid=7), IDENTITY)["api"] == 7
-    assert vrids(dev_config(apiVrid=7), IDENTITY)["ingress"] != 7
-    clash = vrids(dev_config(ingressVrid=derived["api"]), IDENTITY)
+    derived = vrids(standalone_config(), IDENTITY)
+    assert vrids(standalone_config(apiVrid=7), IDENTITY)["api"] == 7
+    assert vrids(standalone_config(apiVrid=7), IDENTITY)["ingress"] != 7
+    clash = vrids(standalone_config(ingressVrid=derived["api"]), IDENTITY)
     assert clash["ingress"] == derived["api"] and clash["api"] != clash["ingress"]
-    assert vrids(dev_config(apiVrid=3, ingressVrid=4), IDENTITY) == {"api": 3, "ingress": 4}
-    overridden = dev_config(apiVrid=3, ingressVrid=4, workers=0)
+    assert vrids(standalone_config(apiVrid=3, ingressVrid=4), IDENTITY) == {"api": 3, "ingress": 4}
+    overridden = standalone_config(apiVrid=3, ingressVrid=4, workers=0)
     rendered = vrrp(overridden, plan_addresses(overridden).masters[0])
     assert (rendered["api"]["vrid"], rendered["ingress"]["vrid"]) == (3, 4)
 
@@ -190,12 +191,12 @@ def test_vrid_overrides_and_the_derived_one_steps_aside():
 )
 def test_settings_errors_name_the_key_and_say_what_to_write(networking, expected):
     with pytest.raises(ConfigError) as error:
-        dev_config(**networking)
+        standalone_config(**networking)
     assert any(problem.startswith(expected) for problem in error.value.problems), error.value.problems
 
 
 def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
-    config = dev_config(workers=0)
+    config = standalone_config(workers=0)
 
     def passwords(identity: ClusterIdentity, cfg: ClusterConfig = config) -> dict[str, str]:
         instances = vrrp(cfg, plan_addresses(cfg).masters[0], identity)
@@ -211,7 +212,7 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
 
 
 def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_master():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     bootstrap, master = vrrp(config, plan.bootstrap)["api"], vrrp(config, plan.masters[0])["api"]
     healthy_master = effective_priority(master, {"api_ready", "api_haproxy", "mcs_ready"})
@@ -233,7 +234,7 @@ def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_mas
 
 
 def test_the_machine_config_server_is_tracked_and_checked_every_second():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     for node, check in ((plan.bootstrap, "mcs_serving"), (plan.masters[0], "mcs_ready")):
         text = files_of(config, node)[KEEPALIVED_CONF].decode()
@@ -242,7 +243,7 @@ def test_the_machine_config_server_is_tracked_and_checked_every_second():
 
 
 def test_ingress_vip_only_where_a_router_answers():
-    config = dev_config()
+    config = standalone_config()
     worker = plan_addresses(config).workers[0]
     instances = vrrp(config, worker)
     assert set(instances) == {"ingress"}
@@ -256,21 +257,21 @@ def test_ingress_vip_only_where_a_router_answers():
 
 
 def test_compact_cluster_puts_ingress_on_the_masters():
-    compact = dev_config(workers=0)
+    compact = standalone_config(workers=0)
     plan = plan_addresses(compact)
     for master in plan.masters:
         instances = vrrp(compact, master)
         assert set(instances) == {"api", "ingress"}
         assert instances["ingress"]["vip"] == f"{plan.ingress_vip}/32"
         assert instances["ingress"]["peers"] == [slot.ip for slot in plan.master_slots if slot != master]
-    with_workers = dev_config()
+    with_workers = standalone_config()
     for master in plan_addresses(with_workers).masters:
         assert set(vrrp(with_workers, master)) == {"api"}
 
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_peers_are_the_other_slots_of_the_same_vip(workers):
-    config = dev_config(workers=workers)
+    config = standalone_config(workers=workers)
     plan = plan_addresses(config)
     api_candidates = [plan.bootstrap.ip] + [slot.ip for slot in plan.master_slots]
     ingress_candidates = [slot.ip for slot in plan.router_slots]
@@ -286,7 +287,7 @@ def test_peers_are_the_other_slots_of_the_same_vip(workers):
 
 
 def test_workers_beyond_the_router_slots_hold_no_vip():
-    config = dev_config(workers=5)
+    config = standalone_config(workers=5)
     plan = plan_addresses(config)
     assert [node.name for node in plan.router_slots] == ["ocp4-worker-0", "ocp4-worker-1", "ocp4-worker-2"]
     for worker in plan.workers[3:]:
@@ -298,7 +299,7 @@ def test_workers_beyond_the_router_slots_hold_no_vip():
 # --- DNS, haproxy, what each node gets ---------------------------------------------------
 
 def test_coredns_answers_the_cluster_names_and_forwards_the_rest():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     corefile = files_of(config, plan.masters[0])[COREFILE].decode()
     domain = config.cluster_domain
@@ -319,7 +320,7 @@ def test_coredns_answers_the_cluster_names_and_forwards_the_rest():
 
 
 def test_every_node_points_resolv_conf_at_its_own_coredns():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     for node in plan.nodes:
         additions = node_additions(config, plan, node, IDENTITY)
@@ -330,7 +331,7 @@ def test_every_node_points_resolv_conf_at_its_own_coredns():
 
 
 def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     files = files_of(config, plan.masters[0])
     cfg = files[HAPROXY_CFG].decode()
@@ -384,7 +385,7 @@ def test_templates_render_strictly():
 
 def test_what_each_role_gets():
     override = "registry.example.com/dns/coredns@sha256:" + "a" * 64
-    config = dev_config(images={"coredns": override})
+    config = standalone_config(images={"coredns": override})
     plan = plan_addresses(config)
     for node in every_node_kind(config):
         additions = node_additions(config, plan, node, IDENTITY)
@@ -415,16 +416,16 @@ def test_what_each_role_gets():
 
 
 def test_images_come_from_the_payload_unless_overridden():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     assert node_images(config, plan.masters[0], IDENTITY) == {name: (ref, "payload") for name, ref in PAYLOAD.items()}
     # A worker beyond the router slots runs CoreDNS only; a router slot keepalived too.
-    assert node_images(config, plan_addresses(dev_config(workers=5)).workers[4], IDENTITY) == {
+    assert node_images(config, plan_addresses(standalone_config(workers=5)).workers[4], IDENTITY) == {
         "coredns": (PAYLOAD["coredns"], "payload")
     }
     assert set(node_images(config, plan.workers[0], IDENTITY)) == {"coredns", "keepalived-ipfailover"}
     mirrored = "mirror.example.com/ocp/release@sha256:" + "b" * 64
-    overridden = dev_config(images={"haproxy-router": mirrored})
+    overridden = standalone_config(images={"haproxy-router": mirrored})
     images = node_images(overridden, plan.masters[0], IDENTITY)
     assert images["haproxy-router"] == (mirrored, "override")
     assert images["coredns"] == (PAYLOAD["coredns"], "payload")
@@ -433,7 +434,7 @@ def test_images_come_from_the_payload_unless_overridden():
 
 
 def test_an_image_in_neither_payload_nor_override_names_the_key_to_set():
-    config = dev_config(images={"coredns": "mirror.example.com/coredns:4.16"})
+    config = standalone_config(images={"coredns": "mirror.example.com/coredns:4.16"})
     plan = plan_addresses(config)
     partial = ClusterIdentity(IDENTITY.infra_id, IDENTITY.secret, RELEASE, {"keepalived-ipfailover": PAYLOAD["keepalived-ipfailover"]})
     with pytest.raises(ConfigError) as error:
@@ -446,7 +447,7 @@ def test_an_image_in_neither_payload_nor_override_names_the_key_to_set():
 
 def test_no_interface_name_in_any_rendered_file():
     """keepalived-run finds the interface at run time: nothing names one, not even br-ex."""
-    config = dev_config(workers=0)
+    config = standalone_config(workers=0)
     names = re.compile(r"\b(ens\d+|enp\d+s\d+|eth\d+|br-ex)\b")
     for node in every_node_kind(config):
         for path, contents in files_of(config, node).items():
@@ -454,11 +455,11 @@ def test_no_interface_name_in_any_rendered_file():
     conf = files_of(config, plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
     assert conf.count("interface $VRRP_INTERFACE\n") == 2
     assert "max_auto_priority -1\n" in conf
-    assert "advert_int 3\n" in files_of(dev_config(advertInt=3), plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
+    assert "advert_int 3\n" in files_of(standalone_config(advertInt=3), plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
 
 
 def test_networkmanager_leaves_resolv_conf_to_the_dispatcher_and_the_kubelet_waits_for_it():
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     for node in every_node_kind(config):
         files = files_of(config, node)
@@ -478,7 +479,7 @@ def _additions_by_node(config: ClusterConfig) -> dict[str, assembly.Additions]:
 
 
 def test_scaling_workers_or_dropping_the_bootstrap_changes_no_other_node():
-    variants = [dev_config(workers=n, bootstrap=b) for n in (1, 2, 5) for b in (True, False)]
+    variants = [standalone_config(workers=n, bootstrap=b) for n in (1, 2, 5) for b in (True, False)]
     rendered = [_additions_by_node(config) for config in variants]
     for first in rendered:
         for second in rendered:
@@ -487,7 +488,7 @@ def test_scaling_workers_or_dropping_the_bootstrap_changes_no_other_node():
 
 
 def test_compact_cluster_changes_only_the_masters_keepalived_conf():
-    compact, scaled = _additions_by_node(dev_config(workers=0)), _additions_by_node(dev_config(workers=2))
+    compact, scaled = _additions_by_node(standalone_config(workers=0)), _additions_by_node(standalone_config(workers=2))
     for name in compact.keys() & scaled.keys():
         before = {item.path: item for item in compact[name].files}
         after = {item.path: item for item in scaled[name].files}
@@ -497,7 +498,7 @@ def test_compact_cluster_changes_only_the_masters_keepalived_conf():
 
 
 def _digest() -> str:
-    config = dev_config(workers=0)
+    config = standalone_config(workers=0)
     additions = _additions_by_node(config).values()
     parts = [assembly.dumps(assembly.with_additions({}, item)) for item in additions]
     return hashlib.sha256("".join(parts).encode()).hexdigest()
@@ -540,7 +541,7 @@ def user_data(config: ClusterConfig, plan: AddressPlan, node: Node) -> str:
 
 def test_user_data_fits_16_kib_with_100_worker_slots(record_property):
     for workers in (0, 2):
-        config = dev_config(workers=workers)
+        config = standalone_config(workers=workers)
         plan = plan_addresses(config)
         assert len(plan.worker_slots) == 100
         for node in every_node_kind(config):

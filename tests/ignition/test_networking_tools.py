@@ -27,7 +27,7 @@ from ignition.networking import (
     REDIRECT_TABLE,
     node_additions,
 )
-from tests.ignition.test_networking import IDENTITY, dev_config, every_node_kind, files_of, pointer_like
+from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
 from tools import netns
 
 
@@ -45,7 +45,7 @@ NICS = {"bootstrap": "enp1s0", "master": "ens3", "worker": "eth0"}
 
 def _cases() -> list[tuple[str, ClusterConfig, Node]]:
     cases = []
-    for label, config in (("dev", dev_config()), ("compact", dev_config(workers=0))):
+    for label, config in (("dev", standalone_config()), ("compact", standalone_config(workers=0))):
         for node in every_node_kind(config):
             if label == "dev" or node.role == "master":
                 cases.append((f"{label}-{node.name}", config, node))
@@ -110,7 +110,7 @@ def test_keepalived_check_rejects_a_broken_config(tmp_path: Path):
     """The check above would notice: keepalived -t fails on a bad keyword, and on a config read
     without keepalived-run (no interface defined)."""
     need("keepalived", root=True)
-    config = dev_config()
+    config = standalone_config()
     node = plan_addresses(config).masters[0]
     text = files_of(config, node)[KEEPALIVED_CONF]
     broken, bare = tmp_path / "broken.conf", tmp_path / "bare.conf"
@@ -128,7 +128,7 @@ def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly
     (no peer answers) on the NIC; the address moves to br-ex as OVN-Kubernetes moves it, and
     keepalived follows it there with the VIP; SIGTERM leaves no VIP and no process."""
     need("keepalived", "sh", root=True)
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     node = plan.masters[0]
     with netns.lab("kr") as lab:
@@ -164,7 +164,7 @@ def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly
 
 def test_the_scripts_pass_shellcheck(tmp_path: Path):
     need("shellcheck")
-    config = dev_config()
+    config = standalone_config()
     files = files_of(config, plan_addresses(config).masters[0])
     paths = []
     for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, DISPATCHER):
@@ -177,7 +177,7 @@ def test_the_scripts_pass_shellcheck(tmp_path: Path):
 def test_systemd_accepts_the_kubelet_drop_in(tmp_path: Path):
     """systemd-analyze verify on a kubelet.service with the drop-in a node gets."""
     need("systemd-analyze")
-    config = dev_config()
+    config = standalone_config()
     files = files_of(config, plan_addresses(config).masters[0])
     units = tmp_path / "units"
     (units / "kubelet.service.d").mkdir(parents=True)
@@ -193,7 +193,7 @@ def test_systemd_accepts_the_kubelet_drop_in(tmp_path: Path):
 
 def test_haproxy_accepts_every_masters_config(tmp_path: Path):
     need("haproxy")
-    config = dev_config()
+    config = standalone_config()
     for master in plan_addresses(config).masters:
         cfg = tmp_path / f"{master.name}.cfg"
         cfg.write_bytes(files_of(config, master)[HAPROXY_CFG])
@@ -244,7 +244,7 @@ def test_api_vip_redirect_follows_haproxy_health(tmp_path: Path):
     (and works, for local clients) only while the health endpoint answers, and goes away
     without a trace."""
     need("nft", "curl", "sh", root=True)
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     files = files_of(config, plan.masters[0])
     script, env = tmp_path / "api-vip-redirect", tmp_path / "api-vip-redirect.env"
@@ -299,7 +299,7 @@ def test_api_vip_redirect_follows_haproxy_health(tmp_path: Path):
 def test_nft_accepts_the_rules_offline():
     """Syntax check without applying, for hosts where the namespace test is skipped."""
     need("nft")
-    config = dev_config()
+    config = standalone_config()
     files = files_of(config, plan_addresses(config).masters[0])
     script = files[REDIRECT_SCRIPT].decode()
     rules = script.split("<<RULES\n", 1)[1].split("\nRULES\n", 1)[0]
@@ -324,7 +324,7 @@ options edns0 trust-ad
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
     need(shell, "awk", "mktemp")
-    config = dev_config()
+    config = standalone_config()
     node = plan_addresses(config).masters[1]
     script = tmp_path / "30-local-dns"
     script.write_bytes(files_of(config, node)[DISPATCHER])
@@ -356,7 +356,7 @@ def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
 
 def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
     need("ignition-validate")
-    config = dev_config()
+    config = standalone_config()
     plan = plan_addresses(config)
     for node in every_node_kind(config):
         additions = assembly.hostname(node.name) + node_additions(config, plan, node, IDENTITY)

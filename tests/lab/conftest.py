@@ -1,4 +1,4 @@
-"""The lab (tools.lab) runs once per test session: every shape of the dev stack side by side.
+"""The lab (tools.lab) runs once per test session: every shape of the standalone stack side by side.
 
 Tests that need it skip, saying why, only when the machine cannot run it (not root, or a
 command missing)."""
@@ -36,7 +36,7 @@ def lab_session() -> LabSession:
     need_lab()
     started = time.monotonic()
     try:
-        runs = run_shapes(["--stack=dev"], list(SHAPES))
+        runs = run_shapes(["--stack=standalone"], list(SHAPES))
     except LabFailed as error:
         pytest.fail(str(error))
     _RAN.append(LabSession(dict(zip(SHAPES, runs, strict=True)), time.monotonic() - started))
@@ -45,7 +45,7 @@ def lab_session() -> LabSession:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for session in _RAN:
-        terminalreporter.write_sep("-", f"lab figures: the dev stack's shapes side by side, {session.wall_s:.0f} s")
+        terminalreporter.write_sep("-", f"lab figures: the standalone stack's shapes side by side, {session.wall_s:.0f} s")
         terminalreporter.write_line(report.as_text(list(session.runs.values())))
 
 

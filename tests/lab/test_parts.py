@@ -14,7 +14,7 @@ import pytest
 
 from cluster.addresses import plan_addresses
 from ignition.networking import KEEPALIVED_CONF
-from tests.ignition.test_networking import dev_config, files_of
+from tests.ignition.test_networking import standalone_config, files_of
 from tools.lab import report, runner
 from tools.lab.client import Probe, Sample, first_success
 from tools.lab.keepalived import Status, parse
@@ -23,7 +23,7 @@ from tools.lab.scenarios import Result, _path, takeover_budget, two_holders
 
 
 def _conf(role: str, workers: int | None = None) -> str:
-    config = dev_config(workers=workers)
+    config = standalone_config(workers=workers)
     plan = plan_addresses(config)
     node = {
         "bootstrap": plan.bootstrap,

@@ -1,4 +1,4 @@
-"""The lab's targets, per scenario and shape of the dev stack (docs/lab.md)."""
+"""The lab's targets, per scenario and shape of the standalone stack (docs/lab.md)."""
 
 from __future__ import annotations
 

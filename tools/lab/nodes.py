@@ -20,7 +20,7 @@ from cluster.config import load_config
 from ignition.networking import HAPROXY_CFG, KEEPALIVED_CONF
 from tools.lab.keepalived import KeepalivedConf, parse
 from tools.mock_run import run_program
-from tools.plan import stack_config, write_plan
+from tools.plan import PlanError, stack_config, write_plan
 
 # Node counts that differ from the stack's own ("as-is": none).
 SHAPES: dict[str, dict[str, int]] = {
@@ -96,4 +96,9 @@ def load_plan(stack: str | None, config_file: str | None, shape: str, out: Path)
         conf = files / KEEPALIVED_CONF.lstrip("/")
         if conf.is_file():
             nodes.append(LabNode(node.name, node.role, node.ip, files, parse(conf.read_text())))
+    if not nodes:
+        raise PlanError(
+            f"no node of stack {stack_name} runs this program's keepalived: the lab needs a stack whose nodes get "
+            "the on-node networking (ocp:openstack.mode standalone, or libvirt), e.g. --stack standalone"
+        )
     return LabPlan(stack_name, shape, addresses.network, addresses.gateway, tuple(nodes))
