@@ -221,8 +221,8 @@ def _grouped(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def _shown(reported: str, values: Mapping[str, Any]) -> str:
     if reported in _SECRET_KEYS:
         return "(secret)"
-    shown = values[reported] if list(values) == [reported] else dict(values)
-    text = "unset" if shown is None else json.dumps(shown, sort_keys=True)
+    shown = values[reported] if list(values) == [reported] else {k.removeprefix(f"{reported}."): v for k, v in values.items()}
+    text = "unset" if shown in (None, {}) else json.dumps(shown, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
