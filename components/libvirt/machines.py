@@ -18,7 +18,6 @@ deletes the old resource before creating the new one.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import pulumi

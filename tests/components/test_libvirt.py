@@ -150,7 +150,6 @@ def test_disks_are_copy_on_write_layers_over_the_base_image(kvm_run):
         "source": "/var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2",
         "format": "qcow2",
     }
-    contents = {r.parent: unwrap(r.inputs["content"]) for r in kvm_run.of_type(IGNITION)}
     for domain in kvm_run.of_type(DOMAIN):
         (disk,) = unwrap(domain.inputs["disks"])
         volume = volumes[disk["volumeId"]]

@@ -460,7 +460,6 @@ def test_no_interface_name_in_any_rendered_file():
 
 def test_networkmanager_leaves_resolv_conf_to_the_dispatcher_and_the_kubelet_waits_for_it():
     config = standalone_config()
-    plan = plan_addresses(config)
     for node in every_node_kind(config):
         files = files_of(config, node)
         nm = files[NM_CONF].decode()
