@@ -124,9 +124,10 @@ def test_keepalived_check_rejects_a_broken_config(tmp_path: Path):
 
 
 def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly(tmp_path: Path):
-    """A master with a VIP left on its NIC: removed before keepalived starts; the VIP taken
-    (no peer answers) on the NIC; the address moves to br-ex as OVN-Kubernetes moves it, and
-    keepalived follows it there with the VIP; SIGTERM leaves no VIP and no process."""
+    """A master with a VIP left on its NIC and a killed container's pid files: the VIP removed
+    and keepalived started all the same; the VIP taken (no peer answers) on the NIC; the
+    address moves to br-ex as OVN-Kubernetes moves it, and keepalived follows it there with
+    the VIP; SIGTERM leaves no VIP and no process."""
     need("keepalived", "sh", root=True)
     config = standalone_config()
     plan = plan_addresses(config)
@@ -136,6 +137,11 @@ def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly
         lab.attach(namespace, "ens3", f"{node.ip}/16")
         lab.run(namespace, ["ip", "addr", "add", f"{plan.ingress_vip}/32", "dev", "ens3"], check=True)
         runner = Runner(lab, namespace, files_of(config, node), tmp_path)
+        # A killed container's pid files, naming a live process: keepalived must start all the same.
+        squatter = lab.start(namespace, ["sleep", "60"])
+        runner.run_dir.mkdir()
+        for name in ("keepalived.pid", "vrrp.pid"):
+            (runner.run_dir / name).write_text(f"{squatter.pid}\n")
         runner.start()
         _wait_for(lambda: f"removed VIP {plan.ingress_vip}/32 from ens3" in runner.text(), "the stale VIP to go")
         _wait_for(lambda: f" ens3    inet {plan.api_vip}/32" in addresses(lab, namespace), "the VIP on ens3")
@@ -156,6 +162,8 @@ def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly
         assert runner.process is not None
         runner.process.terminate()
         runner.process.wait(timeout=10)
+        squatter.kill()
+        squatter.wait()
         assert str(plan.api_vip) not in addresses(lab, namespace)
         assert not runner.alive()
         assert netns.processes_in(set(lab.created.values())) == []

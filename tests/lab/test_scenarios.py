@@ -7,10 +7,10 @@ from tools.lab.runner import LabRun
 from tools.lab.scenarios import SCENARIOS
 
 WHOLE_LAB_LIMIT_S = 300
-# The target is zero, and most runs meet it; about one shape-run in fifteen loses a single
-# request in flight at the very instant a process dies or a link drops (haproxy in TCP mode
-# cannot replay a request it already sent). One such request is tolerated so that CI is not
-# a coin toss; two or more fail the test. docs/lab.md reports the measured frequency.
+# The target is zero. A request whose TCP connection is open at the instant the VIP's MAC
+# changes (a new holder's gratuitous ARP, a former holder coming back) reaches a node that
+# has no such connection and is reset: 12 such requests in 36 shape-runs (docs/lab.md), never
+# two in one scenario. One is tolerated so that CI is not a coin toss; two or more fail.
 STRAY_REQUESTS = 1
 
 
@@ -72,6 +72,7 @@ def test_a_dead_mcs_moves_the_vip_and_new_nodes_still_get_their_config(lab_run: 
 def test_a_restarted_keepalived_leaves_no_stale_vip(lab_run: LabRun):
     result = lab_run.result("keepalived-restart")
     assert result.figures["stale_vips_removed"] >= 1
+    assert result.figures["keepalived_running"] == 1
     assert result.two_holders_s == 0
     assert result.answers_s is not None and result.answers_s <= lab_run.budget_s
     assert result.failed_outside <= STRAY_REQUESTS
@@ -81,7 +82,7 @@ def test_hard_kill_takeover_within_target(lab_run: LabRun):
     result = lab_run.result("holder-killed")
     assert result.holder_after in lab_run.of_role("master") and result.holder_after != result.holder_before
     assert result.answers_s is not None and result.answers_s <= lab_run.budget_s
-    assert result.failed_outside == 0
+    assert result.failed_outside <= STRAY_REQUESTS
 
 
 def test_unhealthy_api_loses_the_vip(lab_run: LabRun):

@@ -432,6 +432,8 @@ def keepalived_restart(bed: Testbed) -> Result:
     with log.open() as text:
         text.seek(before)
         result.figures["stale_vips_removed"] = float(text.read().count("removed VIP "))
+    # 1: the restarted keepalived runs (pid files of the killed one must not stop it).
+    result.figures["keepalived_running"] = float(node.running(KEEPALIVED) and node.keepalived.healthy())
     return result
 
 
