@@ -200,7 +200,7 @@ class Workers(RoleBase):
     count: Annotated[int, Field(ge=0, le=500)] = 2
     # Addresses (and DNS names, VRRP peers) are reserved for this many workers up front, so
     # scaling within it changes nothing on any existing node. Each slot adds ~90 bytes to every
-    # node's user_data (CoreDNS hosts, VRRP peers); 500 keeps masters well inside 16 KiB.
+    # node's user_data (CoreDNS hosts); 500 keeps masters inside the 24 KiB budget (ignition/nodes.py).
     max_count: Annotated[int, Field(ge=1, le=500)] = 100
 
 

@@ -29,7 +29,9 @@ from ignition import assembly
 from ignition.assembly import Additions, File, NodeIgnition
 
 MCS_PLAIN_PORT = 22624
-USER_DATA_LIMIT = 16 * 1024
+# This project's budget, half of Nova's (65535 bytes of base64, about 48 KiB of JSON): a master
+# with 500 reserved worker slots needs about 19.3 KB (docs/networking.md, sizes).
+USER_DATA_LIMIT = 24 * 1024
 SHIM_LIMIT = 4 * 1024
 SCHEDULER_MANIFEST = "/opt/openshift/manifests/cluster-scheduler-02-config.yml"
 # The installer's documented way to shape the default IngressController at install time.

@@ -37,12 +37,14 @@ from typing import Any
 import pulumi
 import yaml
 
-from cluster.addresses import plan_addresses
-from cluster.config import load_config
+from cluster.addresses import plan_addresses, server_name
+from cluster.config import ClusterConfig, load_config
+from cluster.installer import InstallerAssets, unbundle
 from cluster.firewall import exposure_table
 from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
+from ignition.networking import node_images
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
@@ -188,6 +190,29 @@ def deployed_state(directory: str | None) -> Engine | None:
     return deployed_from(json.loads(path.read_text()))
 
 
+def node_images_of(settings: ClusterConfig, run: ProgramRun) -> dict[str, dict[str, dict[str, str]]]:
+    """Which images each node runs and where each came from (the release payload the installer
+    recorded, or ocp:networking.images): this program's own on-node networking only."""
+    if settings.integrated:
+        return {}
+    command = next((r for r in run.resources if r.type == "command:local:Command" and r.name == "installer-run"), None)
+    if command is None:
+        return {}
+    identity = InstallerAssets.from_files(unbundle(command.outputs["stdout"])).identity
+    plan = plan_addresses(settings)
+    return {
+        server_name(settings, node, identity.infra_id): {
+            name: {"image": image, "source": source} for name, (image, source) in node_images(settings, node, identity).items()
+        }
+        for node in plan.nodes
+    }
+
+
+def images_summary(images: dict[str, dict[str, dict[str, str]]]) -> list[str]:
+    distinct = sorted({(name, entry["image"], entry["source"]) for per_node in images.values() for name, entry in per_node.items()})
+    return [f"  {name:<22} {image} ({source})" for name, image, source in distinct]
+
+
 def exposure(config: dict[str, str]) -> list[str]:
     """Every rule open beyond the machine network, with why (cluster/firewall.py)."""
     settings = load_config(config)
@@ -215,6 +240,9 @@ def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], not
     width = max((len(node.hostname) for node in nodes), default=0)
     for node in nodes:
         lines.append(f"  {node.hostname:<{width}}  {node.ip or '-':<15}  user_data {len(node.user_data.encode()):6d} B")
+    images = node_images_of(load_config(config), run)
+    if images:
+        lines += ["", "images of this program's on-node networking (per node: images.json):", *images_summary(images)]
     if run.warnings:
         lines += ["", "warnings:", *[f"  {warning}" for warning in run.warnings]]
     return "\n".join(lines)
@@ -246,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         nodes = write_plan(run, staging)
         settings = load_config(config)
+        images = node_images_of(settings, run)
+        if images:
+            _write(staging / "images.json", json.dumps(images, indent=2, sort_keys=True) + "\n")
         if settings.integrated:
             _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump(worker_machineset(settings, run.outputs["infraId"]), sort_keys=False))
         if engine is not None:

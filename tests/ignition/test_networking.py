@@ -41,6 +41,7 @@ from ignition.networking import (
     node_images,
     vrids,
 )
+from ignition.nodes import USER_DATA_LIMIT
 from ignition.render import render
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +52,6 @@ PAYLOAD = {
     for name, digit in (("keepalived-ipfailover", "1"), ("haproxy-router", "2"), ("coredns", "3"))
 }
 IDENTITY = ClusterIdentity("ocp4-x7k2p", b"cluster secret one", RELEASE, PAYLOAD)
-USER_DATA_LIMIT = 16 * 1024
 
 
 # --- helpers, shared with test_networking_tools.py ---------------------------------------
@@ -538,7 +538,7 @@ def user_data(config: ClusterConfig, plan: AddressPlan, node: Node) -> str:
     return assembly.dumps(assembly.with_additions(pointer_like(node.role), additions))
 
 
-def test_user_data_fits_16_kib_with_100_worker_slots(record_property):
+def test_user_data_fits_the_budget_with_100_worker_slots(record_property):
     for workers in (0, 2):
         config = standalone_config(workers=workers)
         plan = plan_addresses(config)
@@ -549,3 +549,11 @@ def test_user_data_fits_16_kib_with_100_worker_slots(record_property):
             print(f"user_data with {workers} workers, {node.name}: {size} bytes")
             assert size < USER_DATA_LIMIT, (node.name, size)
     assert len(json.dumps(pointer_like("master"))) in range(1800, 2400)
+
+
+def test_the_most_worker_slots_the_config_allows_still_fit_the_budget():
+    config = standalone_config(workers=2)
+    config = config.model_copy(update={"workers": config.workers.model_copy(update={"max_count": 500})})
+    plan = plan_addresses(config)
+    sizes = {node.name: len(user_data(config, plan, node).encode()) for node in every_node_kind(config)}
+    assert max(sizes.values()) < USER_DATA_LIMIT, sizes

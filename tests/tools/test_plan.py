@@ -144,3 +144,19 @@ def test_preview_later_refuses_a_bootstrap_from_expired_configs(tmp_path):
     torn_down = edited_stack(tmp_path, "    enabled: true", "    enabled: false")
     result = plan("--config-file", str(torn_down), "--from", str(deployed), "--at", "+21h", "--out", str(tmp_path / "n2"))
     assert result.returncode == 0, result.stderr
+
+
+def test_the_plan_shows_which_images_each_node_runs_and_where_they_came_from(tmp_path):
+    override = "registry.lab/haproxy@sha256:" + "c" * 64
+    stack = edited_stack(tmp_path, "  ocp:installer:\n", f"  ocp:networking:\n    images:\n      haproxy-router: {override}\n  ocp:installer:\n", "standalone")
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    images = json.loads((tmp_path / "p/images.json").read_text())
+    assert images["ocp4-master-0"]["haproxy-router"] == {"image": override, "source": "override"}
+    keepalived = images["ocp4-master-0"]["keepalived-ipfailover"]
+    assert keepalived["source"] == "payload" and "@sha256:" in keepalived["image"]
+    assert "haproxy-router" not in images["ocp4-worker-0"]  # only masters run haproxy
+    assert f"haproxy-router         {override} (override)" in result.stdout
+    # Integrated mode: the MCO brings its own; the plan lists none of ours.
+    assert plan("--stack", "dev", "--out", str(tmp_path / "d")).returncode == 0
+    assert not (tmp_path / "d/images.json").exists()
