@@ -184,8 +184,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
                 raise pulumi.RunError(f"installer-run: {result.stderr.strip()}")
             return result.stdout
         install_config = environment["INSTALL_CONFIG"]
-        if environment.get("PLATFORM") == "openstack" and hasattr(sample_installer, "manifests"):  # TEMPORARY until the fake learns openstack
-            # create manifests, the UPI edits, create ignition-configs
+        if environment.get("PLATFORM") == "openstack":  # create manifests, the UPI edits, create ignition-configs
             manifests = upi_manifests(sample_installer.manifests(install_config))
             files = sample_installer.ignition_configs(install_config, manifests)
         else:

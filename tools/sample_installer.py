@@ -1,4 +1,4 @@
-"""A deterministic FAKE `openshift-install create ignition-configs` (platform none).
+"""A deterministic FAKE `openshift-install create manifests | ignition-configs` (platform none or openstack).
 
 Tests and the offline plan use it instead of the real installer.  The output has
 the shape of real openshift-install 4.12 output (Ignition spec 3.2.0), but every
@@ -11,6 +11,7 @@ the install-config.  Nothing in it is a secret:
   which PEM parsers skip.
 
 Usage:
+    python -m tools.sample_installer create manifests --dir DIR          (then edit or delete manifests)
     python -m tools.sample_installer create ignition-configs --dir DIR
     python -m tools.sample_installer version
     python -m tools.sample_installer write-samples --out DIR --install-config FILE
@@ -27,7 +28,7 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 
 import yaml
 
@@ -245,6 +246,11 @@ class _Cluster:
     control_plane_replicas: int
     compute_replicas: int
     install_config: dict[str, Any]
+    # platform: openstack (UPI on OpenStack); "none" otherwise.
+    platform: str = "none"
+    cloud: str = ""
+    api_vips: tuple[str, ...] = ()
+    ingress_vips: tuple[str, ...] = ()
 
     @property
     def domain(self) -> str:
@@ -257,6 +263,15 @@ class _Cluster:
     @property
     def api_int(self) -> str:
         return f"api-int.{self.domain}"
+
+    @property
+    def openstack(self) -> bool:
+        return self.platform == "openstack"
+
+    @property
+    def mcs_host(self) -> str:
+        """Where pointer configs fetch from: the API VIP on OpenStack (its MCS cert carries it)."""
+        return self.api_vips[0] if self.openstack else self.api_int
 
     @property
     def has_proxy(self) -> bool:
@@ -300,6 +315,18 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
     clusters = networking.get("clusterNetwork") or [{"cidr": "10.128.0.0/14", "hostPrefix": 23}]
     _cidrs([n["cidr"] for n in clusters], "networking.clusterNetwork")
     compute = config.get("compute") or [{"name": "worker", "replicas": 3}]
+    platform = config.get("platform") or {"none": {}}
+    openstack = platform.get("openstack") if isinstance(platform, dict) else None
+    vips: dict[str, tuple[str, ...]] = {"apiVIPs": (), "ingressVIPs": ()}
+    if openstack is not None:
+        for singular in ("apiVIP", "ingressVIP", "machinesSubnet"):
+            if singular in openstack:
+                raise ValueError(f"install-config: platform.openstack.{singular} is deprecated: use the plural lists")
+        for key in vips:
+            values = openstack.get(key) or []
+            if not values:
+                raise ValueError(f"install-config: platform.openstack.{key} is required")
+            vips[key] = tuple(str(ipaddress.ip_address(v)) for v in values)
     return _Cluster(
         name=str(name),
         base_domain=str(base_domain),
@@ -316,6 +343,10 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
         control_plane_replicas=int((config.get("controlPlane") or {}).get("replicas", 3)),
         compute_replicas=sum(int(pool.get("replicas", 3)) for pool in compute),
         install_config=config,
+        platform="openstack" if openstack is not None else "none",
+        cloud=str((openstack or {}).get("cloud") or ""),
+        api_vips=vips["apiVIPs"],
+        ingress_vips=vips["ingressVIPs"],
     )
 
 
@@ -394,7 +425,8 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
         ),
         # Real platform-none installs: the MCS cert names only the internal API host.
         "machine-config-server": dict(
-            cn="system:machine-config-server", org=None, signer="root-ca", usages=server, dns=[cluster.api_int]
+            cn="system:machine-config-server", org=None, signer="root-ca", usages=server, dns=[cluster.api_int],
+            ips=list(cluster.api_vips),  # on-prem platforms: the API VIP too
         ),
     }
     certs = dict(signers)
@@ -493,7 +525,7 @@ def _pointer_ignition(cluster: _Cluster, role: str, root_ca: str) -> bytes:
     return _json(
         {
             "ignition": {
-                "config": {"merge": [{"source": f"https://{cluster.api_int}:22623/config/{role}"}]},
+                "config": {"merge": [{"source": f"https://{cluster.mcs_host}:22623/config/{role}"}]},
                 "security": {"tls": {"certificateAuthorities": [{"source": _DATA_URL + _b64(root_ca)}]}},
                 "version": IGNITION_VERSION,
             }
@@ -761,7 +793,73 @@ def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, di
         m["manifests/user-ca-bundle-config.yaml"] = _config_map(
             "user-ca-bundle", "openshift-config", {"ca-bundle.crt": cluster.trust_bundle}
         )
+    if cluster.openstack:
+        m.update(_openstack_manifests(cluster))
     return m
+
+
+def _openstack_manifests(cluster: _Cluster) -> dict[str, dict[str, Any]]:
+    """What `create manifests` adds for platform openstack: the platform in the Infrastructure
+    object, the cloud provider's config, the cloud credentials (a FAKE clouds.yaml) and the
+    Machine API's machines, which a UPI install deletes."""
+    infra = cluster.infra_id
+    clouds = _yaml({"clouds": {cluster.cloud: {"auth": {"auth_url": "https://keystone.fake.invalid:5000/v3",
+                   "username": "fake", "password": "FAKE-not-a-password", "project_name": "fake"},
+                   "region_name": "fake", "comment": FAKE_MARKER}}})
+    m: dict[str, dict[str, Any]] = {
+        "manifests/cluster-infrastructure-02-config.yml": _config_object(
+            "Infrastructure",
+            {"cloudConfig": {"key": "config", "name": "cloud-provider-config"}, "platformSpec": {"type": "OpenStack"}},
+            {
+                "apiServerInternalURI": f"https://{cluster.api_int}:6443",
+                "apiServerURL": f"https://{cluster.api}:6443",
+                "controlPlaneTopology": _topology(cluster.control_plane_replicas),
+                "cpuPartitioning": "None",
+                "etcdDiscoveryDomain": "",
+                "infrastructureName": infra,
+                "infrastructureTopology": _topology(cluster.compute_replicas or cluster.control_plane_replicas),
+                "platform": "OpenStack",
+                "platformStatus": {
+                    "type": "OpenStack",
+                    "openstack": {
+                        "apiServerInternalIPs": list(cluster.api_vips),
+                        "ingressIPs": list(cluster.ingress_vips),
+                        "cloudName": cluster.cloud,
+                        "loadBalancer": {"type": "OpenShiftManagedDefault"},
+                    },
+                },
+            },
+        ),
+        "manifests/cloud-provider-config.yaml": _config_map(
+            "cloud-provider-config", "openshift-config", {"config": f"[Global]\nuse-clouds = true\nclouds-file = /etc/openstack/secret/clouds.yaml\ncloud = {cluster.cloud}\n"}
+        ),
+        "openshift/99_cloud-creds-secret.yaml": _secret("openstack-credentials", "kube-system", {"clouds.yaml": clouds}),
+        "openshift/99_openshift-cluster-api_worker-machineset-0.yaml": _machine_api_object(
+            "MachineSet", f"{infra}-worker-0", cluster, "worker"
+        ),
+        "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml": _machine_api_object(
+            "ControlPlaneMachineSet", "cluster", cluster, "master"
+        ),
+    }
+    for index in range(cluster.control_plane_replicas):
+        m[f"openshift/99_openshift-cluster-api_master-machines-{index}.yaml"] = _machine_api_object(
+            "Machine", f"{infra}-master-{index}", cluster, "master"
+        )
+    return m
+
+
+def _machine_api_object(kind: str, name: str, cluster: _Cluster, role: str) -> dict[str, Any]:
+    api = "machine.openshift.io/v1" if kind == "ControlPlaneMachineSet" else "machine.openshift.io/v1beta1"
+    provider = {"apiVersion": "machine.openshift.io/v1alpha1", "kind": "OpenstackProviderSpec", "cloudName": cluster.cloud,
+                "serverGroupName": f"{cluster.infra_id}-{role}", "securityGroups": [{"name": f"{cluster.infra_id}-{role}"}]}
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "openshift-machine-api",
+                     "labels": {"machine.openshift.io/cluster-api-cluster": cluster.infra_id,
+                                "machine.openshift.io/cluster-api-machine-role": role}},
+        "spec": {"providerSpec": {"value": provider}},
+    }
 
 
 # --------------------------------------------------------------------------- bootstrap node text
@@ -849,9 +947,7 @@ def _ign_file(path: str, data: str | bytes, mode: int) -> dict[str, Any]:
     }
 
 
-def _bootstrap_files(
-    cluster: _Cluster, pki: _PKI, kubeconfigs: dict[str, str], password_hash: str
-) -> list[dict[str, Any]]:
+def _bootstrap_files(cluster: _Cluster, pki: _PKI, kubeconfigs: dict[str, str], manifest_files: Mapping[str, bytes]) -> list[dict[str, Any]]:
     values = {"RELEASE_IMAGE": RELEASE_IMAGE, "INSTALLER_VERSION": INSTALLER_VERSION}
     files = [
         _ign_file(f"/usr/local/bin/{name}", _fill(_stand_in_script(name), **values), _MODE_SCRIPT)
@@ -880,12 +976,43 @@ def _bootstrap_files(
         files.append(_ign_file(f"/opt/openshift/tls/{name}.crt", bundle, _MODE_SECRET))
     files.append(_ign_file("/opt/openshift/tls/service-account.key", pki.service_account.key, _MODE_SECRET))
     files.append(_ign_file("/opt/openshift/tls/service-account.pub", pki.service_account.public_pem, _MODE_SECRET))
-    for path, doc in _manifests(cluster, pki, password_hash).items():
-        files.append(_ign_file(f"/opt/openshift/{path}", _yaml(doc), _MODE_FILE))
+    for path, data in manifest_files.items():
+        files.append(_ign_file(f"/opt/openshift/{path}", data, _MODE_FILE))
     return files
 
 
 # --------------------------------------------------------------------------- public API
+
+
+@dataclass(frozen=True)
+class _Install:
+    """Everything one install-config determines: the same for `create manifests` and
+    `create ignition-configs`, so the two steps agree as the real installer's do."""
+
+    cluster: _Cluster
+    pki: _PKI
+    rand: _Rand
+    password: str
+    password_hash: str
+
+
+def _install(install_config_yaml: str) -> _Install:
+    rand = _Rand(hashlib.sha256(install_config_yaml.encode()).digest())
+    try:
+        cluster = _parse(install_config_yaml, rand)
+    except (KeyError, TypeError, AttributeError) as err:  # e.g. a network entry without "cidr"
+        raise ValueError(f"install-config has an unexpected shape: {err!r}") from err
+    password = _kubeadmin_password(rand)
+    # Stands in for the bcrypt hash the installer stores; only its shape matters here.
+    password_hash = "$2a$10$" + rand.text("kubeadmin-hash", _BCRYPT_ALPHABET, 53)
+    return _Install(cluster, _pki(cluster, rand), rand, password, password_hash)
+
+
+def manifests(install_config_yaml: str) -> dict[str, bytes]:
+    """What `create manifests --dir D` writes into D/manifests and D/openshift, by relative path.
+    Raises ValueError like generate()."""
+    install = _install(install_config_yaml)
+    return {path: _yaml(doc).encode() for path, doc in _manifests(install.cluster, install.pki, install.password_hash).items()}
 
 
 def generate(install_config_yaml: str) -> dict[str, bytes]:
@@ -895,12 +1022,14 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
     Raises ValueError for an install-config that is not a YAML mapping, lacks metadata.name or
     baseDomain, is otherwise malformed, has invalid network CIDRs or a pullSecret that is not JSON.
     """
-    rand = _Rand(hashlib.sha256(install_config_yaml.encode()).digest())
-    try:
-        cluster = _parse(install_config_yaml, rand)
-    except (KeyError, TypeError, AttributeError) as err:  # e.g. a network entry without "cidr"
-        raise ValueError(f"install-config has an unexpected shape: {err!r}") from err
-    pki = _pki(cluster, rand)
+    return ignition_configs(install_config_yaml, manifests(install_config_yaml))
+
+
+def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """What `create ignition-configs` writes given the manifests in its directory (as `create
+    manifests` wrote them, minus what the caller deleted, plus what it edited)."""
+    install = _install(install_config_yaml)
+    cluster, pki = install.cluster, install.pki
     certs, bundles = pki.certs, pki.bundles
     server_ca = bundles["kube-apiserver-complete-server-ca-bundle"]
     admin, kubelet = certs["admin-kubeconfig-client"], certs["kubelet-client"]
@@ -912,9 +1041,7 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
         "kubelet": _kubeconfig(cluster, api_int, server_ca, "kubelet", kubelet),
         "loopback": _kubeconfig(cluster, "https://localhost:6443", localhost_ca, "loopback", admin),
     }
-    password = _kubeadmin_password(rand)
-    # Stands in for the bcrypt hash the installer stores; only its shape matters here.
-    password_hash = "$2a$10$" + rand.text("kubeadmin-hash", _BCRYPT_ALPHABET, 53)
+    password = install.password
     bootstrap = {
         # Empty objects mirror Go's encoding of the installer's non-pointer structs.
         "ignition": {
@@ -925,10 +1052,12 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
             "version": IGNITION_VERSION,
         },
         "passwd": {"users": [_core_user(cluster)]},
-        "storage": {"files": _bootstrap_files(cluster, pki, kubeconfigs, password_hash)},
+        "storage": {"files": _bootstrap_files(cluster, pki, kubeconfigs, manifest_files)},
         "systemd": {"units": _units()},
     }
-    metadata = {"clusterName": cluster.name, "clusterID": cluster.cluster_id, "infraID": cluster.infra_id}
+    metadata: dict[str, Any] = {"clusterName": cluster.name, "clusterID": cluster.cluster_id, "infraID": cluster.infra_id}
+    if cluster.openstack:
+        metadata["openstack"] = {"cloud": cluster.cloud, "identifier": {"openshiftClusterID": cluster.infra_id}}
     root_ca = certs["root-ca"].cert
     return {
         "bootstrap.ign": _json(bootstrap),
@@ -978,7 +1107,7 @@ def _parser() -> _Parser:
     parser = _Parser(prog="python -m tools.sample_installer", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     create = commands.add_parser("create", help="like openshift-install create (ignition-configs only)")
-    create.add_argument("asset", choices=["ignition-configs"])
+    create.add_argument("asset", choices=["manifests", "ignition-configs"])
     create.add_argument("--dir", type=Path, default=Path("."), help="assets directory holding install-config.yaml")
     # Accepted so callers can pass the real installer's flag; logging is not simulated.
     create.add_argument("--log-level", choices=["debug", "info", "warn", "error"], default="info")
@@ -989,19 +1118,60 @@ def _parser() -> _Parser:
     return parser
 
 
+STATE_FILE = ".openshift_install_state.json"
+
+
+def _install_config_in(directory: Path) -> str:
+    """The install-config of a --dir: the file, or (after `create manifests` consumed it) the state."""
+    source = directory / "install-config.yaml"
+    if source.is_file():
+        return source.read_text()
+    state = directory / STATE_FILE
+    if state.is_file():
+        text = json.loads(state.read_text()).get("install-config")
+        if text:
+            return text
+    raise _UsageError(f"cannot read install-config: no {source}")
+
+
+def _manifests_in(directory: Path, text: str) -> dict[str, bytes] | None:
+    """The manifests `create manifests` left in --dir, as the caller left them; None if there are none."""
+    found = {
+        str(path.relative_to(directory)): path.read_bytes()
+        for sub in ("manifests", "openshift")
+        if (directory / sub).is_dir()
+        for path in (directory / sub).iterdir()
+        if path.is_file()
+    }
+    if not found:
+        return None
+    order = [name for name in manifests(text) if name in found]
+    return {name: found[name] for name in order + sorted(set(found) - set(order))}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command == "version":
             print(f"openshift-install {INSTALLER_VERSION} ({FAKE_MARKER})\nrelease image {release_images()['release']}")
             return 0
-        source = args.dir / "install-config.yaml" if args.command == "create" else args.install_config
+        if args.command == "create":
+            text = _install_config_in(args.dir)
+            source = args.dir / "install-config.yaml"
+        else:
+            source = args.install_config
+            try:
+                text = source.read_text()
+            except OSError as err:
+                raise _UsageError(f"cannot read install-config: {err}") from err
         try:
-            text = source.read_text()
-        except OSError as err:
-            raise _UsageError(f"cannot read install-config: {err}") from err
-        try:
-            files = generate(text)
+            if args.command == "create" and args.asset == "manifests":
+                files = manifests(text)
+            elif args.command == "create":
+                existing = _manifests_in(args.dir, text)
+                files = generate(text) if existing is None else ignition_configs(text, existing)
+            else:
+                files = generate(text)
         except ValueError as err:
             raise _UsageError(f"invalid install-config {source}: {err}") from err
     except _UsageError as err:
@@ -1009,8 +1179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "create":
         write_files(files, args.dir)
-        (args.dir / ".openshift_install_state.json").write_text("{}")
-        source.unlink()  # the real installer consumes install-config.yaml too
+        (args.dir / STATE_FILE).write_text(json.dumps({"install-config": text}))
+        source.unlink(missing_ok=True)  # the real installer consumes install-config.yaml too
     else:
         write_files(files, args.out)
     return 0

@@ -196,7 +196,7 @@ def test_cli_consumes_install_config(tmp_path: Path) -> None:
     (tmp_path / "install-config.yaml").write_text(DEV_CONFIG)
     assert sample_installer.main(["create", "ignition-configs", "--dir", str(tmp_path)]) == 0
     assert not (tmp_path / "install-config.yaml").exists()
-    assert json.loads((tmp_path / ".openshift_install_state.json").read_text()) == {}
+    assert json.loads((tmp_path / ".openshift_install_state.json").read_text()) == {"install-config": DEV_CONFIG}
     for name, content in sample_installer.generate(DEV_CONFIG).items():
         assert (tmp_path / name).read_bytes() == content
 
@@ -250,3 +250,61 @@ def test_committed_samples_are_current() -> None:
     sample_dir = REPO_ROOT / "samples" / "installer" / "ocp4"
     for name, content in sample_installer.generate(DEV_CONFIG).items():
         assert (sample_dir / name).read_bytes() == content, f"regenerate {name} with write-samples"
+
+
+OPENSTACK_CONFIG = DEV_CONFIG.replace(
+    "platform:\n  none: {}\n",
+    "platform:\n  openstack:\n    cloud: openstack\n    apiVIPs: [10.0.0.5]\n    ingressVIPs: [10.0.0.7]\n    externalNetwork: external\n",
+)
+
+
+def bootstrap_paths(files: dict[str, bytes]) -> set[str]:
+    return {entry["path"] for entry in json.loads(files["bootstrap.ign"])["storage"]["files"]}
+
+
+def test_openstack_manifests_carry_the_machines_a_upi_install_deletes():
+    assert OPENSTACK_CONFIG != DEV_CONFIG
+    found = sample_installer.manifests(OPENSTACK_CONFIG)
+    assert {f"openshift/99_openshift-cluster-api_master-machines-{i}.yaml" for i in range(3)} <= set(found)
+    assert {"openshift/99_openshift-cluster-api_worker-machineset-0.yaml", "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml",
+            "openshift/99_cloud-creds-secret.yaml", "manifests/cloud-provider-config.yaml"} <= set(found)
+    infrastructure = yaml.safe_load(found["manifests/cluster-infrastructure-02-config.yml"])
+    assert infrastructure["status"]["platformStatus"]["openstack"]["apiServerInternalIPs"] == ["10.0.0.5"]
+    assert sample_installer.generate(OPENSTACK_CONFIG) == sample_installer.ignition_configs(OPENSTACK_CONFIG, found)
+
+
+def test_openstack_cli_manifests_then_deletions_then_ignition_configs(tmp_path: Path) -> None:
+    (tmp_path / "install-config.yaml").write_text(OPENSTACK_CONFIG)
+    assert sample_installer.main(["create", "manifests", "--dir", str(tmp_path)]) == 0
+    assert not (tmp_path / "install-config.yaml").exists()
+    for path in (tmp_path / "openshift").glob("99_openshift-cluster-api_master-machines-*.yaml"):
+        path.unlink()
+    assert sample_installer.main(["create", "ignition-configs", "--dir", str(tmp_path)]) == 0
+    files = {name: (tmp_path / name).read_bytes() for name in sample_installer.OUTPUT_FILES}
+    paths = bootstrap_paths(files)
+    assert not any("master-machines" in p for p in paths)
+    assert "/opt/openshift/openshift/99_openshift-cluster-api_worker-machineset-0.yaml" in paths
+    assert "/opt/openshift/openshift/99_cloud-creds-secret.yaml" in paths  # the bootstrap config holds the credentials
+    pointer = json.loads(files["master.ign"])
+    assert pointer["ignition"]["config"]["merge"] == [{"source": "https://10.0.0.5:22623/config/master"}]
+    metadata = json.loads(files["metadata.json"])
+    assert metadata["openstack"]["identifier"] == {"openshiftClusterID": metadata["infraID"]}
+
+
+def test_openstack_rejects_the_deprecated_singular_vips():
+    with pytest.raises(ValueError, match="deprecated"):
+        sample_installer.generate(OPENSTACK_CONFIG.replace("apiVIPs: [10.0.0.5]", "apiVIP: 10.0.0.5"))
+
+
+def test_openstack_mcs_certificate_names_the_api_vip():
+    files = sample_installer.generate(OPENSTACK_CONFIG)
+    entry = next(e for e in json.loads(files["bootstrap.ign"])["storage"]["files"] if e["path"] == "/opt/openshift/tls/machine-config-server.crt")
+    import base64
+
+    pem = base64.b64decode(entry["contents"]["source"].split(",", 1)[1]).decode()
+    der = base64.b64decode("".join(line for line in pem.splitlines() if not line.startswith("-----")))
+    assert bytes([0x87, 4, 10, 0, 0, 5]) in der  # an iPAddress SAN: 10.0.0.5
+
+
+def test_platform_none_output_is_unchanged_by_the_split():
+    assert sample_installer.generate(DEV_CONFIG) == sample_installer.ignition_configs(DEV_CONFIG, sample_installer.manifests(DEV_CONFIG))
