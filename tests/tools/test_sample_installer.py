@@ -308,3 +308,15 @@ def test_openstack_mcs_certificate_names_the_api_vip():
 
 def test_platform_none_output_is_unchanged_by_the_split():
     assert sample_installer.generate(DEV_CONFIG) == sample_installer.ignition_configs(DEV_CONFIG, sample_installer.manifests(DEV_CONFIG))
+
+
+def test_the_sample_install_config_is_what_the_program_renders():
+    from cluster.addresses import plan_addresses
+    from cluster.config import load_config
+    from cluster.installer import render_install_config
+    from tests.conftest import stack_config
+    from tools.plan import SAMPLE_PULL_SECRET
+
+    config = load_config({**stack_config("standalone"), "ocp:pullSecret": SAMPLE_PULL_SECRET})
+    rendered = render_install_config(config, plan_addresses(config), SAMPLE_PULL_SECRET)
+    assert "\n".join(line for line in DEV_CONFIG.splitlines() if not line.startswith("#")) + "\n" == rendered
