@@ -255,8 +255,9 @@ def settle(bed: Testbed, timeout: float = STEP_TIMEOUT) -> float | None:
 
 
 def bring_up(bed: Testbed) -> Result:
-    """Everything starts; the API VIP goes to the bootstrap (masters' APIs and MCSs still
-    down), the masters' come up, and the VIP stays on the bootstrap (100 beats a master's 85)."""
+    """The bootstrap starts, then the rest (masters boot from its MCS, so never before it
+    serves); the API VIP goes to the bootstrap (masters' APIs and MCSs still down), the
+    masters' come up, and the VIP stays on the bootstrap (100 beats a master's 85)."""
     bootstrap = [bed.nodes[node.name] for node in bed.plan.of_role("bootstrap")]
     masters = [bed.nodes[node.name] for node in bed.plan.of_role("master")]
     for node in bed.nodes.values():
@@ -265,11 +266,20 @@ def bring_up(bed: Testbed) -> Result:
             master_control_plane = bootstrap and standin in (API, MCS) and node.node.role == "master"
             node.standins.set(standin, STOPPED if master_control_plane else HEALTHY)
 
-    def start_the_rest() -> None:
-        for node in bed.nodes.values():
+    def start(nodes) -> None:
+        for node in nodes:
             for service in node.services:
                 if not node.running(service):
                     node.start(service)
+
+    def start_the_rest() -> None:
+        # As on real nodes: the masters boot from the bootstrap's machine config server, so
+        # their keepalived starts only once the bootstrap serves (and holds the API VIP).
+        start(bootstrap)
+        if bootstrap:
+            names = {node.node.name for node in bootstrap}
+            wait_until(lambda: bool(bed.holders.current("api") & names), 30, "the bootstrap to hold the API VIP")
+        start(bed.nodes.values())
 
     with Observation(bed, "bring-up", "api", baseline=False) as observation:
         observation.fault(start_the_rest)
