@@ -78,7 +78,6 @@ class BootstrapHelper(pulumi.ComponentResource):
         super().__init__("ocp:openstack:BootstrapHelper", name, None, opts)
         config, plan = cluster.config, cluster.plan
         helper = config.bootstrap.helper
-        assert config.openstack is not None
         child = pulumi.ResourceOptions(parent=self)
         group = security_group(name, cluster, "helper", helper_rules(config, plan), self)
         port = openstack.networking.Port(
@@ -105,7 +104,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         if helper.floating_ip:
             floating_ip = openstack.networking.FloatingIp(
                 f"{name}-fip",
-                pool=config.openstack.external_network,
+                pool=cluster.openstack.external_network,
                 port_id=port.id,
                 tags=cluster.tags,
                 opts=child,

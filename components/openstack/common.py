@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from cluster.addresses import AddressPlan, Node, server_name
-from cluster.config import ClusterConfig
+from cluster.config import ClusterConfig, OpenStack
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class ClusterContext:
     def tags(self) -> pulumi.Output[list[str]]:
         # The installer's tag, so tools that look for `openshiftClusterID` find our resources.
         return self.infra_id.apply(lambda infra_id: [f"openshiftClusterID={infra_id}", *self.config.tags])
+
+    @property
+    def openstack(self) -> OpenStack:
+        """The `ocp:openstack` section, which the config model requires on this platform."""
+        assert self.config.openstack is not None
+        return self.config.openstack
 
     def server_name(self, node: Node) -> pulumi.Output[str]:
         """A node's server (and port, and host) name: see cluster.addresses.server_name."""

@@ -100,7 +100,7 @@ def server(
 
 
 def _additional_networks(cluster: ClusterContext) -> tuple[str, ...]:
-    return cluster.config.openstack.additional_network_ids if cluster.config.openstack else ()
+    return cluster.openstack.additional_network_ids
 
 
 class MachineSet(pulumi.ComponentResource):

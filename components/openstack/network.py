@@ -14,8 +14,7 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ocp:openstack:Network", name, None, opts)
         config, plan = cluster.config, cluster.plan
-        assert config.openstack is not None
-        existing = config.openstack.existing_network
+        existing = cluster.openstack.existing_network
         if existing is not None:
             # The user's subnet: its DHCP pool is theirs to keep clear of our fixed addresses.
             self.subnet = Subnet(existing.network_id, existing.subnet_id)
@@ -48,7 +47,7 @@ class Network(pulumi.ComponentResource):
                 opts=child,
             )
             external = openstack.networking.get_network_output(
-                name=config.openstack.external_network, opts=pulumi.InvokeOutputOptions(parent=self)
+                name=cluster.openstack.external_network, opts=pulumi.InvokeOutputOptions(parent=self)
             )
             router = openstack.networking.Router(
                 f"{name}-router",

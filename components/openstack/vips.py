@@ -30,8 +30,7 @@ class VipPorts(pulumi.ComponentResource):
         super().__init__("ocp:openstack:VipPorts", name, None, opts)
         # The API VIP sits on the bootstrap or a master (both in the master group), the
         # Ingress VIP on a router node (in the ingress group, wherever the routers run).
-        openstack_config = cluster.config.openstack
-        assert openstack_config is not None
+        openstack_config = cluster.openstack
         floating = {}
         for vip, address, choice, group in (
             ("api", cluster.plan.api_vip, openstack_config.api_floating_ip, security.master),
@@ -59,10 +58,9 @@ class VipPorts(pulumi.ComponentResource):
         if choice == "none":
             return pulumi.Output.from_input(None)
         if choice == "create":
-            assert cluster.config.openstack is not None
             created = openstack.networking.FloatingIp(
                 f"{name}-fip",
-                pool=cluster.config.openstack.external_network,
+                pool=cluster.openstack.external_network,
                 port_id=port.id,
                 description=port.name,
                 tags=cluster.tags,
