@@ -12,11 +12,10 @@ from cluster.day2 import installed_plan
 from components.installer import Installer
 from components.openstack.bootstrap import Bootstrap
 from components.openstack.common import ClusterContext
-from components.openstack.control_plane import ControlPlane
+from components.openstack.machines import MachineSet, control_plane, workers
 from components.openstack.network import Network
 from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
-from components.openstack.workers import Workers
 from components.outputs import ClusterOutputs
 from components.node_configs import NodeConfigs
 
@@ -62,23 +61,17 @@ class OpenStackCluster(pulumi.ComponentResource):
                 installer.assets.apply(lambda assets: assets.identity),
                 child,
             )
-        ControlPlane(
-            f"{name}-control-plane",
-            cluster,
-            network.subnet,
-            {node.name: security.of(cluster, node) for node in plan.masters},
-            nodes.user_data_of(plan.masters),
-            child,
-        )
-        if plan.workers:
-            Workers(
-                f"{name}-workers",
-                cluster,
-                network.subnet,
-                {node.name: security.of(cluster, node) for node in plan.workers},
-                nodes.user_data_of(plan.workers),
-                child,
-            )
+        for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
+            if role.nodes:
+                MachineSet(
+                    component,
+                    role,
+                    cluster,
+                    network.subnet,
+                    {node.name: security.of(cluster, node) for node in role.nodes},
+                    nodes.user_data_of(role.nodes),
+                    child,
+                )
         self.outputs = ClusterOutputs.build(
             config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 import pulumi
@@ -103,6 +104,32 @@ def _additional_networks(cluster: ClusterContext) -> tuple[str, ...]:
     return cluster.openstack.additional_network_ids
 
 
+@dataclass(frozen=True)
+class MachineRole:
+    """What differs between the control plane and the workers, as data."""
+
+    type_token: str
+    name: str  # master, worker: the installer's group names
+    nodes: Sequence[Node]
+    settings: RoleBase
+    # The VIPs these nodes may hold: without them in allowed_address_pairs Neutron drops the traffic.
+    vips: Sequence[IPv4Address]
+    # Nova honours soft anti-affinity only between servers it already placed.
+    one_at_a_time: bool
+
+
+def control_plane(cluster: ClusterContext) -> MachineRole:
+    """Masters: one after the other; they hold the API VIP, and the Ingress VIP when they run the routers."""
+    plan = cluster.plan
+    return MachineRole("ocp:openstack:ControlPlane", "master", plan.masters, cluster.config.masters, (plan.api_vip, plan.ingress_vip), True)
+
+
+def workers(cluster: ClusterContext) -> MachineRole:
+    """Workers: in parallel; scaling within workers.maxCount touches nothing else."""
+    plan = cluster.plan
+    return MachineRole("ocp:openstack:Workers", "worker", plan.workers, cluster.config.workers, (plan.ingress_vip,), False)
+
+
 class MachineSet(pulumi.ComponentResource):
     """Ports, servers and the server group of one role."""
 
@@ -110,20 +137,17 @@ class MachineSet(pulumi.ComponentResource):
 
     def __init__(
         self,
-        type_token: str,
         name: str,
-        role_name: str,
+        machine_role: MachineRole,
         cluster: ClusterContext,
-        nodes: Sequence[Node],
-        role: RoleBase,
-        vips: Sequence[IPv4Address],
         subnet: Subnet,
         security_groups: dict[str, pulumi.Input[Sequence[str]]],
         user_data: dict[str, pulumi.Output[str]],
-        one_at_a_time: bool,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(type_token, name, None, opts)
+        super().__init__(machine_role.type_token, name, None, opts)
+        role_name, nodes, role = machine_role.name, machine_role.nodes, machine_role.settings
+        vips, one_at_a_time = machine_role.vips, machine_role.one_at_a_time
         group = openstack.compute.ServerGroup(
             f"{name}-server-group",
             name=cluster.named(role_name),  # the installer's <infraID>-master / -worker
