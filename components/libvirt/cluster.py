@@ -11,10 +11,9 @@ from cluster.config import ClusterConfig
 from components.installer import Installer
 from components.libvirt.bootstrap import Bootstrap
 from components.libvirt.common import ClusterContext
-from components.libvirt.control_plane import ControlPlane
+from components.libvirt.machines import MachineSet
 from components.libvirt.network import Network
 from components.libvirt.volumes import BaseVolume
-from components.libvirt.workers import Workers
 from components.outputs import ClusterOutputs
 from components.node_configs import NodeConfigs
 
@@ -48,23 +47,24 @@ class LibvirtCluster(pulumi.ComponentResource):
             Bootstrap(
                 f"{name}-bootstrap", cluster, network.attachment, base.volume_id, nodes.user_data(plan.bootstrap), child
             )
-        ControlPlane(
-            f"{name}-control-plane",
-            cluster,
-            network.attachment,
-            base.volume_id,
-            nodes.user_data_of(plan.masters),
-            child,
-        )
-        if plan.workers:
-            Workers(
-                f"{name}-workers",
-                cluster,
-                network.attachment,
-                base.volume_id,
-                nodes.user_data_of(plan.workers),
-                child,
-            )
+        # Masters and workers: the role as data (no anti-affinity to honour on one host, no ordering).
+        for component, token, nodes_of_role, size in (
+            (f"{name}-control-plane", "ocp:libvirt:ControlPlane", plan.masters, config.masters),
+            (f"{name}-workers", "ocp:libvirt:Workers", plan.workers, config.workers),
+        ):
+            if nodes_of_role:
+                MachineSet(
+                    token,
+                    component,
+                    cluster,
+                    nodes_of_role,
+                    size,
+                    network.attachment,
+                    base.volume_id,
+                    nodes.user_data_of(nodes_of_role),
+                    autostart=True,
+                    opts=child,
+                )
         # No floating IPs on libvirt: clients reach the VIPs on the machine network (docs/libvirt.md).
         self.outputs = ClusterOutputs.build(config, plan, installer.assets)
         self.register_outputs(self.outputs.as_dict())
