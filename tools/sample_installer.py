@@ -230,6 +230,18 @@ def _issue(
 
 
 @dataclass(frozen=True)
+class _OpenStack:
+    """platform.openstack of the install-config."""
+
+    cloud: str
+    api_vips: tuple[str, ...]
+    ingress_vips: tuple[str, ...]
+    external_network: str
+    cluster_os_image: str
+    load_balancer: str  # OpenShiftManagedDefault, or UserManaged
+
+
+@dataclass(frozen=True)
 class _Cluster:
     name: str
     base_domain: str
@@ -246,11 +258,7 @@ class _Cluster:
     control_plane_replicas: int
     compute_replicas: int
     install_config: dict[str, Any]
-    # platform: openstack (UPI on OpenStack); "none" otherwise.
-    platform: str = "none"
-    cloud: str = ""
-    api_vips: tuple[str, ...] = ()
-    ingress_vips: tuple[str, ...] = ()
+    openstack: _OpenStack | None = None  # None: platform none
 
     @property
     def domain(self) -> str:
@@ -265,13 +273,17 @@ class _Cluster:
         return f"api-int.{self.domain}"
 
     @property
-    def openstack(self) -> bool:
-        return self.platform == "openstack"
+    def api_vips(self) -> tuple[str, ...]:
+        return self.openstack.api_vips if self.openstack else ()
 
     @property
     def mcs_host(self) -> str:
-        """Where pointer configs fetch from: the API VIP on OpenStack (its MCS cert carries it)."""
-        return self.api_vips[0] if self.openstack else self.api_int
+        """Where pointer configs fetch from: the first API VIP on OpenStack, whose MCS
+        certificate carries it, unless the user runs the load balancer; api-int otherwise."""
+        if self.openstack and self.openstack.load_balancer != "UserManaged":
+            vip = ipaddress.ip_address(self.openstack.api_vips[0])
+            return f"[{vip}]" if vip.version == 6 else str(vip)
+        return self.api_int
 
     @property
     def has_proxy(self) -> bool:
@@ -317,16 +329,6 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
     compute = config.get("compute") or [{"name": "worker", "replicas": 3}]
     platform = config.get("platform") or {"none": {}}
     openstack = platform.get("openstack") if isinstance(platform, dict) else None
-    vips: dict[str, tuple[str, ...]] = {"apiVIPs": (), "ingressVIPs": ()}
-    if openstack is not None:
-        for singular in ("apiVIP", "ingressVIP", "machinesSubnet"):
-            if singular in openstack:
-                raise ValueError(f"install-config: platform.openstack.{singular} is deprecated: use the plural lists")
-        for key in vips:
-            values = openstack.get(key) or []
-            if not values:
-                raise ValueError(f"install-config: platform.openstack.{key} is required")
-            vips[key] = tuple(str(ipaddress.ip_address(v)) for v in values)
     return _Cluster(
         name=str(name),
         base_domain=str(base_domain),
@@ -343,10 +345,37 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
         control_plane_replicas=int((config.get("controlPlane") or {}).get("replicas", 3)),
         compute_replicas=sum(int(pool.get("replicas", 3)) for pool in compute),
         install_config=config,
-        platform="openstack" if openstack is not None else "none",
-        cloud=str((openstack or {}).get("cloud") or ""),
+        openstack=None if openstack is None else _openstack(openstack),
+    )
+
+
+def _openstack(section: Any) -> _OpenStack:
+    """platform.openstack, with the installer's defaults; the deprecated singular keys refused."""
+    if not isinstance(section, dict):
+        raise ValueError("install-config: platform.openstack must be a mapping")
+    for singular, plural in (("apiVIP", "apiVIPs"), ("ingressVIP", "ingressVIPs"), ("machinesSubnet", "controlPlanePort")):
+        if singular in section:
+            raise ValueError(f"install-config: platform.openstack.{singular} is deprecated: use {plural}")
+    vips: dict[str, tuple[str, ...]] = {}
+    for key in ("apiVIPs", "ingressVIPs"):
+        values = section.get(key)
+        if not values or not isinstance(values, list):
+            raise ValueError(f"install-config: platform.openstack.{key} is required (a list of addresses)")
+        try:
+            vips[key] = tuple(str(ipaddress.ip_address(v)) for v in values)
+        except ValueError as err:
+            raise ValueError(f"install-config: platform.openstack.{key}: {err}") from err
+    if set(vips["apiVIPs"]) & set(vips["ingressVIPs"]):
+        raise ValueError("install-config: platform.openstack.apiVIPs and ingressVIPs must differ")
+    load_balancer = str((section.get("loadBalancer") or {}).get("type") or "OpenShiftManagedDefault")
+    return _OpenStack(
+        # Without a name the installer takes $OS_CLOUD, then "openstack"; a fake reads no environment.
+        cloud=str(section.get("cloud") or "openstack"),
         api_vips=vips["apiVIPs"],
         ingress_vips=vips["ingressVIPs"],
+        external_network=str(section.get("externalNetwork") or ""),
+        cluster_os_image=str(section.get("clusterOSImage") or ""),
+        load_balancer=load_balancer,
     )
 
 
@@ -423,10 +452,11 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
             org="system:serviceaccounts:openshift-machine-config-operator",
             signer="kubelet-bootstrap-kubeconfig-signer", usages=client,
         ),
-        # Real platform-none installs: the MCS cert names only the internal API host.
+        # Platform none: only api-int. OpenStack: the API VIPs too (as IP and, like the
+        # installer, as DNS names), so pointer configs can fetch from the VIP by address.
         "machine-config-server": dict(
-            cn="system:machine-config-server", org=None, signer="root-ca", usages=server, dns=[cluster.api_int],
-            ips=list(cluster.api_vips),  # on-prem platforms: the API VIP too
+            cn="system:machine-config-server", org=None, signer="root-ca", usages=server,
+            dns=[cluster.api_int, *cluster.api_vips], ips=list(cluster.api_vips),
         ),
     }
     certs = dict(signers)
@@ -589,11 +619,50 @@ def _proxy_manifest(cluster: _Cluster) -> dict[str, Any]:
     spec: dict[str, Any] = {
         key: cluster.proxy[key] for key in ("httpProxy", "httpsProxy", "noProxy") if cluster.proxy.get(key)
     }
-    spec["trustedCA"] = {"name": "user-ca-bundle" if cluster.has_proxy and cluster.trust_bundle else ""}
+    # The bundle becomes the cluster's trusted CA with a proxy, or when the policy says Always.
+    trusted = cluster.trust_bundle and (cluster.has_proxy or cluster.install_config.get("additionalTrustBundlePolicy") == "Always")
+    spec["trustedCA"] = {"name": "user-ca-bundle" if trusted else ""}
     status = {key: value for key, value in spec.items() if key in ("httpProxy", "httpsProxy")}
     if cluster.has_proxy:
         status["noProxy"] = _no_proxy(cluster)
     return _config_object("Proxy", spec, status)
+
+
+def _infrastructure(cluster: _Cluster) -> dict[str, Any]:
+    spec: dict[str, Any] = {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}}
+    platform: dict[str, Any] = {"type": "None"}
+    if cluster.openstack:
+        api, ingress = list(cluster.openstack.api_vips), list(cluster.openstack.ingress_vips)
+        spec = {
+            "cloudConfig": {"key": "config", "name": "cloud-provider-config"},
+            "platformSpec": {
+                "type": "OpenStack",
+                "openstack": {"apiServerInternalIPs": api, "ingressIPs": ingress, "machineNetworks": cluster.machine_networks},
+            },
+        }
+        platform = {
+            "type": "OpenStack",
+            "openstack": {
+                "apiServerInternalIP": api[0],
+                "apiServerInternalIPs": api,
+                "ingressIP": ingress[0],
+                "ingressIPs": ingress,
+                "loadBalancer": {"type": cluster.openstack.load_balancer},
+                "machineNetworks": cluster.machine_networks,
+            },
+        }
+    status = {
+        "apiServerInternalURI": f"https://{cluster.api_int}:6443",
+        "apiServerURL": f"https://{cluster.api}:6443",
+        "controlPlaneTopology": _topology(cluster.control_plane_replicas),
+        "cpuPartitioning": "None",
+        "etcdDiscoveryDomain": "",
+        "infrastructureName": cluster.infra_id,
+        "infrastructureTopology": _topology(cluster.compute_replicas or cluster.control_plane_replicas),
+        "platform": platform["type"],
+        "platformStatus": platform,
+    }
+    return _config_object("Infrastructure", spec, status)
 
 
 def _core_user(cluster: _Cluster) -> dict[str, Any]:
@@ -648,21 +717,7 @@ def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, di
         "manifests/cluster-dns-02-config.yml": _config_object(
             "DNS", {"baseDomain": cluster.domain, "platform": {"aws": None, "type": ""}}
         ),
-        "manifests/cluster-infrastructure-02-config.yml": _config_object(
-            "Infrastructure",
-            {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}},
-            {
-                "apiServerInternalURI": f"https://{cluster.api_int}:6443",
-                "apiServerURL": f"https://{cluster.api}:6443",
-                "controlPlaneTopology": _topology(cluster.control_plane_replicas),
-                "cpuPartitioning": "None",
-                "etcdDiscoveryDomain": "",
-                "infrastructureName": cluster.infra_id,
-                "infrastructureTopology": _topology(cluster.compute_replicas or cluster.control_plane_replicas),
-                "platform": "None",
-                "platformStatus": {"type": "None"},
-            },
-        ),
+        "manifests/cluster-infrastructure-02-config.yml": _infrastructure(cluster),
         "manifests/cluster-ingress-02-config.yml": _config_object(
             "Ingress", {"domain": f"apps.{cluster.domain}", "loadBalancer": {"platform": {"type": ""}}}, {}
         ),
@@ -799,66 +854,151 @@ def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, di
 
 
 def _openstack_manifests(cluster: _Cluster) -> dict[str, dict[str, Any]]:
-    """What `create manifests` adds for platform openstack: the platform in the Infrastructure
-    object, the cloud provider's config, the cloud credentials (a FAKE clouds.yaml) and the
-    Machine API's machines, which a UPI install deletes."""
-    infra = cluster.infra_id
-    clouds = _yaml({"clouds": {cluster.cloud: {"auth": {"auth_url": "https://keystone.fake.invalid:5000/v3",
-                   "username": "fake", "password": "FAKE-not-a-password", "project_name": "fake"},
-                   "region_name": "fake", "comment": FAKE_MARKER}}})
+    """What `create manifests` adds for platform openstack: the cloud provider's config, the
+    cloud credentials (a FAKE clouds.yaml) and the Machine API objects a UPI install deletes."""
+    assert cluster.openstack is not None
+    infra, replicas = cluster.infra_id, cluster.control_plane_replicas
     m: dict[str, dict[str, Any]] = {
-        "manifests/cluster-infrastructure-02-config.yml": _config_object(
-            "Infrastructure",
-            {"cloudConfig": {"key": "config", "name": "cloud-provider-config"}, "platformSpec": {"type": "OpenStack"}},
-            {
-                "apiServerInternalURI": f"https://{cluster.api_int}:6443",
-                "apiServerURL": f"https://{cluster.api}:6443",
-                "controlPlaneTopology": _topology(cluster.control_plane_replicas),
-                "cpuPartitioning": "None",
-                "etcdDiscoveryDomain": "",
-                "infrastructureName": infra,
-                "infrastructureTopology": _topology(cluster.compute_replicas or cluster.control_plane_replicas),
-                "platform": "OpenStack",
-                "platformStatus": {
-                    "type": "OpenStack",
-                    "openstack": {
-                        "apiServerInternalIPs": list(cluster.api_vips),
-                        "ingressIPs": list(cluster.ingress_vips),
-                        "cloudName": cluster.cloud,
-                        "loadBalancer": {"type": "OpenShiftManagedDefault"},
+        "manifests/cloud-provider-config.yaml": _config_map(
+            "cloud-provider-config", "openshift-config", {"config": _cloud_provider_config(cluster.openstack)}
+        ),
+        "openshift/99_cloud-creds-secret.yaml": _secret(
+            "openstack-credentials", "kube-system",
+            {"clouds.yaml": _fake_clouds_yaml(cluster.openstack.cloud), "clouds.conf": _FAKE_CLOUDS_CONF},
+        ),
+        "openshift/99_role-cloud-creds-secret-reader.yaml": {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "openstack-creds-secret-reader", "namespace": "kube-system"},
+            "rules": [
+                {"apiGroups": [""], "resourceNames": ["openstack-credentials"], "resources": ["secrets"], "verbs": ["get"]}
+            ],
+        },
+        "openshift/99_openshift-cluster-api_worker-machineset-0.yaml": _machine_set(cluster, f"{infra}-worker-0"),
+        "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml": {
+            "apiVersion": "machine.openshift.io/v1",
+            "kind": "ControlPlaneMachineSet",
+            "metadata": {**_meta("cluster", _MACHINE_API), "labels": {_CLUSTER_LABEL: infra}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": _machine_labels(infra, "master")},
+                "state": "Active",
+                "strategy": {"type": "RollingUpdate"},
+                "template": {
+                    "machineType": "machines_v1beta1_machine_openshift_io",
+                    "machines_v1beta1_machine_openshift_io": {
+                        "metadata": {"labels": _machine_labels(infra, "master")},
+                        "spec": _machine_spec(cluster, "master"),
                     },
                 },
             },
-        ),
-        "manifests/cloud-provider-config.yaml": _config_map(
-            "cloud-provider-config", "openshift-config", {"config": f"[Global]\nuse-clouds = true\nclouds-file = /etc/openstack/secret/clouds.yaml\ncloud = {cluster.cloud}\n"}
-        ),
-        "openshift/99_cloud-creds-secret.yaml": _secret("openstack-credentials", "kube-system", {"clouds.yaml": clouds}),
-        "openshift/99_openshift-cluster-api_worker-machineset-0.yaml": _machine_api_object(
-            "MachineSet", f"{infra}-worker-0", cluster, "worker"
-        ),
-        "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml": _machine_api_object(
-            "ControlPlaneMachineSet", "cluster", cluster, "master"
-        ),
+            "status": {},
+        },
     }
-    for index in range(cluster.control_plane_replicas):
-        m[f"openshift/99_openshift-cluster-api_master-machines-{index}.yaml"] = _machine_api_object(
-            "Machine", f"{infra}-master-{index}", cluster, "master"
-        )
+    for index in range(replicas):
+        m[f"openshift/99_openshift-cluster-api_master-machines-{index}.yaml"] = {
+            "apiVersion": "machine.openshift.io/v1beta1",
+            "kind": "Machine",
+            "metadata": {**_meta(f"{infra}-master-{index}", _MACHINE_API), "labels": _machine_labels(infra, "master")},
+            "spec": _machine_spec(cluster, "master"),
+            "status": {},
+        }
     return m
 
 
-def _machine_api_object(kind: str, name: str, cluster: _Cluster, role: str) -> dict[str, Any]:
-    api = "machine.openshift.io/v1" if kind == "ControlPlaneMachineSet" else "machine.openshift.io/v1beta1"
-    provider = {"apiVersion": "machine.openshift.io/v1alpha1", "kind": "OpenstackProviderSpec", "cloudName": cluster.cloud,
-                "serverGroupName": f"{cluster.infra_id}-{role}", "securityGroups": [{"name": f"{cluster.infra_id}-{role}"}]}
+_MACHINE_API = "openshift-machine-api"
+_CLUSTER_LABEL = "machine.openshift.io/cluster-api-cluster"
+# The installer writes the cloud provider's config under the secret's name, and the
+# Machine API's copy of the credentials always names its cloud "openstack".
+_CREDENTIALS_CLOUD = "openstack"
+_FAKE_CLOUDS_CONF = (
+    f"# {FAKE_MARKER}: not a credential\n[Global]\nauth-url = \"https://keystone.fake.invalid:5000/v3\"\n"
+    'username = "fake"\npassword = "FAKE-not-a-password"\ntenant-name = "fake"\ndomain-name = "Default"\n'
+)
+
+
+def _fake_clouds_yaml(cloud: str) -> str:
+    """Stands in for the user's clouds.yaml entry `cloud`, which a fake never reads; the
+    installer stores that entry under the name "openstack"."""
+    entry = {
+        "auth": {
+            "auth_url": "https://keystone.fake.invalid:5000/v3",  # .invalid never resolves
+            "password": "FAKE-not-a-password",
+            "project_name": "fake",
+            "user_domain_name": "Default",
+            "username": "fake",
+        },
+    }
+    header = f"# {FAKE_MARKER}: stands in for the clouds.yaml entry {json.dumps(cloud)}; not a credential\n"
+    return header + _yaml({"clouds": {_CREDENTIALS_CLOUD: entry}})
+
+
+def _fake_uuid(kind: str, name: str) -> str:
+    """A stable fake OpenStack ID for a name the real installer would look up in the cloud."""
+    return str(uuid.UUID(bytes=hashlib.sha256(f"{FAKE_MARKER} {kind} {name}".encode()).digest()[:16], version=4))
+
+
+def _cloud_provider_config(openstack: _OpenStack) -> str:
+    config = "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n"
+    if openstack.external_network:  # LoadBalancer Services' floating IPs come from it
+        config += f"\n[LoadBalancer]\nfloating-network-id = {_fake_uuid('network', openstack.external_network)}\n"
+    return config
+
+
+def _machine_labels(infra: str, role: str) -> dict[str, str]:
     return {
-        "apiVersion": api,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "openshift-machine-api",
-                     "labels": {"machine.openshift.io/cluster-api-cluster": cluster.infra_id,
-                                "machine.openshift.io/cluster-api-machine-role": role}},
-        "spec": {"providerSpec": {"value": provider}},
+        _CLUSTER_LABEL: infra,
+        "machine.openshift.io/cluster-api-machine-role": role,
+        "machine.openshift.io/cluster-api-machine-type": role,
+    }
+
+
+def _machine_spec(cluster: _Cluster, role: str) -> dict[str, Any]:
+    """A Machine's spec: the OpenStack provider spec, named and tagged as the installer does."""
+    assert cluster.openstack is not None
+    infra, config = cluster.infra_id, cluster.install_config
+    pool = (config.get("controlPlane") or {}) if role == "master" else ((config.get("compute") or [{}])[0] or {})
+    default_pool = cluster.install_config["platform"]["openstack"].get("defaultMachinePlatform") or {}
+    flavor = ((pool.get("platform") or {}).get("openstack") or {}).get("type") or default_pool.get("type") or ""
+    image = cluster.openstack.cluster_os_image
+    if not image or "://" in image:  # a URL: the installer uploads it to Glance under this name
+        image = f"{infra}-rhcos"
+    tag = f"openshiftClusterID={infra}"
+    provider = {
+        "apiVersion": "machine.openshift.io/v1alpha1",
+        "cloudName": _CREDENTIALS_CLOUD,
+        "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": _MACHINE_API},
+        "flavor": flavor,
+        "image": image,
+        "kind": "OpenstackProviderSpec",
+        "metadata": {"creationTimestamp": None},
+        "networks": [{"filter": {}, "subnets": [{"filter": {"name": f"{infra}-nodes", "tags": tag}}]}],
+        "securityGroups": [{"filter": {}, "name": f"{infra}-{role}"}],
+        "serverGroupName": f"{infra}-{role}",
+        "serverMetadata": {"Name": f"{infra}-{role}", "openshiftClusterID": infra},
+        "tags": [tag],
+        "trunk": True,
+        "userDataSecret": {"name": f"{role}-user-data"},
+    }
+    return {"lifecycleHooks": {}, "metadata": {}, "providerSpec": {"value": provider}}
+
+
+def _machine_set(cluster: _Cluster, name: str) -> dict[str, Any]:
+    infra = cluster.infra_id
+    labels = _machine_labels(infra, "worker")
+    return {
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "MachineSet",
+        "metadata": {**_meta(name, _MACHINE_API), "labels": labels},
+        "spec": {
+            "replicas": cluster.compute_replicas,
+            "selector": {"matchLabels": {_CLUSTER_LABEL: infra, "machine.openshift.io/cluster-api-machineset": name}},
+            "template": {
+                "metadata": {"labels": {**labels, "machine.openshift.io/cluster-api-machineset": name}},
+                "spec": _machine_spec(cluster, "worker"),
+            },
+        },
+        "status": {"replicas": 0},
     }
 
 
@@ -1057,7 +1197,7 @@ def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, byte
     }
     metadata: dict[str, Any] = {"clusterName": cluster.name, "clusterID": cluster.cluster_id, "infraID": cluster.infra_id}
     if cluster.openstack:
-        metadata["openstack"] = {"cloud": cluster.cloud, "identifier": {"openshiftClusterID": cluster.infra_id}}
+        metadata["openstack"] = {"cloud": cluster.openstack.cloud, "identifier": {"openshiftClusterID": cluster.infra_id}}
     root_ca = certs["root-ca"].cert
     return {
         "bootstrap.ign": _json(bootstrap),
@@ -1134,19 +1274,37 @@ def _install_config_in(directory: Path) -> str:
     raise _UsageError(f"cannot read install-config: no {source}")
 
 
-def _manifests_in(directory: Path, text: str) -> dict[str, bytes] | None:
-    """The manifests `create manifests` left in --dir, as the caller left them; None if there are none."""
-    found = {
-        str(path.relative_to(directory)): path.read_bytes()
+# What the installer loads from manifests/ and openshift/; other files there it ignores.
+_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _manifest_paths(directory: Path) -> list[Path]:
+    return sorted(
+        path
         for sub in ("manifests", "openshift")
         if (directory / sub).is_dir()
         for path in (directory / sub).iterdir()
-        if path.is_file()
-    }
+        if path.is_file() and path.suffix in _MANIFEST_SUFFIXES
+    )
+
+
+def _manifests_in(directory: Path, text: str) -> dict[str, bytes] | None:
+    """The manifests `create manifests` left in --dir, as the caller left them; None if there are none."""
+    found = {path.relative_to(directory).as_posix(): path.read_bytes() for path in _manifest_paths(directory)}
     if not found:
         return None
+    # Generated order first, so untouched manifests give generate()'s very bytes.
     order = [name for name in manifests(text) if name in found]
     return {name: found[name] for name in order + sorted(set(found) - set(order))}
+
+
+def _consume(directory: Path, paths: list[Path]) -> None:
+    """Like the installer, remove what a step read from disk (it lives on in the state file)."""
+    for path in paths:
+        path.unlink()
+    for sub in ("manifests", "openshift"):
+        if (directory / sub).is_dir() and not any((directory / sub).iterdir()):
+            (directory / sub).rmdir()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1155,6 +1313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "version":
             print(f"openshift-install {INSTALLER_VERSION} ({FAKE_MARKER})\nrelease image {release_images()['release']}")
             return 0
+        consumed: list[Path] = []
         if args.command == "create":
             text = _install_config_in(args.dir)
             source = args.dir / "install-config.yaml"
@@ -1170,6 +1329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "create":
                 existing = _manifests_in(args.dir, text)
                 files = generate(text) if existing is None else ignition_configs(text, existing)
+                consumed = _manifest_paths(args.dir)
             else:
                 files = generate(text)
         except ValueError as err:
@@ -1181,6 +1341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_files(files, args.dir)
         (args.dir / STATE_FILE).write_text(json.dumps({"install-config": text}))
         source.unlink(missing_ok=True)  # the real installer consumes install-config.yaml too
+        _consume(args.dir, consumed)
     else:
         write_files(files, args.out)
     return 0
