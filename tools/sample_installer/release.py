@@ -1,0 +1,27 @@
+"""The fake release: versions, the marker every fake artefact carries, the payload's images."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from cluster.installer import RELEASE_COMPONENTS
+
+IGNITION_VERSION = "3.2.0"
+RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.12.0-x86_64"
+INSTALLER_VERSION = "v4.12.0"
+# Kept as written when this was one file: it is in every certificate of the committed samples.
+FAKE_MARKER = "FAKE tools/sample_installer.py"
+
+
+def release_images() -> dict[str, Any]:
+    """What `openshift-install version` and `oc adm release info --image-for` would give for
+    this fake release: digest-pinned pullspecs, fake digests (sha256 of the name)."""
+
+    def digest(name: str) -> str:
+        return "sha256:" + hashlib.sha256(f"{FAKE_MARKER} {name}".encode()).hexdigest()
+
+    return {
+        "release": f"quay.io/openshift-release-dev/ocp-release@{digest(RELEASE_IMAGE)}",
+        "images": {name: f"quay.io/openshift-release-dev/ocp-v4.0-art-dev@{digest(name)}" for name in RELEASE_COMPONENTS},
+    }
