@@ -1,4 +1,4 @@
-"""Tests for the fake `openshift-install create ignition-configs` in tools/sample_installer.py."""
+"""Tests for the fake `openshift-install` (tools/sample_installer), through its CLI and its API."""
 
 from __future__ import annotations
 
@@ -254,60 +254,208 @@ def test_committed_samples_are_current() -> None:
 
 OPENSTACK_CONFIG = DEV_CONFIG.replace(
     "platform:\n  none: {}\n",
-    "platform:\n  openstack:\n    cloud: openstack\n    apiVIPs: [10.0.0.5]\n    ingressVIPs: [10.0.0.7]\n    externalNetwork: external\n",
+    "platform:\n  openstack:\n    cloud: mycloud\n    apiVIPs: [10.0.0.5]\n    ingressVIPs: [10.0.0.7]\n    externalNetwork: external\n",
+)
+SAMPLES = REPO_ROOT / "samples" / "installer" / "ocp4"
+# What the run script deletes in integrated mode (install_upi.md for OpenStack).
+UPI_DELETED = (
+    "openshift/99_openshift-cluster-api_master-machines-*.yaml",
+    "openshift/99_openshift-cluster-api_worker-machineset-*.yaml",
+    "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml",
 )
 
 
-def bootstrap_paths(files: dict[str, bytes]) -> set[str]:
-    return {entry["path"] for entry in json.loads(files["bootstrap.ign"])["storage"]["files"]}
+def _bootstrap_manifests(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The bootstrap config's /opt/openshift/{manifests,openshift}/*, by path relative to /opt/openshift."""
+    return {
+        entry["path"].removeprefix("/opt/openshift/"): _data(entry["contents"]["source"])
+        for entry in json.loads(files["bootstrap.ign"])["storage"]["files"]
+        if entry["path"].startswith(("/opt/openshift/manifests/", "/opt/openshift/openshift/"))
+    }
 
 
-def test_openstack_manifests_carry_the_machines_a_upi_install_deletes():
-    assert OPENSTACK_CONFIG != DEV_CONFIG
-    found = sample_installer.manifests(OPENSTACK_CONFIG)
-    assert {f"openshift/99_openshift-cluster-api_master-machines-{i}.yaml" for i in range(3)} <= set(found)
-    assert {"openshift/99_openshift-cluster-api_worker-machineset-0.yaml", "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml",
-            "openshift/99_cloud-creds-secret.yaml", "manifests/cloud-provider-config.yaml"} <= set(found)
-    infrastructure = yaml.safe_load(found["manifests/cluster-infrastructure-02-config.yml"])
-    assert infrastructure["status"]["platformStatus"]["openstack"]["apiServerInternalIPs"] == ["10.0.0.5"]
-    assert sample_installer.generate(OPENSTACK_CONFIG) == sample_installer.ignition_configs(OPENSTACK_CONFIG, found)
+def _dir_files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
 
 
-def test_openstack_cli_manifests_then_deletions_then_ignition_configs(tmp_path: Path) -> None:
+def _san(der: bytes, tag: int, value: bytes) -> bool:
+    """Whether a certificate carries this subjectAltName entry (0x82 dNSName, 0x87 iPAddress)."""
+    return bytes([tag, len(value)]) + value in der
+
+
+def _mcs_cert(files: dict[str, bytes]) -> bytes:
+    return _pem_der(_bootstrap_file(json.loads(files["bootstrap.ign"]), "/opt/openshift/tls/machine-config-server.crt"))
+
+
+@pytest.fixture(scope="module")
+def openstack_manifests() -> dict[str, bytes]:
+    return sample_installer.manifests(OPENSTACK_CONFIG)
+
+
+def test_platform_none_manifests_are_the_bootstrap_manifests_of_the_samples() -> None:
+    found = sample_installer.manifests(DEV_CONFIG)
+    assert found == _bootstrap_manifests({"bootstrap.ign": (SAMPLES / "bootstrap.ign").read_bytes()})
+    assert all(name.startswith(("manifests/", "openshift/")) for name in found)
+    assert sample_installer.manifests(DEV_CONFIG) == found  # deterministic
+
+
+def test_platform_none_two_steps_on_the_cli_give_the_committed_samples(tmp_path: Path) -> None:
+    (tmp_path / "install-config.yaml").write_text(DEV_CONFIG)
+    assert sample_installer.main(["create", "manifests", "--dir", str(tmp_path)]) == 0
+    written = _dir_files(tmp_path)
+    assert not (tmp_path / "install-config.yaml").exists()
+    assert json.loads(written.pop(".openshift_install_state.json")) == {"install-config": DEV_CONFIG}
+    assert written == sample_installer.manifests(DEV_CONFIG)
+    assert sample_installer.main(["create", "ignition-configs", "--dir", str(tmp_path)]) == 0
+    for name in sample_installer.OUTPUT_FILES:
+        assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
+    # Like the installer, the step consumed the manifests it read.
+    assert not (tmp_path / "manifests").exists() and not (tmp_path / "openshift").exists()
+
+
+def test_openstack_manifests_are_the_installers_files(openstack_manifests: dict[str, bytes]) -> None:
+    expected = {
+        *(f"openshift/99_openshift-cluster-api_master-machines-{i}.yaml" for i in range(3)),
+        "openshift/99_openshift-cluster-api_worker-machineset-0.yaml",
+        "openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml",
+        "openshift/99_cloud-creds-secret.yaml",
+        "openshift/99_role-cloud-creds-secret-reader.yaml",
+        "manifests/cloud-provider-config.yaml",
+    }
+    assert set(openstack_manifests) == set(sample_installer.manifests(DEV_CONFIG)) | expected
+    machine = yaml.safe_load(openstack_manifests["openshift/99_openshift-cluster-api_master-machines-2.yaml"])
+    infra_id = json.loads(sample_installer.generate(OPENSTACK_CONFIG)["metadata.json"])["infraID"]
+    assert (machine["kind"], machine["metadata"]["name"]) == ("Machine", f"{infra_id}-master-2")
+    provider = machine["spec"]["providerSpec"]["value"]
+    assert provider["serverGroupName"] == provider["securityGroups"][0]["name"] == f"{infra_id}-master"
+    assert provider["userDataSecret"] == {"name": "master-user-data"}
+    machine_set = yaml.safe_load(openstack_manifests["openshift/99_openshift-cluster-api_worker-machineset-0.yaml"])
+    assert machine_set["kind"] == "MachineSet" and machine_set["spec"]["replicas"] == 0
+    cpms = yaml.safe_load(openstack_manifests["openshift/99_openshift-machine-api_master-control-plane-machine-set.yaml"])
+    assert cpms["kind"] == "ControlPlaneMachineSet" and cpms["spec"]["replicas"] == 3
+    assert all(b"&id" not in data and b"*id" not in data for data in openstack_manifests.values())  # no YAML anchors
+
+
+def test_openstack_infrastructure_scheduler_and_cloud_provider_config(openstack_manifests: dict[str, bytes]) -> None:
+    infrastructure = yaml.safe_load(openstack_manifests["manifests/cluster-infrastructure-02-config.yml"])
+    assert infrastructure["spec"]["cloudConfig"] == {"key": "config", "name": "cloud-provider-config"}
+    assert infrastructure["spec"]["platformSpec"]["type"] == infrastructure["status"]["platform"] == "OpenStack"
+    status = infrastructure["status"]["platformStatus"]["openstack"]
+    assert (status["apiServerInternalIPs"], status["ingressIPs"]) == (["10.0.0.5"], ["10.0.0.7"])
+    assert (status["apiServerInternalIP"], status["ingressIP"]) == ("10.0.0.5", "10.0.0.7")
+    assert status["loadBalancer"] == {"type": "OpenShiftManagedDefault"}  # the MCO runs keepalived/haproxy/CoreDNS
+    scheduler = yaml.safe_load(openstack_manifests["manifests/cluster-scheduler-02-config.yml"])
+    assert scheduler["spec"]["mastersSchedulable"] is True  # compute replicas 0
+    with_workers = OPENSTACK_CONFIG.replace("  name: worker\n  replicas: 0\n", "  name: worker\n  replicas: 2\n")
+    assert with_workers != OPENSTACK_CONFIG
+    scheduler = yaml.safe_load(sample_installer.manifests(with_workers)["manifests/cluster-scheduler-02-config.yml"])
+    assert scheduler["spec"]["mastersSchedulable"] is False
+    provider = yaml.safe_load(openstack_manifests["manifests/cloud-provider-config.yaml"])
+    assert provider["metadata"] == {"creationTimestamp": None, "name": "cloud-provider-config", "namespace": "openshift-config"}
+    config = provider["data"]["config"]
+    assert "secret-name = openstack-credentials\nsecret-namespace = kube-system\n" in config
+    assert re.search(r"\[LoadBalancer\]\nfloating-network-id = [0-9a-f-]{36}\n", config)
+
+
+def test_openstack_fake_clouds_yaml_reaches_the_bootstrap_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real clouds.yaml where the installer would look: the fake must never read it.
+    (tmp_path / ".config" / "openstack").mkdir(parents=True)
+    (tmp_path / ".config" / "openstack" / "clouds.yaml").write_text("clouds:\n  mycloud:\n    auth:\n      password: REAL-SECRET\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("OS_CLOUD", "mycloud")
+    monkeypatch.chdir(tmp_path)
+    files = sample_installer.generate(OPENSTACK_CONFIG)
+    secret = yaml.safe_load(_bootstrap_manifests(files)["openshift/99_cloud-creds-secret.yaml"])
+    assert (secret["kind"], secret["metadata"]["name"], secret["metadata"]["namespace"]) == ("Secret", "openstack-credentials", "kube-system")
+    clouds_text = base64.b64decode(secret["data"]["clouds.yaml"]).decode()
+    assert clouds_text.startswith("# FAKE ") and '"mycloud"' in clouds_text.splitlines()[0]
+    (entry,) = yaml.safe_load(clouds_text)["clouds"].values()
+    assert entry["auth"]["auth_url"].startswith("https://keystone.fake.invalid")
+    assert b"REAL-SECRET" not in files["bootstrap.ign"]
+
+
+def test_openstack_cli_deleted_and_edited_manifests_reach_the_bootstrap_config_as_left(tmp_path: Path) -> None:
     (tmp_path / "install-config.yaml").write_text(OPENSTACK_CONFIG)
     assert sample_installer.main(["create", "manifests", "--dir", str(tmp_path)]) == 0
     assert not (tmp_path / "install-config.yaml").exists()
-    for path in (tmp_path / "openshift").glob("99_openshift-cluster-api_master-machines-*.yaml"):
+    assert _dir_files(tmp_path).keys() - {".openshift_install_state.json"} == sample_installer.manifests(OPENSTACK_CONFIG).keys()
+    deleted = [p for pattern in UPI_DELETED for p in tmp_path.glob(pattern)]
+    assert len(deleted) == 5
+    for path in deleted:
         path.unlink()
+    scheduler = tmp_path / "manifests" / "cluster-scheduler-02-config.yml"
+    edited = scheduler.read_bytes().replace(b"mastersSchedulable: true", b"mastersSchedulable: false")
+    assert edited != scheduler.read_bytes()
+    scheduler.write_bytes(edited)
+    (tmp_path / "openshift" / "99_extra.yaml").write_text("kind: ConfigMap\n")
+    (tmp_path / "openshift" / "notes.txt").write_text("the installer ignores this\n")
+    left = {name: data for name, data in _dir_files(tmp_path).items() if name.endswith((".yaml", ".yml"))}
+
     assert sample_installer.main(["create", "ignition-configs", "--dir", str(tmp_path)]) == 0
     files = {name: (tmp_path / name).read_bytes() for name in sample_installer.OUTPUT_FILES}
-    paths = bootstrap_paths(files)
-    assert not any("master-machines" in p for p in paths)
-    assert "/opt/openshift/openshift/99_openshift-cluster-api_worker-machineset-0.yaml" in paths
-    assert "/opt/openshift/openshift/99_cloud-creds-secret.yaml" in paths  # the bootstrap config holds the credentials
-    pointer = json.loads(files["master.ign"])
-    assert pointer["ignition"]["config"]["merge"] == [{"source": "https://10.0.0.5:22623/config/master"}]
-    metadata = json.loads(files["metadata.json"])
-    assert metadata["openstack"]["identifier"] == {"openshiftClusterID": metadata["infraID"]}
+    assert _bootstrap_manifests(files) == left
+    assert files == sample_installer.ignition_configs(OPENSTACK_CONFIG, left)
+    assert not (tmp_path / "manifests").exists() and sorted(p.name for p in (tmp_path / "openshift").iterdir()) == ["notes.txt"]
 
 
-def test_openstack_rejects_the_deprecated_singular_vips():
-    with pytest.raises(ValueError, match="deprecated"):
-        sample_installer.generate(OPENSTACK_CONFIG.replace("apiVIPs: [10.0.0.5]", "apiVIP: 10.0.0.5"))
-
-
-def test_openstack_mcs_certificate_names_the_api_vip():
+def test_openstack_pointers_fetch_from_the_api_vip_and_the_mcs_certificate_names_it() -> None:
     files = sample_installer.generate(OPENSTACK_CONFIG)
-    entry = next(e for e in json.loads(files["bootstrap.ign"])["storage"]["files"] if e["path"] == "/opt/openshift/tls/machine-config-server.crt")
-    import base64
+    manifests = _bootstrap_manifests(files)
+    for role in ("master", "worker"):
+        pointer = json.loads(files[f"{role}.ign"])
+        assert pointer["ignition"]["config"]["merge"] == [{"source": f"https://10.0.0.5:22623/config/{role}"}]
+        secret = yaml.safe_load(manifests[f"openshift/99_openshift-cluster-api_{role}-user-data-secret.yaml"])
+        assert base64.b64decode(secret["data"]["userData"]) == files[f"{role}.ign"]  # what MachineSets boot with
+    der = _mcs_cert(files)
+    assert _san(der, 0x87, bytes([10, 0, 0, 5])) and _san(der, 0x82, b"10.0.0.5")
+    assert _san(der, 0x82, b"api-int.ocp4.osd2019.local")
+    assert not _san(_mcs_cert(sample_installer.generate(DEV_CONFIG)), 0x87, bytes([10, 0, 0, 5]))
 
-    pem = base64.b64decode(entry["contents"]["source"].split(",", 1)[1]).decode()
-    der = base64.b64decode("".join(line for line in pem.splitlines() if not line.startswith("-----")))
-    assert bytes([0x87, 4, 10, 0, 0, 5]) in der  # an iPAddress SAN: 10.0.0.5
+
+def test_openstack_ipv6_vip_is_bracketed_in_the_pointer() -> None:
+    config = OPENSTACK_CONFIG.replace("apiVIPs: [10.0.0.5]", "apiVIPs: ['fd00::5']")
+    files = sample_installer.generate(config)
+    assert json.loads(files["master.ign"])["ignition"]["config"]["merge"] == [{"source": "https://[fd00::5]:22623/config/master"}]
+    assert _san(_mcs_cert(files), 0x87, bytes.fromhex("fd000000000000000000000000000005"))
 
 
-def test_platform_none_output_is_unchanged_by_the_split():
-    assert sample_installer.generate(DEV_CONFIG) == sample_installer.ignition_configs(DEV_CONFIG, sample_installer.manifests(DEV_CONFIG))
+def test_openstack_metadata_and_default_cloud() -> None:
+    metadata = json.loads(sample_installer.generate(OPENSTACK_CONFIG)["metadata.json"])
+    assert list(metadata) == ["clusterName", "clusterID", "infraID", "openstack"]
+    assert metadata["openstack"] == {"cloud": "mycloud", "identifier": {"openshiftClusterID": metadata["infraID"]}}
+    without_cloud = OPENSTACK_CONFIG.replace("    cloud: mycloud\n", "")
+    assert json.loads(sample_installer.generate(without_cloud)["metadata.json"])["openstack"]["cloud"] == "openstack"
+
+
+def test_openstack_api_is_two_steps_and_deterministic(openstack_manifests: dict[str, bytes]) -> None:
+    assert sample_installer.manifests(OPENSTACK_CONFIG) == openstack_manifests
+    files = sample_installer.generate(OPENSTACK_CONFIG)
+    assert files == sample_installer.ignition_configs(OPENSTACK_CONFIG, openstack_manifests)
+    assert files == sample_installer.generate(OPENSTACK_CONFIG)
+    kept = {k: v for k, v in openstack_manifests.items() if "master-machines" not in k}
+    assert _bootstrap_manifests(sample_installer.ignition_configs(OPENSTACK_CONFIG, kept)) == kept
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("apiVIPs: [10.0.0.5]", "apiVIP: 10.0.0.5", "apiVIP is deprecated"),
+        ("ingressVIPs: [10.0.0.7]", "ingressVIP: 10.0.0.7", "ingressVIP is deprecated"),
+        ("apiVIPs: [10.0.0.5]", "apiVIPs: [10.0.0.5]\n    apiVIP: 10.0.0.5", "apiVIP is deprecated"),
+        ("apiVIPs: [10.0.0.5]", "", "apiVIPs is required"),
+        ("apiVIPs: [10.0.0.5]", "apiVIPs: [10.0.0.7]", "must differ"),
+        ("apiVIPs: [10.0.0.5]", "apiVIPs: [10.0.0.500]", "apiVIPs"),
+    ],
+)
+def test_openstack_invalid_vips(old: str, new: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = OPENSTACK_CONFIG.replace(old, new)
+    assert config != OPENSTACK_CONFIG
+    with pytest.raises(ValueError, match=message):
+        sample_installer.manifests(config)
+    (tmp_path / "install-config.yaml").write_text(config)
+    assert sample_installer.main(["create", "manifests", "--dir", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "install-config.yaml").exists()
 
 
 def test_the_sample_install_config_is_what_the_program_renders():

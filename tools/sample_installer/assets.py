@@ -67,9 +67,14 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
 
 def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, bytes]) -> dict[str, bytes]:
     """What `create ignition-configs` writes given the manifests in its directory (as `create
-    manifests` wrote them, minus what the caller deleted, plus what it edited)."""
+    manifests` wrote them, minus what the caller deleted, plus what it edited or added), by
+    path relative to it. The mapping's order does not matter."""
     install = _install(install_config_yaml)
     cluster, pki = install.cluster, install.pki
+    # Generated order first, then added files by name: untouched manifests give generate()'s bytes.
+    generated = _manifests(cluster, pki, install.password_hash)
+    order = [name for name in generated if name in manifest_files] + sorted(set(manifest_files) - set(generated))
+    manifest_files = {name: manifest_files[name] for name in order}
     certs, bundles = pki.certs, pki.bundles
     server_ca = bundles["kube-apiserver-complete-server-ca-bundle"]
     admin, kubelet = certs["admin-kubeconfig-client"], certs["kubelet-client"]

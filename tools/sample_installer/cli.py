@@ -70,14 +70,10 @@ def _manifest_paths(directory: Path) -> list[Path]:
     )
 
 
-def _manifests_in(directory: Path, text: str) -> dict[str, bytes] | None:
+def _manifests_in(directory: Path) -> dict[str, bytes] | None:
     """The manifests `create manifests` left in --dir, as the caller left them; None if there are none."""
     found = {path.relative_to(directory).as_posix(): path.read_bytes() for path in _manifest_paths(directory)}
-    if not found:
-        return None
-    # Generated order first, so untouched manifests give generate()'s very bytes.
-    order = [name for name in manifests(text) if name in found]
-    return {name: found[name] for name in order + sorted(set(found) - set(order))}
+    return found or None
 
 
 def _consume(directory: Path, paths: list[Path]) -> None:
@@ -109,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "create" and args.asset == "manifests":
                 files = manifests(text)
             elif args.command == "create":
-                existing = _manifests_in(args.dir, text)
+                existing = _manifests_in(args.dir)
                 files = generate(text) if existing is None else ignition_configs(text, existing)
                 consumed = _manifest_paths(args.dir)
             else:

@@ -18,6 +18,9 @@ _DATA_URL = "data:text/plain;charset=utf-8;base64,"
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Safe dumper (libyaml when available: it is ~20x faster) with block scalars like Go's yaml."""
 
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # Go's yaml repeats a shared value; it never writes &anchors
+
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
