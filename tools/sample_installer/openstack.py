@@ -12,6 +12,16 @@ from tools.sample_installer.kube import _config_map, _meta, _secret
 from tools.sample_installer.release import FAKE_MARKER
 from tools.sample_installer.render import _yaml
 
+_MACHINE_API = "openshift-machine-api"
+_CLUSTER_LABEL = "machine.openshift.io/cluster-api-cluster"
+# The installer stores the user's clouds.yaml entry under this name, whatever its own; the
+# Machine API and the cloud provider look it up by it.
+_CREDENTIALS_CLOUD = "openstack"
+_FAKE_CLOUDS_CONF = (
+    f"# {FAKE_MARKER}: not a credential\n[Global]\nauth-url = \"https://keystone.fake.invalid:5000/v3\"\n"
+    'username = "fake"\npassword = "FAKE-not-a-password"\ntenant-name = "fake"\ndomain-name = "Default"\n'
+)
+
 
 def _openstack_manifests(cluster: _Cluster) -> dict[str, dict[str, Any]]:
     """What `create manifests` adds for platform openstack: the cloud provider's config, the
@@ -64,17 +74,6 @@ def _openstack_manifests(cluster: _Cluster) -> dict[str, dict[str, Any]]:
             "status": {},
         }
     return m
-
-
-_MACHINE_API = "openshift-machine-api"
-_CLUSTER_LABEL = "machine.openshift.io/cluster-api-cluster"
-# The installer writes the cloud provider's config under the secret's name, and the
-# Machine API's copy of the credentials always names its cloud "openstack".
-_CREDENTIALS_CLOUD = "openstack"
-_FAKE_CLOUDS_CONF = (
-    f"# {FAKE_MARKER}: not a credential\n[Global]\nauth-url = \"https://keystone.fake.invalid:5000/v3\"\n"
-    'username = "fake"\npassword = "FAKE-not-a-password"\ntenant-name = "fake"\ndomain-name = "Default"\n'
-)
 
 
 def _fake_clouds_yaml(cloud: str) -> str:
