@@ -93,7 +93,7 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
         config["ocp:installer"] = json.dumps({"assetsDir": assets})
         notes.append(f"installer configs: read from {assets}")
     else:
-        notes.append("installer configs: the fake installer's (tools/sample_installer.py)")
+        notes.append("installer configs: the fake installer's (tools/sample_installer)")
     return stack_name, config, notes
 
 
