@@ -255,6 +255,8 @@ class OpenStack(Model):
     additional_network_ids: tuple[NonEmpty, ...] = ()
     additional_security_group_ids: tuple[NonEmpty, ...] = ()
     cloud: NonEmpty = "openstack"
+    # Skip the checks against the cloud before anything is made (cluster/preflight.py); warned every run.
+    skip_preflight: bool = False
     external_network: NonEmpty | None = None
     api_floating_ip: FloatingIpChoice = "none"
     ingress_floating_ip: FloatingIpChoice = "none"

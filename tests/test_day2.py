@@ -95,6 +95,7 @@ DEV_EDITS = [
     Edit("openstack.ingressFloatingIp -> an existing address", section("openstack", ingressFloatingIp="198.51.100.7"), expect={"ocp4-vips-ingress-fip-association": "create", "ocp4-vips-ingress-fip": "delete"}),
     Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-helper-helper-tcp-22*": "create|delete"}),
     Edit("installer.binary", section("installer", binary="/opt/ocp/openshift-install")),
+    Edit("openstack.skipPreflight", section("openstack", skipPreflight=True)),
     Edit("installer.dir", section("installer", dir="assets/elsewhere")),
     Edit("installer.oc", section("installer", oc="/opt/ocp/oc")),
     Edit("installer.assetsDir instead of a run", key("installer", {"assetsDir": "samples/installer/ocp4"})),

@@ -38,6 +38,7 @@ from pulumi.runtime.sync_await import _sync_await
 from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script, upi_manifests
 from components import program
 from tools import sample_installer
+from tools.mock_cloud import MockCloud
 from tools.preview import Deployed, Engine
 
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
@@ -155,8 +156,9 @@ def _secret_paths(value: Any, path: str) -> list[str]:
 class ClusterMocks(pulumi.runtime.Mocks):
     """Provider answers: stable ids, documentation-range floating IPs, the installer run's output."""
 
-    def __init__(self, now: float):
+    def __init__(self, now: float, cloud: MockCloud | None = None):
         self.now = now
+        self.cloud = cloud or MockCloud()
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -201,12 +203,9 @@ class ClusterMocks(pulumi.runtime.Mocks):
         files[RELEASE_FILE] = json.dumps(release).encode()
         return bundle(files)
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        if args.token == "openstack:networking/getNetwork:getNetwork":
-            return {"id": f"network-{args.args.get('name')}", "name": args.args.get("name")}
-        if args.token == "openstack:images/getImage:getImage":
-            return {"id": f"image-{args.args.get('name')}", "name": args.args.get("name")}
-        return {}
+    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
+        answer = self.cloud.call(args.token, args.args)
+        return {} if answer is None else answer
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -290,24 +289,33 @@ def run_program(
     into: ProgramRun | None = None,
     engine: Engine | None = None,
     now: float | None = None,
+    cloud: dict[str, Any] | None = None,
 ) -> ProgramRun:
     """Evaluate `__main__.py` with this config; raises what the program raises (pulumi.RunError).
 
     Pass `into` to keep what was registered even when the program fails; `engine` to run
-    against a deployed state; `now` for the program's clock (default: the real one)."""
+    against a deployed state; `now` for the program's clock (default: the real one); `cloud`
+    to describe the cloud the invokes read (default samples/cloud/dev.yaml, tools/mock_cloud.py)."""
     at = time.time() if now is None else now
-    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun(), engine, at)
+    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun(), engine, at, cloud)
 
 
 def _run(
-    config: dict[str, str], stack: str, secret_keys: tuple[str, ...], run: ProgramRun, engine: Engine | None, now: float
+    config: dict[str, str],
+    stack: str,
+    secret_keys: tuple[str, ...],
+    run: ProgramRun,
+    engine: Engine | None,
+    now: float,
+    cloud: dict[str, Any] | None = None,
 ) -> ProgramRun:
     loop = asyncio.new_event_loop()
     # A refused run fails every output that waits on the refusal; the refusal itself is
     # raised once, by wait_for_rpcs: the echoes would only bury it.
     loop.set_exception_handler(_quiet_about_refusals)
     asyncio.set_event_loop(loop)
-    mocks = ClusterMocks(now)
+    # What a deployed stack holds is in the cloud too.
+    mocks = ClusterMocks(now, MockCloud(cloud, engine.deployed.values() if engine is not None else ()))
     monitor = RecordingMonitor(mocks, run, engine)
     logger = logging.getLogger(f"tools.mock_run.{id(run)}")
     logger.propagate = False

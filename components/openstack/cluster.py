@@ -10,6 +10,7 @@ from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
 from components.installer import Installer
+from components.openstack import preflight
 from components.openstack.bootstrap import Bootstrap
 from components.openstack.common import ClusterContext
 from components.openstack.machines import MachineSet, control_plane, workers
@@ -40,7 +41,10 @@ class OpenStackCluster(pulumi.ComponentResource):
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
-        infra_id = pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
+        # Every cloud resource waits for it, so the preflight's verdict gates them all.
+        infra_id = preflight.checked(
+            config, plan, providers[0], runner, pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
+        )
         router_names = installer.assets.apply(
             lambda assets: tuple(node.name for node in installed_plan(plan, assets).router_slots)
         )

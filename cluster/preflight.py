@@ -1,0 +1,362 @@
+"""Preflight: is this cloud able to hold this stack? Pure Python: cloud facts in, problems out.
+
+components/openstack/preflight.py reads the facts with pulumi-openstack invokes before any
+cloud resource registers; the problems (one per shortfall, naming the key as the user writes
+it) stop the program, all at once.
+
+What this stack adds (quotas): the cloud's usage already counts the stack's own resources on
+a later run, so the need is the stack's footprint minus the part of it that already exists
+(`Existing`, read from the cloud by the infra ID: its server groups' members, its bootstrap
+and helper ports, its tagged ports). Neutron security groups, rules and floating IPs, and
+Cinder volumes and gigabytes have no usage invoke in pulumi-openstack 5.5.3: for those the
+whole footprint is held against the limit (a necessary condition, day 1 and day 2 alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig, RoleBase
+from cluster.firewall import security_groups
+
+# OpenShift's minimums (installer docs and its validation).
+CONTROL_PLANE_MINIMUM = (4, 16384, 25)  # vCPUs, RAM MiB, disk GB
+COMPUTE_MINIMUM = (2, 8192, 25)
+# Neutron adds two egress rules (IPv4, IPv6) to every group it creates; they count against the quota.
+DEFAULT_RULES_PER_GROUP = 2
+# Network extension aliases under which Neutron tags networks, subnets and ports.
+TAG_EXTENSIONS = ("standard-attr-tag", "tag")
+UNLIMITED = -1
+# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the openstack CLI lists them.
+EXTENSIONS_COMMAND = "openstack extension list --network -c Alias -f value"
+
+
+@dataclass(frozen=True)
+class Flavor:
+    vcpus: int
+    ram_mib: int
+    disk_gb: int
+
+
+@dataclass(frozen=True)
+class Image:
+    # Glance sets checksum and size when an upload completes; queued or uploading images have neither.
+    active: bool
+
+
+@dataclass(frozen=True)
+class Quota:
+    limit: int  # -1: unlimited
+    used: int | None = None  # None: the cloud's usage is not visible through the invokes
+
+
+@dataclass(frozen=True)
+class Existing:
+    """What of this stack the cloud already holds (nothing on a first run)."""
+
+    masters: int = 0
+    workers: int = 0
+    bootstrap: bool = False
+    helper: bool = False
+    ports: int = 0
+    # The stack's own VIP ports: a given floating IP associated with one of them is in place, not taken.
+    vip_port_ids: frozenset[str] = frozenset()
+
+    @property
+    def cluster(self) -> bool:
+        return bool(self.masters or self.workers or self.bootstrap or self.helper or self.ports)
+
+
+@dataclass(frozen=True)
+class CloudFacts:
+    """What the preflight read; a name mapped to None was looked up and not found."""
+
+    cloud: str
+    flavors: Mapping[str, Flavor | None]
+    images: Mapping[str, Image | None]
+    external_networks: Mapping[str, bool | None]  # name -> is external
+    floating_ips: Mapping[str, str | None]  # address -> port it is associated with ("" for none); None: not found
+    compute_zones: tuple[str, ...]
+    volume_types: tuple[str, ...]
+    network_extensions: tuple[str, ...] | None  # None: the openstack CLI could not list them
+    quotas: Mapping[str, Quota]
+    existing: Existing = field(default_factory=Existing)
+
+
+# What the stack needs of each quota: (key, unit for messages, where the limit is set).
+QUOTAS = {
+    "instances": ("instances", "compute"),
+    "cores": ("vCPUs", "compute"),
+    "ram": ("MiB RAM", "compute"),
+    "server_groups": ("server groups", "compute"),
+    "ports": ("ports", "network"),
+    "security_groups": ("security groups", "network"),
+    "security_group_rules": ("security group rules", "network"),
+    "floating_ips": ("floating IPs", "network"),
+    "volumes": ("volumes", "volume"),
+    "gigabytes": ("GB of volumes", "volume"),
+}
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the preflight must look up for this stack."""
+
+    flavors: tuple[str, ...]
+    images: tuple[str, ...]
+    external_networks: tuple[str, ...]
+    floating_ips: tuple[str, ...]
+    zones: bool
+    volume_types: bool
+    extensions: bool
+
+
+@dataclass(frozen=True)
+class _Use:
+    """One role's servers: how many, what flavor, what root volume."""
+
+    key: str  # the flavor's key, as the user writes it
+    flavor: str
+    count: int
+    volume_gb: int  # 0: the flavor's disk
+
+
+def _bootstrap_flavor(config: ClusterConfig) -> tuple[str, str]:
+    if config.bootstrap.flavor:
+        return "ocp:bootstrap.flavor", config.bootstrap.flavor
+    return "ocp:masters.flavor", config.masters.flavor or ""
+
+
+def _image(role: RoleBase) -> str:
+    return role.image or "rhcos"
+
+
+def _volume(role: RoleBase) -> int:
+    return role.root_volume.size if role.root_volume else 0
+
+
+def _servers(config: ClusterConfig, masters: int, workers: int, bootstrap: bool, helper: bool) -> list[_Use]:
+    uses = [
+        _Use("ocp:masters.flavor", config.masters.flavor or "", masters, _volume(config.masters)),
+        _Use("ocp:workers.flavor", config.workers.flavor or "", workers, _volume(config.workers)),
+    ]
+    key, flavor = _bootstrap_flavor(config)
+    uses.append(_Use(key, flavor, int(bootstrap), _volume(config.masters)))
+    uses.append(_Use("ocp:bootstrap.helper.flavor", config.bootstrap.helper.flavor, int(helper), 0))
+    return [use for use in uses if use.count]
+
+
+def footprint(
+    config: ClusterConfig, plan: AddressPlan, flavors: Mapping[str, Flavor | None], existing: Existing | None = None
+) -> dict[str, int]:
+    """What the stack holds of each quota: as configured, or (`existing`) the part the cloud already has."""
+    if existing is None:
+        masters, workers, bootstrap = plan.master_count, plan.worker_count, plan.bootstrap_enabled
+        helper, cluster = bootstrap, True
+    else:
+        masters, workers = existing.masters, existing.workers
+        bootstrap, helper, cluster = existing.bootstrap, existing.helper, existing.cluster
+    uses = _servers(config, masters, workers, bootstrap, helper)
+    sized = [(use, flavors.get(use.flavor)) for use in uses]
+    groups = {name: rules for name, rules in security_groups(config, plan).items() if name != "helper" or helper}
+    openstack = config.openstack
+    created_fips = sum(choice == "create" for choice in (openstack.api_floating_ip, openstack.ingress_floating_ip)) if openstack else 0
+    helper_fip = helper and config.bootstrap.helper.floating_ip
+    counts = {
+        "instances": sum(use.count for use in uses),
+        "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
+        "ram": sum(use.count * flavor.ram_mib for use, flavor in sized if flavor),
+        "server_groups": int(cluster and masters > 0) + int(cluster and workers > 0),
+        # A port per server, the two VIP ports.
+        "ports": sum(use.count for use in uses) + (2 if cluster else 0),
+        "security_groups": len(groups) if cluster else 0,
+        "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,
+        "floating_ips": (created_fips if cluster else 0) + int(helper_fip),
+        "volumes": sum(use.count for use in uses if use.volume_gb),
+        "gigabytes": sum(use.count * use.volume_gb for use in uses),
+    }
+    if existing is not None:
+        counts["ports"] = existing.ports
+    return counts
+
+
+def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
+    """The names to look up: only what this configuration uses."""
+    flavors = [use.flavor for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, plan.bootstrap_enabled)]
+    images = [_image(config.masters)]
+    if plan.worker_count:
+        images.append(_image(config.workers))
+    if plan.bootstrap_enabled:
+        images += [config.bootstrap.image or _image(config.masters), config.bootstrap.helper.image]
+    openstack = config.openstack
+    assert openstack is not None
+    addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
+    roles = (config.masters, config.workers)
+    return Wanted(
+        flavors=tuple(dict.fromkeys(name for name in flavors if name)),
+        images=tuple(dict.fromkeys(images)),
+        external_networks=(openstack.external_network,) if openstack.external_network else (),
+        floating_ips=tuple(addresses),
+        zones=any(role.availability_zones for role in roles),
+        volume_types=any(role.root_volume and role.root_volume.type for role in roles),
+        extensions=config.integrated,
+    )
+
+
+def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
+    """Every shortfall of the cloud for this stack, one message each."""
+    found: list[str] = []
+    for check in (_flavors, _images, _external_network, _floating_ips, _zones, _volume_types, _tags, _quotas):
+        found += check(config, plan, facts)
+    return list(dict.fromkeys(found))
+
+
+def _where(facts: CloudFacts) -> str:
+    return f'in cloud "{facts.cloud}"'
+
+
+def _flavors(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    checked: set[tuple[str, str]] = set()
+    minimums = {
+        "ocp:masters.flavor": ("the control plane", CONTROL_PLANE_MINIMUM, config.masters.root_volume),
+        "ocp:bootstrap.flavor": ("the bootstrap", CONTROL_PLANE_MINIMUM, config.masters.root_volume),
+        "ocp:workers.flavor": ("a worker", COMPUTE_MINIMUM, config.workers.root_volume),
+        "ocp:bootstrap.helper.flavor": ("the helper", None, None),
+    }
+    for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, plan.bootstrap_enabled):
+        if (use.key, use.flavor) in checked:
+            continue
+        checked.add((use.key, use.flavor))
+        flavor = facts.flavors.get(use.flavor)
+        if flavor is None:
+            yield f"{use.key}: flavor \"{use.flavor}\" does not exist {_where(facts)}: name one from `openstack flavor list`"
+            continue
+        what, minimum, root_volume = minimums[use.key]
+        if minimum is None:
+            continue
+        vcpus, ram_mib, disk_gb = minimum
+        shortfalls = []
+        if flavor.vcpus < vcpus:
+            shortfalls.append(f"has {flavor.vcpus} vCPUs; {what} needs at least {vcpus}")
+        if flavor.ram_mib < ram_mib:
+            shortfalls.append(f"has {_gib(flavor.ram_mib)} RAM; {what} needs at least {_gib(ram_mib)}")
+        if root_volume is None and flavor.disk_gb < disk_gb:
+            shortfalls.append(
+                f"has a {flavor.disk_gb} GB disk; {what} needs at least {disk_gb} GB (or boot from a volume: rootVolume.size)"
+            )
+        for shortfall in shortfalls:
+            yield f"{use.key}: flavor \"{use.flavor}\" {shortfall}: name a larger flavor (`openstack flavor list`)"
+
+
+def _gib(mib: int) -> str:
+    return f"{mib / 1024:g} GiB"
+
+
+def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    keyed = [("ocp:masters.image", _image(config.masters))]
+    if plan.worker_count:
+        keyed.append(("ocp:workers.image", _image(config.workers)))
+    if plan.bootstrap_enabled:
+        keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap.image or _image(config.masters)))
+        keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
+    for key, name in dict.fromkeys(keyed):
+        image = facts.images.get(name)
+        if image is None:
+            yield f"{key}: image \"{name}\" does not exist {_where(facts)}: upload it (`openstack image create`) or name one from `openstack image list`"
+        elif not image.active:
+            yield f"{key}: image \"{name}\" is not active (its upload has not completed): wait for it, or upload it again"
+
+
+def _external_network(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    for name, external in facts.external_networks.items():
+        if external is None:
+            yield f"ocp:openstack.externalNetwork: network \"{name}\" does not exist {_where(facts)}: name one from `openstack network list --external`"
+        elif not external:
+            yield (
+                f"ocp:openstack.externalNetwork: network \"{name}\" is not external: routers and floating IPs need "
+                "one from `openstack network list --external`"
+            )
+
+
+def _floating_ips(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    openstack = config.openstack
+    assert openstack is not None
+    for key, choice in (("apiFloatingIp", openstack.api_floating_ip), ("ingressFloatingIp", openstack.ingress_floating_ip)):
+        if not isinstance(choice, IPv4Address):
+            continue
+        port = facts.floating_ips.get(str(choice))
+        if port is None:
+            yield (
+                f"ocp:openstack.{key}: floating IP {choice} does not exist {_where(facts)}: allocate it "
+                "(`openstack floating ip create <external network>`) or write 'create'"
+            )
+        elif port and port not in facts.existing.vip_port_ids:
+            yield (
+                f"ocp:openstack.{key}: floating IP {choice} is associated with port {port}: name a free one "
+                "(`openstack floating ip list --status DOWN`) or write 'create'"
+            )
+
+
+def _zones(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    for role in ("masters", "workers"):
+        for zone in getattr(config, role).availability_zones:
+            if zone not in facts.compute_zones:
+                known = ", ".join(facts.compute_zones) or "none"
+                yield f"ocp:{role}.availabilityZones: zone \"{zone}\" does not exist {_where(facts)} (compute zones: {known})"
+
+
+def _volume_types(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    for role in ("masters", "workers"):
+        root_volume = getattr(config, role).root_volume
+        if root_volume and root_volume.type and root_volume.type not in facts.volume_types:
+            known = ", ".join(facts.volume_types) or "none"
+            yield f"ocp:{role}.rootVolume.type: volume type \"{root_volume.type}\" does not exist {_where(facts)} (types: {known})"
+
+
+def _tags(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    if config.integrated and facts.network_extensions is None:
+        yield (
+            "ocp:openstack.mode: integrated, and `openstack extension list --network` failed: install the openstack "
+            f"CLI (python-openstackclient) with \"{facts.cloud}\" in clouds.yaml; `pulumi destroy` needs it too"
+        )
+    elif config.integrated and not set(TAG_EXTENSIONS) & set(facts.network_extensions or ()):
+        yield (
+            f"ocp:openstack.mode: integrated, but Neutron {_where(facts)} has no tag extension (standard-attr-tag): "
+            "the cluster's Machine API and cloud provider find its network and subnet by tag. Ask the cloud's "
+            "operators to enable it, or use mode: standalone"
+        )
+
+
+def _quotas(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    whole = footprint(config, plan, facts.flavors)
+    held = footprint(config, plan, facts.flavors, facts.existing)
+    for name, (unit, service) in QUOTAS.items():
+        quota = facts.quotas.get(name)
+        if quota is None or quota.limit == UNLIMITED:
+            continue
+        if quota.used is None:
+            need, free = whole[name], quota.limit
+            if need > free:
+                yield (
+                    f"ocp:openstack.cloud: the stack needs {need} {unit} and the {service} quota {_where(facts)} "
+                    f"allows {free}: raise it (`openstack quota set --{_flag(name)} {need} <project>`) or make the stack smaller"
+                )
+            continue
+        need = max(0, whole[name] - held[name])
+        free = max(0, quota.limit - quota.used)
+        if need > free:
+            yield (
+                f"ocp:openstack.cloud: the stack adds {need} {unit} and the {service} quota {_where(facts)} "
+                f"has {free} left ({quota.used} of {quota.limit} in use): raise it "
+                f"(`openstack quota set --{_flag(name)} {quota.used + need} <project>`) or make the stack smaller"
+            )
+
+
+def _flag(name: str) -> str:
+    return {"security_group_rules": "secgroup-rules", "security_groups": "secgroups", "floating_ips": "floating-ips", "server_groups": "server-groups"}.get(
+        name, name
+    )
+

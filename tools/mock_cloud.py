@@ -1,0 +1,190 @@
+"""A described OpenStack cloud that answers the program's invokes under mocks.
+
+The description (samples/cloud/dev.yaml by default; tests pass their own) says what the
+project has: flavors, images, networks, floating IPs, zones, volume types, Neutron's
+extensions and quotas. What a deployed stack holds (the state a `--from` preview starts
+from) is added: its servers, ports and server groups exist and count as in use. A lookup
+that matches nothing fails as the provider's data sources do.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster.preflight import EXTENSIONS_COMMAND
+
+DEFAULT = Path(__file__).resolve().parent.parent / "samples" / "cloud" / "dev.yaml"
+
+INSTANCE = "openstack:compute/instance:Instance"
+PORT = "openstack:networking/port:Port"
+SERVER_GROUP = "openstack:compute/serverGroup:ServerGroup"
+FIP_ASSOCIATION = "openstack:networking/floatingIpAssociate:FloatingIpAssociate"
+
+Answer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
+
+
+def load(path: Path | str = DEFAULT) -> dict[str, Any]:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def described(**changes: Any) -> dict[str, Any]:
+    """The default description with top-level entries replaced, or merged one level down when
+    the change is a mapping (`flavors={"master": [4, 8192, 40]}` changes one flavor)."""
+    description = copy.deepcopy(load())
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(description.get(key), dict):
+            description[key] = {**description[key], **value}
+        else:
+            description[key] = value
+    return description
+
+
+def _missing(what: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    return {}, [("name", f"Your query returned no results ({what})")]
+
+
+def _id(kind: str, name: str) -> str:
+    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+class MockCloud:
+    def __init__(self, description: Mapping[str, Any] | None = None, deployed: Iterable[Any] = ()):
+        self.d = dict(description if description is not None else load())
+        # (type, id, inputs) of each resource a deployed stack holds
+        self.deployed = [(item.type, item.id, item.inputs) for item in deployed]
+
+    def _of(self, type_: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(id_, inputs) for t, id_, inputs in self.deployed if t == type_]
+
+    def call(self, token: str, args: Mapping[str, Any]) -> Answer | None:
+        """The invoke's answer, or None for tokens this cloud does not know."""
+        handler = self._HANDLERS.get(token)
+        return handler(self, args) if handler else None
+
+    def _flavor(self, args: Mapping[str, Any]) -> Answer:
+        name = args.get("name")
+        if name not in self.d["flavors"]:
+            return _missing(f"flavor {name}")
+        vcpus, ram, disk = self.d["flavors"][name]
+        return {"id": _id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk}
+
+    def _image(self, args: Mapping[str, Any]) -> Answer:
+        name = args.get("name")
+        if name not in self.d["images"]:
+            return _missing(f"image {name}")
+        active = self.d["images"][name]
+        return {
+            "id": f"image-{name}",
+            "name": name,
+            "checksum": hashlib.md5(name.encode()).hexdigest() if active else "",
+            "sizeBytes": 2_000_000_000 if active else 0,
+        }
+
+    def _network(self, args: Mapping[str, Any]) -> Answer:
+        name = args.get("name")
+        if name not in self.d["networks"]:
+            return _missing(f"network {name}")
+        return {"id": f"network-{name}", "name": name, "external": self.d["networks"][name]}
+
+    def _floating_ip(self, args: Mapping[str, Any]) -> Answer:
+        address = str(args.get("address"))
+        if address not in self.d["floatingIps"]:
+            return _missing(f"floating IP {address}")
+        port = self.d["floatingIps"][address]
+        for _, inputs in self._of(FIP_ASSOCIATION):
+            if inputs.get("floatingIp") == address:
+                port = inputs.get("portId", "")
+        return {"id": _id("fip", address), "address": address, "portId": port}
+
+    def _scope(self, args: Mapping[str, Any]) -> Answer:
+        return {"id": "scope", "projectId": f"project-{self.d['project']}", "projectName": self.d["project"]}
+
+    def _quota(self, name: str) -> tuple[int, int]:
+        value = self.d["quotas"][name]
+        return (value[0], value[1]) if isinstance(value, list) else (value, 0)
+
+    def _limits(self, args: Mapping[str, Any]) -> Answer:
+        instances = [inputs for _, inputs in self._of(INSTANCE)]
+        sizes = [self.d["flavors"].get(inputs.get("flavorName"), (0, 0, 0)) for inputs in instances]
+        answer: dict[str, Any] = {"id": "limits"}
+        for quota, limit_key, used_key, own in (
+            ("instances", "maxTotalInstances", "totalInstancesUsed", len(instances)),
+            ("cores", "maxTotalCores", "totalCoresUsed", sum(size[0] for size in sizes)),
+            ("ram", "maxTotalRamSize", "totalRamUsed", sum(size[1] for size in sizes)),
+            ("serverGroups", "maxServerGroups", "totalServerGroupsUsed", len(self._of(SERVER_GROUP))),
+        ):
+            limit, used = self._quota(quota)
+            answer[limit_key], answer[used_key] = limit, used + own
+        return answer
+
+    def _network_quota(self, args: Mapping[str, Any]) -> Answer:
+        return {
+            "id": "network-quota",
+            "port": self._quota("ports")[0],
+            "securityGroup": self._quota("securityGroups")[0],
+            "securityGroupRule": self._quota("securityGroupRules")[0],
+            "floatingip": self._quota("floatingIps")[0],
+        }
+
+    def _volume_quota(self, args: Mapping[str, Any]) -> Answer:
+        per_type = {f"{kind}_{name}": "-1" for name in self.d["volumeTypes"] for kind in ("volumes", "gigabytes", "snapshots")}
+        return {
+            "id": "volume-quota",
+            "volumes": self._quota("volumes")[0],
+            "gigabytes": self._quota("gigabytes")[0],
+            "volumeTypeQuota": per_type,
+        }
+
+    def _port_ids(self, args: Mapping[str, Any]) -> Answer:
+        ours = self._of(PORT)
+        if "projectId" in args:
+            others = [f"port-other-{index}" for index in range(self._quota("ports")[1])]
+            return {"id": "ports", "ids": others + [id_ for id_, _ in ours]}
+        tags = set(args.get("tags") or ())
+        ids = [
+            id_
+            for id_, inputs in ours
+            if tags <= set(inputs.get("tags") or ()) and args.get("name") in (None, inputs.get("name"))
+        ]
+        return {"id": "ports", "ids": ids}
+
+    def _zones(self, args: Mapping[str, Any]) -> Answer:
+        return {"id": "zones", "names": list(self.d["computeZones"])}
+
+    def _server_group(self, args: Mapping[str, Any]) -> Answer:
+        name = args.get("name")
+        groups = [id_ for id_, inputs in self._of(SERVER_GROUP) if inputs.get("name") == name]
+        if not groups:
+            return _missing(f"server group {name}")
+        members = [
+            id_
+            for id_, inputs in self._of(INSTANCE)
+            if any(hint.get("group") == groups[0] for hint in inputs.get("schedulerHints") or ())
+        ]
+        return {"id": groups[0], "name": name, "members": members}
+
+    def _run(self, args: Mapping[str, Any]) -> Answer:
+        if args.get("command") == EXTENSIONS_COMMAND:
+            return {"stdout": "".join(f"{alias}\n" for alias in self.d["networkExtensions"]), "stderr": ""}
+        return {}, [("command", f"the mock cloud does not run {args.get('command')!r}")]
+
+    _HANDLERS = {
+        "openstack:compute/getFlavor:getFlavor": _flavor,
+        "openstack:images/getImage:getImage": _image,
+        "openstack:networking/getNetwork:getNetwork": _network,
+        "openstack:networking/getFloatingIp:getFloatingIp": _floating_ip,
+        "openstack:identity/getAuthScope:getAuthScope": _scope,
+        "openstack:compute/getLimitsV2:getLimitsV2": _limits,
+        "openstack:networking/getQuotaV2:getQuotaV2": _network_quota,
+        "openstack:blockstorage/getQuotasetV3:getQuotasetV3": _volume_quota,
+        "openstack:networking/getPortIds:getPortIds": _port_ids,
+        "openstack:compute/getAvailabilityZones:getAvailabilityZones": _zones,
+        "openstack:compute/getServergroupV2:getServergroupV2": _server_group,
+        "command:local:run": _run,
+    }
