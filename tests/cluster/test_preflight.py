@@ -1,0 +1,102 @@
+"""cluster.preflight, pure: the stack's footprint and what a run adds, from facts given by hand."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.preflight import CloudFacts, Existing, Flavor, Image, Quota, footprint, problems, wanted
+from tests.conftest import stack_config, with_section
+
+FLAVORS = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40), "m1.small": Flavor(1, 2048, 20)}
+
+
+def setup(config: dict[str, str]):
+    c = load_config(config)
+    return c, plan_addresses(c)
+
+
+def facts(quotas: dict[str, Quota], existing: Existing = Existing()) -> CloudFacts:
+    return CloudFacts(
+        cloud="openstack",
+        flavors=FLAVORS,
+        images={"rhcos": Image(True), "centos-stream-9": Image(True)},
+        external_networks={"external": True},
+        floating_ips={},
+        compute_zones=("nova",),
+        volume_types=(),
+        network_extensions=("standard-attr-tag",),
+        quotas=quotas,
+        existing=existing,
+    )
+
+
+def test_the_dev_footprint():
+    config, plan = setup(stack_config("dev"))
+    # 3 masters, 2 workers, the bootstrap and its helper; 4 groups (master, worker, ingress, helper).
+    assert footprint(config, plan, FLAVORS) == {
+        "instances": 7,
+        "cores": 3 * 4 + 2 * 2 + 4 + 1,
+        "ram": 3 * 16384 + 2 * 8192 + 16384 + 2048,
+        "server_groups": 2,
+        "ports": 7 + 2,
+        "security_groups": 4,
+        "security_group_rules": 50,  # 42 of cluster.firewall's, and Neutron's 2 egress rules per group
+        "floating_ips": 3,  # API, Ingress, helper
+        "volumes": 0,
+        "gigabytes": 0,
+    }
+
+
+def test_rules_count_neutrons_two_default_egress_rules_per_group():
+    config, plan = setup(stack_config("dev"))
+    torn_down = setup(with_section(stack_config("dev"), "bootstrap", enabled=False))
+    # the helper group: its two rules and the two egress rules Neutron adds
+    assert footprint(config, plan, FLAVORS)["security_group_rules"] - footprint(*torn_down, FLAVORS)["security_group_rules"] == 4
+
+
+def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
+    config, plan = setup(with_section(stack_config("dev"), "masters", rootVolume={"size": 100}))
+    counts = footprint(config, plan, FLAVORS)
+    assert (counts["volumes"], counts["gigabytes"]) == (4, 400)
+
+
+def test_what_exists_is_not_needed_again():
+    config, plan = setup(with_section(stack_config("dev"), "workers", count=4))
+    existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
+    tight = {"instances": Quota(20, 18), "ports": Quota(20, 18)}
+    assert problems(config, plan, facts(tight, existing)) == []
+    found = problems(config, plan, facts({"instances": Quota(19, 18)}, existing))
+    assert found == [
+        'ocp:openstack.cloud: the stack adds 2 instances and the compute quota in cloud "openstack" has 1 left '
+        "(18 of 19 in use): raise it (`openstack quota set --instances 20 <project>`) or make the stack smaller"
+    ]
+
+
+def test_limit_only_quotas_hold_the_whole_footprint_and_unlimited_is_no_limit():
+    config, plan = setup(stack_config("dev"))
+    existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
+    assert problems(config, plan, facts({"floating_ips": Quota(3), "instances": Quota(-1, 500)}, existing)) == []
+    assert problems(config, plan, facts({"floating_ips": Quota(2)}, existing)) == [
+        'ocp:openstack.cloud: the stack needs 3 floating IPs and the network quota in cloud "openstack" allows 2: '
+        "raise it (`openstack quota set --floating-ips 3 <project>`) or make the stack smaller"
+    ]
+
+
+def test_only_what_the_stack_uses_is_looked_up():
+    config, plan = setup(with_section(stack_config("dev"), "bootstrap", enabled=False))
+    want = wanted(config, plan)
+    assert want.flavors == ("master", "worker")
+    assert want.images == ("rhcos",)
+    assert (want.zones, want.volume_types, want.extensions) == (False, False, True)
+    standalone, plan = setup(stack_config("standalone"))
+    assert wanted(standalone, plan).extensions is False
+
+
+def test_the_pure_core_imports_no_pulumi():
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "cluster" / "preflight.py").read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not [name for name in imported if name.startswith("pulumi")]

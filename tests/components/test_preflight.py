@@ -1,0 +1,210 @@
+"""The preflight under mocks: the program reads a described cloud (tools/mock_cloud.py) with
+invokes and stops, before any cloud resource registers, with one message per shortfall."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from tests.conftest import deploy, preview, stack_config, with_section
+from tools.mock_cloud import described
+from tools.mock_run import ProgramRun, deployed_from, run_program
+
+# What may register before the verdict: the providers and the installer's local command.
+NOT_CLOUD = {"pulumi:providers:openstack", "pulumi:providers:command", "command:local:Command"}
+
+
+def attempt(config: dict[str, str], cloud: dict | None = None, stack: str = "dev") -> tuple[ProgramRun, str | None]:
+    recorded = ProgramRun()
+    try:
+        run_program(config, stack=stack, into=recorded, cloud=cloud)
+    except pulumi.RunError as error:
+        return recorded, str(error)
+    return recorded, None
+
+
+def cloud_types(run: ProgramRun) -> set[str]:
+    return {r.type for r in run.resources if r.custom} - NOT_CLOUD
+
+
+CASES = [
+    (
+        "master flavor too small",
+        {"flavors": {"master": [4, 8192, 40]}},
+        {},
+        'ocp:masters.flavor: flavor "master" has 8 GiB RAM; the control plane needs at least 16 GiB',
+    ),
+    (
+        "master flavor too few vCPUs",
+        {"flavors": {"master": [2, 16384, 40]}},
+        {},
+        'ocp:masters.flavor: flavor "master" has 2 vCPUs; the control plane needs at least 4',
+    ),
+    (
+        "bootstrap flavor (set apart) too small",
+        {"flavors": {"boot": [4, 16384, 20]}},
+        {"bootstrap": {"flavor": "boot"}},
+        'ocp:bootstrap.flavor: flavor "boot" has a 20 GB disk; the bootstrap needs at least 25 GB',
+    ),
+    (
+        "worker flavor too small",
+        {"flavors": {"worker": [2, 4096, 40]}},
+        {},
+        'ocp:workers.flavor: flavor "worker" has 4 GiB RAM; a worker needs at least 8 GiB',
+    ),
+    ("missing flavor", {}, {"workers": {"flavor": "worker.huge"}}, 'ocp:workers.flavor: flavor "worker.huge" does not exist in cloud "openstack"'),
+    ("missing helper flavor", {}, {"bootstrap.helper": {"flavor": "tiny"}}, 'ocp:bootstrap.helper.flavor: flavor "tiny" does not exist'),
+    ("missing image", {}, {"masters": {"image": "rhcos-9"}}, 'ocp:masters.image: image "rhcos-9" does not exist in cloud "openstack"'),
+    ("image not active", {"images": {"rhcos": False}}, {}, 'ocp:workers.image: image "rhcos" is not active'),
+    ("missing helper image", {"images": {"centos-stream-9": None}}, {}, 'ocp:bootstrap.helper.image: image "centos-stream-9" does not exist'),
+    ("missing external network", {"networks": {"ext": True}}, {"openstack": {"externalNetwork": "nowhere"}}, 'ocp:openstack.externalNetwork: network "nowhere" does not exist'),
+    ("network not external", {}, {"openstack": {"externalNetwork": "lab-internal"}}, 'ocp:openstack.externalNetwork: network "lab-internal" is not external'),
+    ("missing floating IP", {}, {"openstack": {"apiFloatingIp": "198.51.100.99"}}, "ocp:openstack.apiFloatingIp: floating IP 198.51.100.99 does not exist"),
+    (
+        "floating IP taken",
+        {"floatingIps": {"198.51.100.8": "port-of-someone"}},
+        {"openstack": {"ingressFloatingIp": "198.51.100.8"}},
+        "ocp:openstack.ingressFloatingIp: floating IP 198.51.100.8 is associated with port port-of-someone",
+    ),
+    ("missing zone", {}, {"masters": {"availabilityZones": ["nova", "az9"]}}, 'ocp:masters.availabilityZones: zone "az9" does not exist in cloud "openstack" (compute zones: nova, az1, az2)'),
+    ("missing volume type", {}, {"workers": {"rootVolume": {"size": 120, "type": "nvme"}}}, 'ocp:workers.rootVolume.type: volume type "nvme" does not exist in cloud "openstack" (types: __DEFAULT__, ssd)'),
+    ("no tag extension", {"networkExtensions": ["external-net", "router"]}, {}, "ocp:openstack.mode: integrated, but Neutron in cloud \"openstack\" has no tag extension"),
+    ("instances", {"quotas": {"instances": [8, 2]}}, {}, 'ocp:openstack.cloud: the stack adds 7 instances and the compute quota in cloud "openstack" has 6 left (2 of 8 in use)'),
+    ("cores", {"quotas": {"cores": [24, 4]}}, {}, "the stack adds 21 vCPUs and the compute quota in cloud \"openstack\" has 20 left"),
+    ("ram", {"quotas": {"ram": [65536, 0]}}, {}, "the stack adds 83968 MiB RAM and the compute quota"),
+    ("server groups", {"quotas": {"serverGroups": [10, 9]}}, {}, "the stack adds 2 server groups and the compute quota in cloud \"openstack\" has 1 left"),
+    ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 9 ports and the network quota in cloud \"openstack\" has 6 left"),
+    ("security groups", {"quotas": {"securityGroups": 3}}, {}, "the stack needs 4 security groups and the network quota in cloud \"openstack\" allows 3"),
+    ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 50 security group rules and the network quota"),
+    ("floating IPs", {"quotas": {"floatingIps": 2}}, {}, "the stack needs 3 floating IPs and the network quota in cloud \"openstack\" allows 2"),
+    ("volumes", {"quotas": {"volumes": 3}}, {"masters": {"rootVolume": {"size": 100}}}, "the stack needs 4 volumes and the volume quota"),
+    ("gigabytes", {"quotas": {"gigabytes": 300}}, {"masters": {"rootVolume": {"size": 100}}}, "the stack needs 400 GB of volumes and the volume quota"),
+]
+
+
+def _edited(changes: dict) -> dict[str, str]:
+    config = stack_config("dev")
+    for key, fields in changes.items():
+        if key == "bootstrap.helper":
+            config = with_section(config, "bootstrap", helper={"flavor": "m1.small", "image": "centos-stream-9", **fields})
+        else:
+            config = with_section(config, key, **fields)
+    return config
+
+
+def _cloud(changes: dict) -> dict:
+    # None removes an entry of a mapping
+    merged = described(**changes)
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            merged[key] = {name: item for name, item in merged[key].items() if item is not None}
+    return merged
+
+
+@pytest.mark.parametrize("cloud, config, message", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_each_shortfall_is_one_message_and_nothing_is_made(cloud, config, message):
+    run, error = attempt(_edited(config), _cloud(cloud))
+    assert error is not None and message in error, error
+    assert error.startswith("the cloud cannot hold this stack")
+    assert cloud_types(run) == set()
+
+
+def test_the_committed_stacks_pass_against_the_mock_cloud(dev_run, standalone_run):
+    for run in (dev_run, standalone_run):
+        assert "openstack:compute/instance:Instance" in cloud_types(run)
+        assert not any("skipPreflight" in warning for warning in run.warnings)
+
+
+def test_every_problem_at_once():
+    cloud = _cloud({"flavors": {"worker": [1, 4096, 40]}, "images": {"centos-stream-9": None}, "quotas": {"floatingIps": 1}})
+    _, error = attempt(_edited({"masters": {"availabilityZones": ["az9"]}}), cloud)
+    assert error is not None
+    lines = error.splitlines()
+    assert lines[0] == "the cloud cannot hold this stack (5 problems):"
+    assert [line.strip().split(": ")[0:2] for line in lines[1:]] == [
+        ["ocp:workers.flavor", 'flavor "worker" has 1 vCPUs; a worker needs at least 2'],
+        ["ocp:workers.flavor", 'flavor "worker" has 4 GiB RAM; a worker needs at least 8 GiB'],
+        ["ocp:bootstrap.helper.image", 'image "centos-stream-9" does not exist in cloud "openstack"'],
+        ["ocp:masters.availabilityZones", 'zone "az9" does not exist in cloud "openstack" (compute zones'],
+        ["ocp:openstack.cloud", 'the stack needs 3 floating IPs and the network quota in cloud "openstack" allows 1'],
+    ]
+
+
+def test_standalone_mode_needs_no_tag_extension():
+    cloud = _cloud({"networkExtensions": []})
+    run, error = attempt(stack_config("standalone"), cloud, stack="standalone")
+    assert error is None
+    _, error = attempt(stack_config("dev"), cloud)
+    assert error is not None and "no tag extension" in error
+
+
+def test_a_missing_openstack_cli_is_reported_in_integrated_mode():
+    # The mock cloud runs no other command: as if `openstack extension list` failed.
+    from tools import mock_cloud
+
+    original = mock_cloud.EXTENSIONS_COMMAND
+    mock_cloud.EXTENSIONS_COMMAND = "something else"
+    try:
+        _, error = attempt(stack_config("dev"))
+    finally:
+        mock_cloud.EXTENSIONS_COMMAND = original
+    assert error is not None and "`openstack extension list --network` failed: install the openstack CLI" in error
+
+
+def test_skip_preflight_skips_loudly():
+    config = with_section(stack_config("dev"), "openstack", skipPreflight=True)
+    run, error = attempt(config, _cloud({"flavors": {"master": [1, 1024, 1]}, "quotas": {"instances": [1, 1]}}))
+    assert error is None
+    assert any(w.startswith("ocp:openstack.skipPreflight is true: flavors, images") for w in run.warnings), run.warnings
+    assert "openstack:compute/instance:Instance" in cloud_types(run)
+
+
+# Day 2: the stack's own servers, ports and groups count as in use; only growth needs room.
+def _tight(instances: int) -> dict:
+    # 2 used by others + 7 of the dev stack + `instances` free
+    return _cloud({"quotas": {"instances": [9 + instances, 2], "ports": [6 + 9 + instances, 6]}})
+
+
+def test_a_later_run_counts_only_what_it_adds():
+    state = deploy(stack_config("dev"))
+    same = preview(state, stack_config("dev"))
+    assert same.error is None
+    # Against a cloud with no room left, the same stack still passes: it adds nothing.
+    engine = deployed_from(state)
+    recorded = ProgramRun()
+    run_program(stack_config("dev"), into=recorded, engine=engine, cloud=_tight(0))
+    assert not [c for c in engine.all_changes() if c.action != "same"]
+
+
+@pytest.mark.parametrize("room, workers, refused", [(1, 3, False), (1, 4, True), (2, 4, False)])
+def test_scaling_workers_needs_room_for_the_new_ones_only(room, workers, refused):
+    state = deploy(stack_config("dev"))
+    config = with_section(stack_config("dev"), "workers", count=workers)
+    engine = deployed_from(state)
+    recorded = ProgramRun()
+    try:
+        run_program(config, into=recorded, engine=engine, cloud=_tight(room))
+        error = None
+    except pulumi.RunError as failure:
+        error = str(failure)
+    if refused:
+        assert error is not None and f"the stack adds {workers - 2} instances" in error, error
+        assert f"has {room} left" in error
+        assert cloud_types(recorded) == set()
+    else:
+        assert error is None, error
+        created = {c.name for c in engine.all_changes() if c.action == "create"}
+        assert created == {f"ocp4-workers-worker-{i}{suffix}" for i in range(2, workers) for suffix in ("", "-port")}
+
+
+def test_bootstrap_teardown_needs_no_room():
+    state = deploy(stack_config("dev"))
+    config = with_section(stack_config("dev"), "bootstrap", enabled=False)
+    run_program(config, engine=deployed_from(state), cloud=_tight(0))
+
+
+def test_a_given_floating_ip_on_the_stacks_own_port_is_in_place():
+    config = with_section(stack_config("dev"), "openstack", ingressFloatingIp="198.51.100.7")
+    state = deploy(config)
+    again = preview(state, config)
+    assert again.error is None, again.error
