@@ -18,7 +18,7 @@ def setup(config: dict[str, str]):
     return c, plan_addresses(c)
 
 
-def facts(quotas: dict[str, Quota], existing: Existing = Existing()) -> CloudFacts:
+def facts(quotas: dict[str, Quota], existing: Existing | None = None) -> CloudFacts:
     return CloudFacts(
         cloud="openstack",
         flavors=FLAVORS,
@@ -29,7 +29,7 @@ def facts(quotas: dict[str, Quota], existing: Existing = Existing()) -> CloudFac
         volume_types=(),
         network_extensions=("standard-attr-tag",),
         quotas=quotas,
-        existing=existing,
+        existing=existing or Existing(),
     )
 
 
