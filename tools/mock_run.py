@@ -162,9 +162,11 @@ class ClusterMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
-        if args.typ == "command:local:Command":
+        if args.typ == "command:local:Command" and args.name == "installer-run":
             state["stdout"] = self._installer_run(unwrap(args.inputs["environment"]))
             state["stderr"] = ""
+        elif args.typ == "command:local:Command":  # the cleanup: its create is a no-op
+            state["stdout"], state["stderr"] = "", ""
         elif args.typ == "command:remote:Command":
             state["stdout"], state["stderr"] = "", ""
         elif args.typ == "openstack:networking/floatingIp:FloatingIp":

@@ -12,6 +12,7 @@ from cluster.day2 import installed_plan
 from components.installer import Installer
 from components.openstack import preflight
 from components.openstack.bootstrap import Bootstrap
+from components.openstack.cleanup import Cleanup
 from components.openstack.common import ClusterContext
 from components.openstack.machines import MachineSet, control_plane, workers
 from components.openstack.network import Network
@@ -54,6 +55,9 @@ class OpenStackCluster(pulumi.ComponentResource):
         network = Network(f"{name}-network", cluster, child)
         security = SecurityGroups(f"{name}-security", cluster, child)
         vips = VipPorts(f"{name}-vips", cluster, network.subnet, security, child)
+        if config.integrated:
+            # On destroy, before the network and groups go: what the cluster made itself.
+            Cleanup(f"{name}-cleanup", cluster, [network, security], child)
         if plan.bootstrap_enabled:
             Bootstrap(
                 f"{name}-bootstrap",

@@ -1,0 +1,296 @@
+"""Destroy cleanup: the script against a fake `openstack` CLI (order, idempotence, no failure),
+shellcheck, and the command's place in the plan (dependencies, never run by `pulumi up`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cluster.cleanup import cleanup_script
+from components.installer import RUN_ONCE
+from tests.conftest import ROOT, deploy, preview, stack_config, with_section
+from tools.mock_run import unwrap
+
+INFRA = "ocp4-x7k2p"
+CLEANUP = "ocp4-cleanup-on-destroy"
+
+# A local stand-in for the openstack CLI: answers listings from a JSON cloud, applies deletes
+# to it, records every call. Deleting a volume still attached fails, as Cinder does.
+FAKE_CLI = r'''#!PYTHON
+import json, os, sys
+state_file, log_file = os.environ["FAKE_CLOUD"], os.environ["FAKE_LOG"]
+cloud = json.load(open(state_file))
+args = sys.argv[1:]
+open(log_file, "a").write(" ".join(args) + "\n")
+
+def save():
+    json.dump(cloud, open(state_file, "w"))
+
+def option(name):
+    return args[args.index(name) + 1] if name in args else None
+
+def fail(message):
+    print(message, file=sys.stderr)
+    sys.exit(1)
+
+noun = " ".join(args[:2]) if args[0] in ("floating",) else args[0]
+verb = args[2] if args[0] == "floating" else args[1]
+target = args[-1]
+if noun == "loadbalancer" and verb == "list":
+    for lb in cloud["lbs"]:
+        print(lb["id"], lb["name"])
+elif noun == "loadbalancer" and verb == "show":
+    lb = next((lb for lb in cloud["lbs"] if lb["id"] == args[2]), None) or fail("not found")
+    print(lb["vip_port"])
+elif noun == "loadbalancer" and verb == "delete":
+    lb = next((lb for lb in cloud["lbs"] if lb["id"] == target), None) or fail("not found")
+    cloud["lbs"].remove(lb)
+    cloud["ports"] = [p for p in cloud["ports"] if p["id"] != lb["vip_port"]]
+    for fip in cloud["fips"]:
+        if fip["port"] == lb["vip_port"]:
+            fip["port"] = None
+    save()
+elif noun == "floating ip" and verb == "list":
+    port, tag = option("--port"), option("--tags")
+    for fip in cloud["fips"]:
+        if (port and fip["port"] == port) or (tag and tag in fip["tags"]):
+            print(fip["id"])
+elif noun == "floating ip" and verb == "delete":
+    fip = next((f for f in cloud["fips"] if f["id"] == target), None) or fail("not found")
+    cloud["fips"].remove(fip)
+    save()
+elif noun == "server" and verb == "list":
+    for server in cloud["servers"]:
+        if option("--tags") in server["tags"]:
+            print(server["id"])
+elif noun == "server" and verb == "delete":
+    server = next((s for s in cloud["servers"] if s["id"] == target), None) or fail("not found")
+    cloud["servers"].remove(server)
+    cloud["ports"] = [p for p in cloud["ports"] if p.get("device") != target]
+    for volume in cloud["volumes"]:
+        if volume["attached"] == target:
+            volume["attached"] = None
+    save()
+elif noun == "volume" and verb == "list":
+    key, value = option("--property").split("=", 1)
+    for volume in cloud["volumes"]:
+        if volume["metadata"].get(key) == value:
+            print(volume["id"])
+elif noun == "volume" and verb == "delete":
+    volume = next((v for v in cloud["volumes"] if v["id"] == target), None) or fail("not found")
+    if volume["attached"]:
+        fail("Invalid volume: Volume status must be available or error")
+    cloud["volumes"].remove(volume)
+    save()
+elif noun == "port" and verb == "list":
+    for port in cloud["ports"]:
+        if option("--tags") in port["tags"]:
+            print(port["id"])
+elif noun == "port" and verb == "delete":
+    port = next((p for p in cloud["ports"] if p["id"] == target), None) or fail("not found")
+    if port.get("device"):
+        fail("port is in use")
+    cloud["ports"].remove(port)
+    save()
+else:
+    fail("fake openstack: unknown command " + " ".join(args))
+'''
+
+TAG = f"openshiftClusterID={INFRA}"
+
+
+def a_cloud() -> dict:
+    """What an integrated cluster leaves: a LoadBalancer Service with a floating IP, a
+    MachineSet worker holding a PVC's volume, and things of other clusters that must stay."""
+    return {
+        "lbs": [
+            {"id": "lb-1", "name": f"kube_service_{INFRA}_default_web", "vip_port": "port-lb-1"},
+            {"id": "lb-other", "name": "kube_service_other-abcde_default_web", "vip_port": "port-lb-other"},
+        ],
+        "fips": [
+            {"id": "fip-lb-1", "port": "port-lb-1", "tags": []},
+            {"id": "fip-api", "port": "port-api", "tags": [TAG]},
+            {"id": "fip-other", "port": "port-lb-other", "tags": []},
+        ],
+        "servers": [
+            {"id": "srv-ms-1", "tags": [TAG]},
+            {"id": "srv-other", "tags": ["openshiftClusterID=other-abcde"]},
+        ],
+        "volumes": [
+            {"id": "vol-pvc-1", "attached": "srv-ms-1", "metadata": {"cinder.csi.openstack.org/cluster": INFRA}},
+            {"id": "vol-other", "attached": None, "metadata": {"cinder.csi.openstack.org/cluster": "other-abcde"}},
+        ],
+        "ports": [
+            {"id": "port-lb-1", "tags": []},
+            {"id": "port-ms-1", "tags": [TAG], "device": "srv-ms-1"},
+            {"id": "port-api", "tags": [TAG]},
+            {"id": "port-lb-other", "tags": []},
+        ],
+    }
+
+
+@pytest.fixture
+def fake(tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "openstack"
+    cli.write_text(FAKE_CLI.replace("PYTHON", sys.executable))
+    cli.chmod(0o755)
+    state, log = tmp_path / "cloud.json", tmp_path / "calls.log"
+    state.write_text(json.dumps(a_cloud()))
+    log.write_text("")
+
+    def run(path: str | None = None) -> subprocess.CompletedProcess:
+        env = {
+            "PATH": path if path is not None else f"{bin_dir}:/usr/bin:/bin",
+            "OS_CLOUD": "openstack",
+            "INFRA_ID": INFRA,
+            "OS_PASSWORD": "s3cret-never-printed",
+            "FAKE_CLOUD": str(state),
+            "FAKE_LOG": str(log),
+        }
+        return subprocess.run(["/bin/bash", "-c", cleanup_script()], env=env, capture_output=True, text=True, timeout=60)
+
+    run.state = lambda: json.loads(state.read_text())  # type: ignore[attr-defined]
+    run.calls = lambda: [line for line in log.read_text().splitlines() if line]  # type: ignore[attr-defined]
+    return run
+
+
+def _index(calls: list[str], call: str) -> int:
+    return calls.index(call)
+
+
+def test_the_script_removes_what_the_cluster_made_in_order(fake):
+    result = fake()
+    assert result.returncode == 0, result.stderr
+    left = fake.state()
+    assert [lb["id"] for lb in left["lbs"]] == ["lb-other"]
+    assert [f["id"] for f in left["fips"]] == ["fip-other"]
+    assert [s["id"] for s in left["servers"]] == ["srv-other"]
+    assert [v["id"] for v in left["volumes"]] == ["vol-other"]
+    assert [p["id"] for p in left["ports"]] == ["port-lb-other"]
+    calls = fake.calls()
+    deletes = [call for call in calls if " delete " in f" {call} "]
+    # The load balancer's floating IP while its port still holds it, then the load balancer;
+    # the server before the volume it holds; tagged floating IPs and ports last.
+    assert deletes == [
+        "floating ip delete fip-lb-1",
+        "loadbalancer delete --cascade --wait lb-1",
+        "server delete --wait srv-ms-1",
+        "volume delete --force vol-pvc-1",
+        "floating ip delete fip-api",
+        "port delete port-api",
+    ]
+    assert "s3cret" not in result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "cleanup: deleted floating IP fip-lb-1 of load balancer lb-1"
+
+
+def test_a_second_run_is_harmless(fake):
+    assert fake().returncode == 0
+    before = fake.state()
+    first_calls = len(fake.calls())
+    second = fake()
+    assert second.returncode == 0, second.stderr
+    assert fake.state() == before
+    assert not [call for call in fake.calls()[first_calls:] if " delete " in f" {call} "]
+    assert second.stdout == "" and second.stderr == ""
+
+
+def test_failures_never_fail_the_destroy(fake, tmp_path):
+    # A listing that fails (no such subcommand on this cloud) and a delete that fails are said, not fatal.
+    cloud = a_cloud()
+    del cloud["lbs"]  # the fake fails to list load balancers, as a cloud without Octavia would
+    cloud["volumes"][0]["attached"] = "srv-elsewhere"  # held by a server the script does not delete
+    (tmp_path / "cloud.json").write_text(json.dumps(cloud))
+    result = fake()
+    assert result.returncode == 0
+    assert "cleanup: could not list (openstack loadbalancer list -f value -c id -c name)" in result.stderr
+    assert "cleanup: could not delete volume vol-pvc-1 (already gone?)" in result.stderr
+    # the rest went on: servers, tagged floating IPs and ports
+    left = fake.state()
+    assert ([s["id"] for s in left["servers"]], [p["id"] for p in left["ports"]]) == (["srv-other"], ["port-lb-1", "port-lb-other"])
+
+
+def test_without_the_cli_it_says_so_and_lets_the_destroy_go_on(fake, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "bash").symlink_to("/bin/bash")
+    result = fake(path=str(empty))
+    assert result.returncode == 0
+    assert "cleanup: no openstack CLI" in result.stderr
+    assert fake.calls() == []
+
+
+def test_shellcheck(tmp_path):
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (Debian package 'shellcheck')")
+    script = tmp_path / "cleanup.sh"
+    script.write_text("#!/usr/bin/env bash\n" + cleanup_script())
+    result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+# The command under mocks: its dependencies, and that `pulumi up` never runs it.
+BLOCKED = {
+    "ocp4-network-network",
+    "ocp4-network-subnet",
+    "ocp4-network-router",
+    "ocp4-network-router-interface",
+    "ocp4-security-master",
+    "ocp4-security-worker",
+    "ocp4-security-ingress",
+}
+
+
+def test_the_cleanup_runs_before_the_network_and_groups_go(dev_run):
+    cleanup = dev_run.by_name(CLEANUP)
+    by_urn = {r.urn: r for r in dev_run.resources}
+    depends = {by_urn[urn].name for urn in cleanup.options["dependsOn"]}
+    assert BLOCKED <= depends
+    # Nothing a node or a VIP is: those go in parallel with it.
+    assert not [by_urn[urn].type for urn in cleanup.options["dependsOn"] if by_urn[urn].type.endswith(("Instance", "Port", "FloatingIp"))]
+    # Nothing depends on the cleanup, so nothing is deleted before it runs.
+    assert not [r.name for r in dev_run.resources if cleanup.urn in r.options.get("dependsOn", [])]
+    assert sorted(cleanup.options["ignoreChanges"]) == sorted(RUN_ONCE)
+    inputs = unwrap(cleanup.inputs)
+    assert inputs["create"] == "true"
+    assert inputs["delete"] == cleanup_script()
+    assert set(inputs["environment"]) == {"OS_CLOUD", "INFRA_ID"}
+    assert inputs["environment"]["INFRA_ID"] == dev_run.outputs["infraId"]
+
+
+def test_standalone_has_no_cleanup(standalone_run):
+    assert not [r for r in standalone_run.resources if r.name == CLEANUP]
+
+
+def test_resources_json_names_its_dependencies(tmp_path):
+    out = tmp_path / "plan"
+    subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(out)], cwd=ROOT, check=True, capture_output=True, env={**os.environ})
+    resources = json.loads((out / "resources.json").read_text())
+    entries = resources if isinstance(resources, list) else resources["resources"]
+    cleanup = next(r for r in entries if r["name"] == CLEANUP)
+    named = {urn.rsplit("::", 1)[-1] for urn in cleanup["options"]["dependsOn"]}
+    assert BLOCKED <= named
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda c: with_section(c, "workers", count=5),
+        lambda c: with_section(c, "bootstrap", enabled=False),
+        lambda c: with_section(c, "openstack", apiAllowedCidrs=["198.51.100.0/24"]),
+        lambda c: {**c, "ocp:tags": json.dumps(["team=ocp"])},
+    ],
+    ids=["workers.count", "bootstrap.enabled", "apiAllowedCidrs", "tags"],
+)
+def test_no_up_runs_or_replaces_it(edit):
+    state = deploy(stack_config("dev"))
+    result = preview(state, edit(stack_config("dev")))
+    assert result.error is None, result.error
+    assert result.changes[CLEANUP].action == "same"
