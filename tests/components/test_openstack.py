@@ -61,7 +61,8 @@ def test_resource_counts_of_the_dev_stack(dev_run):
     assert counts["openstack:networking/secGroup:SecGroup"] == 4  # master, worker, ingress, helper
     for type_ in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface"):
         assert counts[f"openstack:networking/{type_}"] == 1
-    assert counts["command:local:Command"] == 1 and counts["command:remote:Command"] == 1
+    # the installer and the destroy cleanup; the helper's upload
+    assert counts["command:local:Command"] == 2 and counts["command:remote:Command"] == 1
 
 
 def test_components_and_parents(dev_run):
@@ -72,6 +73,7 @@ def test_components_and_parents(dev_run):
         "ocp4-network": "ocp:openstack:Network",
         "ocp4-security": "ocp:openstack:SecurityGroups",
         "ocp4-vips": "ocp:openstack:VipPorts",
+        "ocp4-cleanup": "ocp:openstack:Cleanup",
         "ocp4-bootstrap": "ocp:openstack:Bootstrap",
         "ocp4-bootstrap-helper": "ocp:openstack:BootstrapHelper",
         "ocp4-control-plane": "ocp:openstack:ControlPlane",
