@@ -329,23 +329,6 @@ def missing_asset_files(directory: str | Path) -> list[str]:
     return [name for name in ASSET_FILES if not (directory / name).is_file()]
 
 
-def read_assets_dir(directory: str | Path) -> dict[str, bytes]:
-    """An installer's output directory, with a record of when it was generated (the
-    bootstrap config's modification time: a copy made without keeping times looks newer) and
-    the release payload's images if `ocp-release-images.json` lies beside the configs."""
-    directory = Path(directory)
-    missing = missing_asset_files(directory)
-    if missing:
-        raise FileNotFoundError(f"{directory} lacks {', '.join(missing)}")
-    files = {name: (directory / name).read_bytes() for name in ASSET_FILES}
-    # The release payload's images, when the user recorded them beside the configs (README).
-    if (directory / RELEASE_FILE).is_file():
-        files[RELEASE_FILE] = (directory / RELEASE_FILE).read_bytes()
-    generated_at = (directory / "bootstrap.ign").stat().st_mtime
-    files[RECORD_FILE] = json.dumps({"generatedAt": int(generated_at)}).encode()
-    return files
-
-
 def bundle(files: Mapping[str, bytes]) -> str:
     """The line format the run script prints: `<path> <base64>` per file, extras last."""
     names = [*ASSET_FILES, *(name for name in (RECORD_FILE, RELEASE_FILE) if name in files)]

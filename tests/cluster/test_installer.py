@@ -14,6 +14,7 @@ from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.day2 import stack_settings
 from cluster.installer import (
+    ASSET_FILES,
     DIR_MARKER,
     KEPT_BUNDLE,
     RELEASE_COMPONENTS,
@@ -117,9 +118,7 @@ def test_assets_of_another_cluster_are_refused():
     config = load_config(stack_config("dev"))
     other = load_config(stack_config("dev", clusterName="other", machineNetwork="10.1.0.0/16"))
     samples = ROOT / "samples/installer/ocp4"
-    from cluster.installer import read_assets_dir
-
-    assets = InstallerAssets.from_files(read_assets_dir(samples))
+    assets = InstallerAssets.from_files({name: (samples / name).read_bytes() for name in ASSET_FILES})
     assert check_assets(config, "10.0.0.5", "10.0.0.7", assets) == []
     problems = check_assets(other, "10.1.0.5", "10.1.0.7", assets)
     assert [p.split(":")[1] for p in problems] == ["clusterName", "machineNetwork"]
