@@ -151,6 +151,9 @@ class RootVolume(Model):
 
     size: Annotated[int, Field(ge=25, le=16384, description="GiB; RHCOS needs at least 25")]
     type: NonEmpty | None = None
+    # Cinder zones, round-robin like the servers' zones. Nova cannot place a volume it makes
+    # from an image, so with zones the program makes each root volume itself.
+    availability_zones: tuple[NonEmpty, ...] = ()
 
 
 class RoleBase(Model):
@@ -578,6 +581,19 @@ def _zones(c: Any) -> Iterable[str]:
         )
 
 
+def _root_volume_zones(c: Any) -> Iterable[str]:
+    # The installer's rule: node i's volume zone pairs with its compute zone, or one zone serves all.
+    for role in ("masters", "workers"):
+        section = getattr(c, role)
+        volume_zones = section.root_volume.availability_zones if section.root_volume else ()
+        if len(volume_zones) > 1 and len(volume_zones) != len(section.availability_zones):
+            yield (
+                f"ocp:{role}.rootVolume.availabilityZones lists {len(volume_zones)} zones and "
+                f"ocp:{role}.availabilityZones {len(section.availability_zones)}: node N's volume is made in the "
+                "zone at the same place as its server's, so list one volume zone for all nodes or as many as compute zones"
+            )
+
+
 def _machine_network_clear(c: Any) -> Iterable[str]:
     # The cluster's own networks (ocp:clusterNetwork, ocp:serviceNetwork) and OVN-Kubernetes' internal ones.
     network = c.machine_network
@@ -683,6 +699,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _openstack_tags,
     _workers_within_reserve,
     _zones,
+    _root_volume_zones,
     _machine_network_clear,
     _cluster_networks_apart,
     _integrated_only,

@@ -38,6 +38,8 @@ class Effect:
     # refuse: why, and what to do instead. warn: what the running cluster keeps and how to
     # change it there. apply/inert: what a change does (the README's day-2 table).
     text: str
+    # Set where a list may change but not come or go: why setting or emptying it is refused.
+    refused_when_set_or_unset: str | None = None
 
 
 _NEW_CLUSTER = "create a new stack for a new cluster"
@@ -46,6 +48,11 @@ _NEW_SERVERS = "only servers created from now on boot from it; running nodes kee
 _AGREE = "every node that may hold a VIP must agree on it, and running nodes keep their keepalived.conf"
 _NODE_FILES = "running nodes keep the files they were installed with; new nodes get the new value. Change it on running nodes with a MachineConfig"
 _BOOTSTRAP = "applies when a bootstrap is created; a running bootstrap keeps its own"
+_VOLUME_ZONES = "running {role} keep their root volumes where they are; the volumes of new {role} are made in the new zones"
+_OWN_VOLUMES = (
+    "with zones this program makes each root volume as a resource of its own, without them Nova makes it with the "
+    "server: switching would make unused volumes for the running {role}, or delete the volumes they boot from"
+)
 
 EFFECTS: dict[str, Effect] = {
     "platform": Effect("refuse", f"a cluster cannot move between platforms: {_NEW_CLUSTER}"),
@@ -81,6 +88,9 @@ EFFECTS: dict[str, Effect] = {
     "masters.diskGib": Effect("warn", "running masters keep their disks; only new disks get the size"),
     "masters.image": Effect("warn", _NEW_SERVERS),
     "masters.rootVolume": Effect("warn", "running masters keep their root volumes; only new servers get it"),
+    "masters.rootVolume.availabilityZones": Effect(
+        "warn", _VOLUME_ZONES.format(role="masters"), _OWN_VOLUMES.format(role="masters")
+    ),
     "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
     "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
     "workers.count": Effect("apply", "adds or removes workers; nothing else changes"),
@@ -91,6 +101,9 @@ EFFECTS: dict[str, Effect] = {
     "workers.diskGib": Effect("warn", "running workers keep their disks; new workers get the size"),
     "workers.image": Effect("warn", _NEW_SERVERS),
     "workers.rootVolume": Effect("warn", "running workers keep their root volumes; new workers get it"),
+    "workers.rootVolume.availabilityZones": Effect(
+        "warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")
+    ),
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
     "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
     "bootstrap.enabled": Effect("apply", "false removes the bootstrap and its helper; true creates them (refused when the configs are too old)"),
@@ -174,11 +187,14 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
             )
     else:
         installed = installed_settings(assets)
-    current = _grouped(stack_settings(config, plan))
+    settings = stack_settings(config, plan)
+    current = _grouped(settings)
+    toggled = _set_or_unset(installed, settings) if record is not None and record.stack is not None else {}
+    problems += toggled.values()
     for reported, was in _grouped(installed).items():
         now_set = current.get(reported, {})
         effect = effect_of(reported)
-        if was == now_set or effect is None or effect.kind in ("apply", "inert"):
+        if was == now_set or effect is None or effect.kind in ("apply", "inert") or reported in toggled:
             continue
         if effect.kind == "refuse":
             problems.append(
@@ -206,6 +222,20 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
 
 
 _SECRET_KEYS = ("pullSecret",)
+
+
+def _set_or_unset(installed: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str]:
+    """Problems, by key, of keys that may change but not come or go (a key missing from an
+    older install record was unset)."""
+    found = {}
+    for key, effect in EFFECTS.items():
+        was, now_value = installed.get(key) or None, current.get(key) or None
+        if effect.refused_when_set_or_unset and bool(was) != bool(now_value):
+            found[key] = (
+                f"ocp:{key}: was {_shown(key, {key: was})} at install, now {_shown(key, {key: now_value})}: cannot be "
+                f"set or removed on a running cluster ({effect.refused_when_set_or_unset}). Set it back; the list itself may change"
+            )
+    return found
 
 
 def _grouped(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

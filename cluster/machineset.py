@@ -47,6 +47,8 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
         provider["rootVolume"] = {"diskSize": workers.root_volume.size, "sourceUUID": provider.pop("image")}
         if workers.root_volume.type:
             provider["rootVolume"]["volumeType"] = workers.root_volume.type
+        if workers.root_volume.availability_zones:
+            provider["rootVolume"]["availabilityZone"] = workers.root_volume.availability_zones[0]
     if workers.availability_zones:
         provider["availabilityZone"] = workers.availability_zones[0]
     return {

@@ -80,6 +80,7 @@ class CloudFacts:
     external_networks: Mapping[str, bool | None]  # name -> is external
     floating_ips: Mapping[str, str | None]  # address -> port it is associated with ("" for none); None: not found
     compute_zones: tuple[str, ...]
+    volume_zones: tuple[str, ...]
     volume_types: tuple[str, ...]
     network_extensions: tuple[str, ...] | None  # None: the openstack CLI could not list them
     quotas: Mapping[str, Quota]
@@ -110,6 +111,7 @@ class Wanted:
     external_networks: tuple[str, ...]
     floating_ips: tuple[str, ...]
     zones: bool
+    volume_zones: bool
     volume_types: bool
     extensions: bool
 
@@ -201,6 +203,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         external_networks=(openstack.external_network,) if openstack.external_network else (),
         floating_ips=tuple(addresses),
         zones=any(role.availability_zones for role in roles),
+        volume_zones=any(role.root_volume and role.root_volume.availability_zones for role in roles),
         volume_types=any(role.root_volume and role.root_volume.type for role in roles),
         extensions=config.integrated,
     )
@@ -209,7 +212,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
 def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
-    for check in (_flavors, _images, _external_network, _floating_ips, _zones, _volume_types, _tags, _quotas):
+    for check in (_flavors, _images, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas):
         found += check(config, plan, facts)
     return list(dict.fromkeys(found))
 
@@ -306,6 +309,18 @@ def _zones(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Itera
             if zone not in facts.compute_zones:
                 known = ", ".join(facts.compute_zones) or "none"
                 yield f"ocp:{role}.availabilityZones: zone \"{zone}\" does not exist {_where(facts)} (compute zones: {known})"
+
+
+def _volume_zones(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    for role in ("masters", "workers"):
+        root_volume = getattr(config, role).root_volume
+        for zone in root_volume.availability_zones if root_volume else ():
+            if zone not in facts.volume_zones:
+                known = ", ".join(facts.volume_zones) or "none"
+                yield (
+                    f"ocp:{role}.rootVolume.availabilityZones: zone \"{zone}\" does not exist {_where(facts)} "
+                    f"(volume zones: {known}; `openstack availability zone list --volume`)"
+                )
 
 
 def _volume_types(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:

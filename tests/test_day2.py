@@ -102,9 +102,15 @@ DEV_EDITS = [
     Edit("openstack.apiAllowedCidrs", section("openstack", apiAllowedCidrs=["198.51.100.0/24"]), expect={"ocp4-security-master-tcp-6443-world": "delete", "ocp4-security-master-tcp-6443-198.51.100.0_24": "create"}),
     Edit("openstack.ingressAllowedCidrs", section("openstack", ingressAllowedCidrs=["198.51.100.0/24"]), expect={f"ocp4-security-*-tcp-{port}-{source}": action for port in (80, 443) for source, action in (("world", "delete"), ("198.51.100.0_24", "create"))}),
     Edit("openstack.nodePortAllowedCidrs", section("openstack", nodePortAllowedCidrs=["198.51.100.0/24"]), expect={"ocp4-security-*-30000-32767-198.51.100.0_24": "create"}),
+    Edit("workers.rootVolume.availabilityZones other zones", section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-2"]}), warns=("workers.rootVolume.availabilityZones",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
+    Edit("workers.rootVolume size and type, with zones", section("workers", rootVolume={"size": 200, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.rootVolume",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
+    Edit("workers.image, with root volume zones", section("workers", image="rhcos-4.17", rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), warns=("workers.image",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
+    Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create"}),
     Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers*": "create"}),
     # cannot change on a running cluster
     Edit("clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName"),
+    Edit("masters.rootVolume.availabilityZones set", section("masters", rootVolume={"size": 120, "availabilityZones": ["nova"]}), refused='ocp:masters.rootVolume.availabilityZones: was unset at install, now ["nova"]: cannot be set or removed'),
+    Edit("workers.rootVolume.availabilityZones removed", section("workers", rootVolume={"size": 120}), refused="ocp:workers.rootVolume.availabilityZones: was", base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
     Edit("baseDomain", key("baseDomain", "other.local"), refused="ocp:baseDomain"),
     Edit("machineNetwork", key("machineNetwork", "10.1.0.0/16"), refused="ocp:machineNetwork"),
     Edit("apiVip", key("apiVip", "10.0.0.6"), refused="ocp:apiVip"),
@@ -252,7 +258,14 @@ KIND_WORDS = {
 def day2_table() -> str:
     """The README's day-2 table, as cluster/day2.py classifies the keys."""
     rows = ["| key | a change on a running cluster | what happens |", "|---|---|---|"]
-    rows += [f"| `{key}` | {KIND_WORDS[effect.kind]} | {effect.text} |" for key, effect in EFFECTS.items()]
+    for key, effect in EFFECTS.items():
+        if effect.refused_when_set_or_unset:
+            rows.append(
+                f"| `{key}` | {KIND_WORDS[effect.kind]}; set or removed: refused | "
+                f"{effect.text}. Refused when set or removed: {effect.refused_when_set_or_unset} |"
+            )
+        else:
+            rows.append(f"| `{key}` | {KIND_WORDS[effect.kind]} | {effect.text} |")
     return "\n".join(rows)
 
 

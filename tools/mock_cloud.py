@@ -1,7 +1,7 @@
 """A described OpenStack cloud that answers the program's invokes under mocks.
 
 The description (samples/cloud/dev.yaml by default; tests pass their own) says what the
-project has: flavors, images, networks, floating IPs, zones, volume types, Neutron's
+project has: flavors, images, networks, floating IPs, compute and volume zones, volume types, Neutron's
 extensions and quotas. What a deployed stack holds (the state a `--from` preview starts
 from) is added: its servers, ports and server groups exist and count as in use. A lookup
 that matches nothing fails as the provider's data sources do.
@@ -157,6 +157,9 @@ class MockCloud:
     def _zones(self, args: Mapping[str, Any]) -> Answer:
         return {"id": "zones", "names": list(self.d["computeZones"])}
 
+    def _volume_zones(self, args: Mapping[str, Any]) -> Answer:
+        return {"id": "volume-zones", "names": list(self.d["volumeZones"])}
+
     def _server_group(self, args: Mapping[str, Any]) -> Answer:
         name = args.get("name")
         groups = [id_ for id_, inputs in self._of(SERVER_GROUP) if inputs.get("name") == name]
@@ -185,6 +188,7 @@ class MockCloud:
         "openstack:blockstorage/getQuotasetV3:getQuotasetV3": _volume_quota,
         "openstack:networking/getPortIds:getPortIds": _port_ids,
         "openstack:compute/getAvailabilityZones:getAvailabilityZones": _zones,
+        "openstack:blockstorage/getAvailabilityZonesV3:getAvailabilityZonesV3": _volume_zones,
         "openstack:compute/getServergroupV2:getServergroupV2": _server_group,
         "command:local:run": _run,
     }

@@ -30,6 +30,7 @@ PROVIDERS_FILE = Path(__file__).resolve().parent / "providers.json"
 # Resources whose change disrupts a running node or the network: listed first, flagged.
 DISRUPTIVE_TYPES = {
     "openstack:compute/instance:Instance",
+    "openstack:blockstorage/volume:Volume",
     "openstack:networking/network:Network",
     "openstack:networking/subnet:Subnet",
     "openstack:networking/router:Router",

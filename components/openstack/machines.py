@@ -64,18 +64,7 @@ def server(
     image = role.image or "rhcos"
     block_devices = None
     if role.root_volume is not None:
-        image_id = openstack.images.get_image_output(name=image, most_recent=True, opts=pulumi.InvokeOutputOptions(parent=opts.parent)).id
-        block_devices = [
-            openstack.compute.InstanceBlockDeviceArgs(
-                source_type="image",
-                uuid=image_id,
-                destination_type="volume",
-                volume_size=role.root_volume.size,
-                volume_type=role.root_volume.type,
-                boot_index=0,
-                delete_on_termination=True,
-            )
-        ]
+        block_devices = [_root_device(name, cluster, node, role, image, opts.parent)]
     zones = role.availability_zones
     # First-boot inputs: a running server keeps what it was created with (a change would
     # replace or re-image it); new servers get the current values. Its size changes only
@@ -97,6 +86,52 @@ def server(
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
         tags=cluster.tags,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored)),
+    )
+
+
+# Volume inputs a change of which would replace the volume a running node boots from
+# (availabilityZone, imageId) or fail on it (size: no online extend; volumeType: retype):
+# read when the volume is made, as the server reads its blockDevices.
+VOLUME_FIRST_BOOT_ONLY = ("availabilityZone", "imageId", "size", "volumeType")
+
+
+def _root_device(
+    name: str, cluster: ClusterContext, node: Node, role: RoleBase, image: str, parent: pulumi.Resource | None
+) -> openstack.compute.InstanceBlockDeviceArgs:
+    """The boot disk: Nova makes a volume from the image, or, when the volume must sit in a
+    Cinder zone, this program makes it (Nova's image-to-volume has no zone of its own)."""
+    assert role.root_volume is not None
+    root = role.root_volume
+    image_id = openstack.images.get_image_output(name=image, most_recent=True, opts=pulumi.InvokeOutputOptions(parent=parent)).id
+    if not root.availability_zones:
+        return openstack.compute.InstanceBlockDeviceArgs(
+            source_type="image",
+            uuid=image_id,
+            destination_type="volume",
+            volume_size=root.size,
+            volume_type=root.type,
+            boot_index=0,
+            delete_on_termination=True,
+        )
+    zones = root.availability_zones
+    volume = openstack.blockstorage.Volume(
+        f"{name}-root-volume",
+        name=cluster.server_name(node).apply(lambda server: f"{server}-root"),
+        size=root.size,
+        volume_type=root.type,
+        image_id=image_id,
+        availability_zone=zones[node.index % len(zones)],
+        metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=list(VOLUME_FIRST_BOOT_ONLY)),
+    )
+    # Pulumi owns the volume and deletes it after its server: not Nova on termination, so a
+    # replaced server boots from the same disk and a destroy never meets a half-deleted volume.
+    return openstack.compute.InstanceBlockDeviceArgs(
+        source_type="volume",
+        uuid=volume.id,
+        destination_type="volume",
+        boot_index=0,
+        delete_on_termination=False,
     )
 
 

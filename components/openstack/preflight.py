@@ -35,7 +35,7 @@ def checked(
     assert config.openstack is not None
     if config.openstack.skip_preflight:
         pulumi.log.warn(
-            "ocp:openstack.skipPreflight is true: flavors, images, networks, floating IPs, zones, volume types, "
+            "ocp:openstack.skipPreflight is true: flavors, images, networks, floating IPs, compute and volume zones, volume types, "
             "quotas and Neutron's tag extension are not checked; a shortfall shows up as a failed resource midway"
         )
         return infra_id
@@ -80,6 +80,7 @@ NETWORK_QUOTA = "openstack:networking/getQuotaV2:getQuotaV2"
 VOLUME_QUOTA = "openstack:blockstorage/getQuotasetV3:getQuotasetV3"
 PORT_IDS = "openstack:networking/getPortIds:getPortIds"
 ZONES = "openstack:compute/getAvailabilityZones:getAvailabilityZones"
+VOLUME_ZONES = "openstack:blockstorage/getAvailabilityZonesV3:getAvailabilityZonesV3"
 SERVER_GROUP = "openstack:compute/getServergroupV2:getServergroupV2"
 RUN = "command:local:run"
 
@@ -107,6 +108,9 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
         cloud.get(PORT_IDS, openstack.networking.GetPortIdsResult, projectId=project),
     )
     zones = (await cloud.get(ZONES, openstack.compute.GetAvailabilityZonesResult)).names if want.zones else ()
+    volume_zones = (
+        (await cloud.get(VOLUME_ZONES, openstack.blockstorage.GetAvailabilityZonesV3Result)).names if want.volume_zones else ()
+    )
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
@@ -116,6 +120,7 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
         external_networks={name: bool(n.external) if n else None for name, n in zip(want.external_networks, networks)},
         floating_ips={address: (f.port_id or "") if f else None for address, f in zip(want.floating_ips, fips)},
         compute_zones=tuple(zones or ()),
+        volume_zones=tuple(volume_zones or ()),
         # Cinder keeps a per-type quota (volumes_<type>) for every volume type.
         volume_types=tuple(
             sorted(key.removeprefix("volumes_") for key in (volume_quota.volume_type_quota or {}) if key.startswith("volumes_"))

@@ -26,6 +26,7 @@ def facts(quotas: dict[str, Quota], existing: Existing | None = None) -> CloudFa
         external_networks={"external": True},
         floating_ips={},
         compute_zones=("nova",),
+        volume_zones=("nova",),
         volume_types=(),
         network_extensions=("standard-attr-tag",),
         quotas=quotas,

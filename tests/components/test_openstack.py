@@ -25,6 +25,7 @@ from tools.mock_run import ProgramRun, is_secret, unwrap
 
 PORT = "openstack:networking/port:Port"
 INSTANCE = "openstack:compute/instance:Instance"
+VOLUME = "openstack:blockstorage/volume:Volume"
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
 GROUP = "openstack:networking/secGroup:SecGroup"
 WORLD = "0.0.0.0/0"
@@ -216,6 +217,34 @@ def test_root_volumes_and_availability_zones():
             {"bootIndex": 0, "deleteOnTermination": True, "destinationType": "volume", "sourceType": "image",
              "uuid": "image-rhcos", "volumeSize": 120, "volumeType": "ssd"}
         ]
+
+
+def test_root_volumes_in_cinder_zones_are_made_first_and_kept_for_good():
+    config = with_section(
+        stack_config("dev"), "workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1", "storage-2"]},
+        availabilityZones=["az1", "az2"], count=3, maxCount=4,
+    )
+    program_run = run(config)
+    infra_id = program_run.outputs["infraId"]
+    volumes = {unwrap(r.inputs["name"]): r for r in program_run.of_type(VOLUME)}
+    assert sorted(volumes) == [f"{infra_id}-worker-{index}-root" for index in range(3)]
+    servers = {unwrap(r.inputs["name"]): r for r in program_run.of_type(INSTANCE)}
+    for index, (compute, storage) in enumerate([("az1", "storage-1"), ("az2", "storage-2"), ("az1", "storage-1")]):
+        volume, server = volumes[f"{infra_id}-worker-{index}-root"], servers[f"{infra_id}-worker-{index}"]
+        assert {key: unwrap(volume.inputs[key]) for key in ("availabilityZone", "size", "volumeType", "imageId")} == {
+            "availabilityZone": storage, "size": 120, "volumeType": "ssd", "imageId": "image-rhcos"
+        }
+        assert unwrap(server.inputs["availabilityZone"]) == compute
+        # The server boots from that volume; Pulumi, not Nova, deletes it (after the server).
+        assert unwrap(server.inputs["blockDevices"]) == [
+            {"bootIndex": 0, "deleteOnTermination": False, "destinationType": "volume", "sourceType": "volume", "uuid": volume.id}
+        ]
+        assert volume.urn in server.dependencies
+        # Nothing a later edit changes replaces, extends or retypes a volume a node boots from.
+        assert set(volume.options["ignoreChanges"]) == {"availabilityZone", "imageId", "size", "volumeType"}
+    # Without volume zones Nova makes each volume from the image, as before: no volume resources.
+    masters = by_input_name(program_run, INSTANCE)["ocp4-master-0"]
+    assert "blockDevices" not in masters and "imageName" in masters
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,12 @@ CASES = [
         "ocp:openstack.ingressFloatingIp: floating IP 198.51.100.8 is associated with port port-of-someone",
     ),
     ("missing zone", {}, {"masters": {"availabilityZones": ["nova", "az9"]}}, 'ocp:masters.availabilityZones: zone "az9" does not exist in cloud "openstack" (compute zones: nova, az1, az2)'),
+    (
+        "missing volume zone",
+        {},
+        {"workers": {"rootVolume": {"size": 120, "availabilityZones": ["az1"]}}},
+        'ocp:workers.rootVolume.availabilityZones: zone "az1" does not exist in cloud "openstack" (volume zones: nova, storage-1, storage-2; `openstack availability zone list --volume`)',
+    ),
     ("missing volume type", {}, {"workers": {"rootVolume": {"size": 120, "type": "nvme"}}}, 'ocp:workers.rootVolume.type: volume type "nvme" does not exist in cloud "openstack" (types: __DEFAULT__, ssd)'),
     ("no tag extension", {"networkExtensions": ["external-net", "router"]}, {}, "ocp:openstack.mode: integrated, but Neutron in cloud \"openstack\" has no tag extension"),
     ("instances", {"quotas": {"instances": [8, 2]}}, {}, 'ocp:openstack.cloud: the stack adds 7 instances and the compute quota in cloud "openstack" has 6 left (2 of 8 in use)'),
