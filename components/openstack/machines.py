@@ -102,7 +102,10 @@ def _root_device(
     Cinder zone, this program makes it (Nova's image-to-volume has no zone of its own)."""
     assert role.root_volume is not None
     root = role.root_volume
-    image_id = openstack.images.get_image_output(name=image, most_recent=True, opts=pulumi.InvokeOutputOptions(parent=parent)).id
+    # After the preflight (the infra ID waits for it), which reports a missing image once.
+    image_id = openstack.images.get_image_output(
+        name=cluster.infra_id.apply(lambda _: image), most_recent=True, opts=pulumi.InvokeOutputOptions(parent=parent)
+    ).id
     if not root.availability_zones:
         return openstack.compute.InstanceBlockDeviceArgs(
             source_type="image",

@@ -46,8 +46,11 @@ class Network(pulumi.ComponentResource):
                 tags=cluster.tags,
                 opts=child,
             )
+            # Looked up once the preflight passed (the infra ID waits for it): a missing network
+            # is then reported once, by the preflight, not again by a failed lookup.
             external = openstack.networking.get_network_output(
-                name=cluster.openstack.external_network, opts=pulumi.InvokeOutputOptions(parent=self)
+                name=cluster.infra_id.apply(lambda _: cluster.openstack.external_network),
+                opts=pulumi.InvokeOutputOptions(parent=self),
             )
             router = openstack.networking.Router(
                 f"{name}-router",

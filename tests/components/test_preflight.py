@@ -3,6 +3,8 @@ invokes and stops, before any cloud resource registers, with one message per sho
 
 from __future__ import annotations
 
+import gc
+
 import pulumi
 import pytest
 
@@ -214,3 +216,13 @@ def test_a_given_floating_ip_on_the_stacks_own_port_is_in_place():
     state = deploy(config)
     again = preview(state, config)
     assert again.error is None, again.error
+
+
+def test_a_missing_network_or_image_is_reported_once(caplog):
+    # The lookups the resources need wait for the preflight: no second, raw failure of them.
+    config = _edited({"openstack": {"externalNetwork": "nowhere"}, "masters": {"image": "rhcos-9", "rootVolume": {"size": 100}}})
+    run, error = attempt(config, _cloud({}))
+    assert error is not None and error.count("does not exist") == 2
+    attempt(config, _cloud({}))  # a fresh run lets the first one's event loop and futures go
+    gc.collect()
+    assert [record.getMessage() for record in caplog.records if "never retrieved" in record.getMessage()] == []
