@@ -62,11 +62,13 @@ CLUSTER_CONFIG_MANIFEST = "/opt/openshift/manifests/cluster-config.yaml"
 MAX_BOOTSTRAP_AGE_HOURS = 20
 
 
-def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str) -> dict[str, Any]:
+def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> dict[str, Any]:
     """Integrated (OpenStack's default): `platform: openstack`, UPI style: the cluster gets the
     cloud provider, Cinder and the Machine API, and the MCO runs the VIPs; this program makes
     the machines. Standalone and libvirt: `platform: none`: the installer talks to no cloud and
-    renders no VIP/LB/DNS pods; this program brings keepalived, haproxy and CoreDNS itself."""
+    renders no VIP/LB/DNS pods; this program brings keepalived, haproxy and CoreDNS itself.
+
+    `clouds_yaml_ca`: the PEM that the clouds.yaml entry's `cacert` names (integrated mode)."""
     document: dict[str, Any] = {
         "apiVersion": "v1",
         "baseDomain": config.base_domain,
@@ -94,8 +96,13 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str) -
         }
         document["proxy"] = {key: value for key, value in proxy.items() if value}
     bundles = [b for b in (config.additional_trust_bundle, config.openstack.ca_bundle if config.openstack else None) if b]
+    if bundles and clouds_yaml_ca and config.integrated:
+        # The installer gives the cloud provider additionalTrustBundle *instead of* the
+        # clouds.yaml cacert when both exist: keep the cloud's CA in it.
+        bundles.append(clouds_yaml_ca)
     if bundles:
-        document["additionalTrustBundle"] = "".join(b if b.endswith("\n") else b + "\n" for b in bundles)
+        # A bundle given twice (caBundle is often the very cacert file) is written once.
+        document["additionalTrustBundle"] = "".join(dict.fromkeys(b if b.endswith("\n") else b + "\n" for b in bundles))
         # Without a proxy the bundle would reach only the installer's own use, not the
         # cluster-wide trusted CA; Always puts it there.
         document["additionalTrustBundlePolicy"] = "Always"
@@ -126,8 +133,9 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     return {"openstack": openstack}
 
 
-def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str) -> str:
-    return yaml.safe_dump(install_config(config, plan, pull_secret), sort_keys=True, default_flow_style=False)
+def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> str:
+    document = install_config(config, plan, pull_secret, clouds_yaml_ca)
+    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
 
 # --------------------------------------------------------------------------- the run script

@@ -43,12 +43,15 @@ class Installer(pulumi.ComponentResource):
         pull_secret: pulumi.Output[str],
         stack: str,
         now: float,
+        clouds_yaml_ca: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:installer:Installer", name, None, opts)
         settings = stack_settings(config, plan)
         environment = pulumi.Output.secret(pull_secret).apply(
-            lambda secret: run_environment(config, stack, render_install_config(config, plan, secret), secret, settings)
+            lambda secret: run_environment(
+                config, stack, render_install_config(config, plan, secret, clouds_yaml_ca), secret, settings
+            )
         )
         # Configs the user generated are read into the state once, like the installer's.
         script = run_script() if config.installer.assets_dir is None else read_script()

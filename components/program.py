@@ -3,8 +3,11 @@ configuration (stopping with one clear message before any resource), then build 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+
+import yaml
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
@@ -49,6 +52,7 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
                 f"ocp:installer.dir: {directory} holds files this program did not make, and the installer run starts "
                 "by emptying its directory: name a new directory (default assets/<stack>)"
             )
+    problems += clouds_yaml_ca(config)[1]
     key_file = config.bootstrap.helper.ssh_private_key_file
     if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
         if not Path(key_file).expanduser().is_file():
@@ -58,6 +62,39 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
             )
     if problems:
         raise ConfigError(problems)
+
+
+def clouds_yaml_file() -> Path | None:
+    """The clouds.yaml that openshift-install and the openstack CLI read: OS_CLIENT_CONFIG_FILE,
+    else the first of ./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml."""
+    override = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    candidates = (Path.cwd() / "clouds.yaml", Path.home() / ".config/openstack/clouds.yaml", Path("/etc/openstack/clouds.yaml"))
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
+    """Integrated mode: the CA that the clouds.yaml entry's `cacert` names, and its problems."""
+    path = clouds_yaml_file() if config.integrated else None
+    if config.openstack is None or path is None:
+        return None, []
+    try:
+        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(config.openstack.cloud) or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None, []  # the installer reports an unreadable clouds.yaml in its own words
+    cacert = entry.get("cacert") if isinstance(entry, dict) else None
+    if not cacert:
+        return None, []
+    ca_file = Path(str(cacert)).expanduser()
+    text = ca_file.read_text(errors="replace") if ca_file.is_file() else None
+    if text is None or "-----BEGIN CERTIFICATE-----" not in text:
+        what = "not a file" if text is None else "not a PEM bundle"
+        return None, [
+            f"ocp:openstack.cloud: the clouds.yaml entry \"{config.openstack.cloud}\" ({path}) names cacert {cacert}, which is "
+            f"{what}: fix the path there (openshift-install and the cluster's cloud provider read that CA)"
+        ]
+    return text, []
 
 
 def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]:
@@ -71,7 +108,10 @@ def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]
     # The installer and its provider at the top, under names no setting changes: an edit of
     # the cluster's name or platform meets the cluster's own install record and is refused.
     runner = command.Provider("command")
-    installer = Installer("installer", config, plan, pull_secret, stack, now(), pulumi.ResourceOptions(provider=runner))
+    cloud_ca = clouds_yaml_ca(config)[0]
+    installer = Installer(
+        "installer", config, plan, pull_secret, stack, now(), cloud_ca, pulumi.ResourceOptions(provider=runner)
+    )
     name = config.cluster_name
     if config.platform == "openstack":
         from components.openstack.cluster import OpenStackCluster

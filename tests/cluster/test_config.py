@@ -282,3 +282,26 @@ def test_config_is_frozen():
     config = load_config(DEV)
     with pytest.raises(Exception):
         config.cluster_name = "other"  # type: ignore[misc]
+
+
+def _aliases(model: type) -> set[str]:
+    names = set()
+    for name, info in model.model_fields.items():
+        names.add(info.alias or name)
+        for arg in getattr(info.annotation, "__args__", (info.annotation,)):
+            if hasattr(arg, "model_fields"):
+                names |= _aliases(arg)
+    return names
+
+
+def test_the_readme_config_reference_names_every_key():
+    from cluster.config import ClusterConfig
+
+    reference = (ROOT / "README.md").read_text().split("## Config reference")[1].split("\n## ")[0]
+    # networking's keys have their own page (docs/networking.md)
+    from cluster.networking import NetworkingSettings
+
+    documented = reference + (ROOT / "docs" / "networking.md").read_text()
+    missing = sorted(key for key in _aliases(ClusterConfig) - _aliases(NetworkingSettings) if f"`{key}`" not in reference)
+    missing += sorted(key for key in _aliases(NetworkingSettings) if f"`{key}`" not in documented)
+    assert missing == []

@@ -6,7 +6,7 @@ import yaml
 
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
-from tests.conftest import PULL_SECRET, ROOT, run, stack_config, with_section
+from tests.conftest import PULL_SECRET, ROOT, run, run_recording, stack_config, with_section
 from tools.mock_run import is_secret, unwrap
 
 
@@ -106,3 +106,35 @@ def test_install_config_options_users_ask_for():
     # The cloud's CA: trusted cluster-wide, and handed to the installer for its own calls to the cloud.
     assert bundle in document["additionalTrustBundle"] and document["additionalTrustBundlePolicy"] == "Always"
     assert unwrap(installer_command(program_run).inputs["environment"])["CLOUD_CA_BUNDLE"] == bundle
+
+
+CLOUD_CA = "-----BEGIN CERTIFICATE-----\nCLOUDCA\n-----END CERTIFICATE-----\n"
+PROXY_CA = "-----BEGIN CERTIFICATE-----\nPROXYCA\n-----END CERTIFICATE-----\n"
+
+
+def clouds_yaml(tmp_path, monkeypatch, cacert: str) -> None:
+    (tmp_path / "clouds.yaml").write_text(yaml.safe_dump({"clouds": {"openstack": {"cacert": cacert, "auth": {"auth_url": "https://keystone.lab:5000/v3"}}}}))
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(tmp_path / "clouds.yaml"))
+
+
+def test_the_clouds_yaml_ca_is_never_displaced_by_another_bundle(tmp_path, monkeypatch):
+    (tmp_path / "cloud-ca.pem").write_text(CLOUD_CA)
+    clouds_yaml(tmp_path, monkeypatch, str(tmp_path / "cloud-ca.pem"))
+    # Alone, the installer hands the cacert to the cloud provider itself: nothing to add.
+    assert "additionalTrustBundle" not in install_config_of(run(stack_config("dev")))
+    # With another bundle the installer would give the cloud provider that one instead: both go in.
+    document = install_config_of(run(stack_config("dev", additionalTrustBundle=PROXY_CA)))
+    assert document["additionalTrustBundle"] == PROXY_CA + CLOUD_CA
+    # caBundle is often the very cacert file: written once.
+    document = install_config_of(run(with_section(stack_config("dev"), "openstack", caBundle=CLOUD_CA)))
+    assert document["additionalTrustBundle"] == CLOUD_CA
+    # Standalone: the cluster never talks to the cloud.
+    document = install_config_of(run(stack_config("standalone", additionalTrustBundle=PROXY_CA), "standalone"))
+    assert document["additionalTrustBundle"] == PROXY_CA
+
+
+def test_a_cacert_that_is_not_there_stops_the_program(tmp_path, monkeypatch):
+    clouds_yaml(tmp_path, monkeypatch, str(tmp_path / "missing.pem"))
+    recorded, error = run_recording(stack_config("dev"))
+    assert error is not None and recorded.resources == []
+    assert f'ocp:openstack.cloud: the clouds.yaml entry "openstack" ({tmp_path / "clouds.yaml"}) names cacert {tmp_path / "missing.pem"}, which is not a file' in str(error)
