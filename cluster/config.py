@@ -12,6 +12,7 @@ import difflib
 import ipaddress
 import json
 import re
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
@@ -129,9 +130,24 @@ def _not_our_tag(value: str) -> str:
     return value
 
 
+def _openstack_id(value: str) -> str:
+    # The installer takes only IDs here (UUID v4, what Neutron makes), not names.
+    try:
+        valid = uuid.UUID(value).version == 4
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueError(
+            f"{value!r} is not an OpenStack ID: write the UUID, e.g. from "
+            "`openstack network show -f value -c id NAME` or `openstack security group show -f value -c id NAME`"
+        )
+    return value
+
+
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+OpenStackId = Annotated[str, AfterValidator(_openstack_id)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
 CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(_distinct)]
 
@@ -143,6 +159,7 @@ def _pem_bundle(value: str) -> str:
 
 
 PemBundle = Annotated[str, AfterValidator(_pem_bundle)]
+DEFAULT_OPENSTACK_IMAGE = "rhcos"
 ServerGroupPolicy = Literal["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"]
 
 
@@ -172,6 +189,11 @@ class RoleBase(Model):
     vcpus: Annotated[int, Field(ge=1, le=256)] | None = None
     memory_mib: Annotated[int, Field(ge=2048, le=1048576)] | None = None
     disk_gib: Annotated[int, Field(ge=25, le=16384)] | None = None
+
+    @property
+    def openstack_image(self) -> str:
+        """The Glance image this role's servers boot."""
+        return self.image or DEFAULT_OPENSTACK_IMAGE
 
     def libvirt_size(self) -> tuple[int, int, int]:
         """libvirt: (vCPUs, memory MiB, disk GiB) of one domain, the stack's values or the role's defaults."""
@@ -255,8 +277,8 @@ class OpenStack(Model):
     ca_bundle: PemBundle | None = None
     # More networks and security groups on every node, by ID (the installer's additionalNetworkIDs,
     # additionalSecurityGroupIDs).
-    additional_network_ids: tuple[NonEmpty, ...] = ()
-    additional_security_group_ids: tuple[NonEmpty, ...] = ()
+    additional_network_ids: tuple[OpenStackId, ...] = ()
+    additional_security_group_ids: tuple[OpenStackId, ...] = ()
     cloud: NonEmpty = "openstack"
     # Skip the checks against the cloud before anything is made (cluster/preflight.py); warned every run.
     skip_preflight: bool = False
@@ -639,6 +661,29 @@ def _integrated_only(c: Any) -> Iterable[str]:
         )
 
 
+def _what_integrated_mode_needs(c: Any) -> Iterable[str]:
+    if c.openstack is None or c.openstack.mode != "integrated":
+        return
+    if c.openstack.existing_network is not None:
+        yield (
+            "ocp:openstack.existingNetwork works in standalone mode only: an integrated cluster's cloud "
+            "provider and Machine API find the network and subnet by the openshiftClusterID tag this program "
+            "puts on the ones it makes; remove existingNetwork, or set openstack.mode: standalone"
+        )
+    for name in sorted(c.networking.model_fields_set - {"router_nodes"}):
+        yield (
+            f"ocp:networking.{to_camel(name)} sets this program's own keepalived, haproxy or CoreDNS (standalone "
+            "mode, libvirt); in integrated mode the machine-config-operator runs them: remove it"
+        )
+    for role in ("masters", "workers"):
+        volume = getattr(c, role).root_volume
+        if volume is not None and volume.type is None:
+            yield (
+                f"ocp:{role}.rootVolume.type is required in integrated mode (the installer refuses a root "
+                "volume without one): name a volume type from `openstack volume type list`"
+            )
+
+
 def _addresses(c: Any) -> Iterable[str]:
     from cluster import addresses  # it imports this module; its functions take plain values
 
@@ -703,6 +748,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _machine_network_clear,
     _cluster_networks_apart,
     _integrated_only,
+    _what_integrated_mode_needs,
     _addresses,
     _nameservers_outside_the_cluster,
 )

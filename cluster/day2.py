@@ -46,7 +46,6 @@ _NEW_CLUSTER = "create a new stack for a new cluster"
 _KEEP_SIZE = "existing {role} keep the size they have; new ones get it; resize existing ones with ocp:{role}.resize"
 _NEW_SERVERS = "only servers created from now on boot from it; running nodes keep theirs (RHCOS updates come from the cluster, not the image)"
 _AGREE = "every node that may hold a VIP must agree on it, and running nodes keep their keepalived.conf"
-_NODE_FILES = "running nodes keep the files they were installed with; new nodes get the new value. Change it on running nodes with a MachineConfig"
 _BOOTSTRAP = "applies when a bootstrap is created; a running bootstrap keeps its own"
 _VOLUME_ZONES = "running {role} keep their root volumes where they are; the volumes of new {role} are made in the new zones"
 _OWN_VOLUMES = (
@@ -81,7 +80,7 @@ EFFECTS: dict[str, Effect] = {
     "pullSecret": Effect("warn", "the cluster keeps the pull secret it was installed with. Change it with `oc set data secret/pull-secret -n openshift-config --from-file=.dockerconfigjson=pull-secret.json`"),
     "proxy": Effect("warn", "the cluster keeps the proxy it was installed with. Change it with `oc edit proxy/cluster`"),
     "additionalTrustBundle": Effect("warn", "the cluster keeps the CAs it was installed with. Change them in the ConfigMap user-ca-bundle (namespace openshift-config) and `oc edit proxy/cluster` (spec.trustedCA)"),
-    "nameservers": Effect("warn", "running nodes keep their CoreDNS upstreams; new nodes and the OpenStack subnet's DHCP get the new ones (a libvirt network keeps its forwarders: `virsh net-edit`). Change /etc/coredns/Corefile on running nodes with a MachineConfig"),
+    "nameservers": Effect("warn", "the OpenStack subnet's DHCP gets the new ones (integrated mode: nodes take them as their leases renew). Standalone and libvirt: running nodes keep their CoreDNS upstreams, new nodes get the new ones (a libvirt network keeps its forwarders: `virsh net-edit`); change /etc/coredns/Corefile on running nodes with a MachineConfig"),
     "masters.flavor": Effect("warn", _KEEP_SIZE.format(role="masters")),
     "masters.vcpus": Effect("warn", _KEEP_SIZE.format(role="masters")),
     "masters.memoryMib": Effect("warn", _KEEP_SIZE.format(role="masters")),
@@ -118,7 +117,12 @@ EFFECTS: dict[str, Effect] = {
     "openstack.nodePortAllowedCidrs": Effect("apply", "adds or removes the NodePort rules of each source on both node groups; nodes are untouched"),
     "libvirt.image": Effect("warn", "every disk stands on the image uploaded at install, new ones too; RHCOS updates come from the cluster"),
     "tags": Effect("apply", "updates the tags in place"),
-    "networking": Effect("warn", _NODE_FILES),
+    "networking": Effect(
+        "warn",
+        "standalone mode and libvirt (integrated mode refuses these keys but routerNodes: the machine-config-operator "
+        "runs the VIPs): running nodes keep the files they were installed with; new nodes get the new value. Change it "
+        "on running nodes with a MachineConfig",
+    ),
     "clusterNetwork": Effect("refuse", "every pod address comes from it: a running cluster's network cannot be re-addressed this way"),
     "serviceNetwork": Effect("refuse", "every service address comes from it: a running cluster's network cannot be re-addressed this way"),
     "fips": Effect("refuse", f"FIPS mode is chosen at install and cannot be switched on a running cluster: {_NEW_CLUSTER}"),

@@ -81,9 +81,14 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, c
             ],
             "serviceNetwork": [str(config.service_network)],
         },
-        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": config.masters.count},
+        "controlPlane": {
+            "name": "master",
+            "hyperthreading": "Enabled",
+            "replicas": config.masters.count,
+            **_machine_pool(config, "masters"),
+        },
         # Always 0: the machines are ours. Masters' schedulability is set by ignition.nodes.
-        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}],
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0, **_machine_pool(config, "workers")}],
         "platform": _platform(config, plan),
         "pullSecret": pull_secret,
         "sshKey": config.ssh_key,
@@ -130,7 +135,37 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     }
     if config.openstack.external_network is not None:
         openstack["externalNetwork"] = config.openstack.external_network  # LoadBalancer Services' floating IPs
+    # An existing Glance image by name: the installer checks it and names it in the Machine
+    # manifests (a URL would make it upload one); the image the masters boot.
+    openstack["clusterOSImage"] = config.masters.openstack_image
     return {"openstack": openstack}
+
+
+def _machine_pool(config: ClusterConfig, role: str) -> dict[str, Any]:
+    """Integrated mode: the pool as the installer validates it against the cloud (it needs a
+    flavor even for 0 replicas) and as Machine API manifests would carry it. The machines are
+    this program's; these values describe them."""
+    if not config.integrated:
+        return {}
+    assert config.openstack is not None
+    section = getattr(config, role)
+    pool: dict[str, Any] = {
+        # Workers without a flavor of their own (count 0) describe the masters' one.
+        "type": section.flavor or config.masters.flavor,
+        "serverGroupPolicy": section.server_group_policy,
+    }
+    if section.availability_zones:
+        pool["zones"] = list(section.availability_zones)
+    if section.root_volume is not None:
+        volume: dict[str, Any] = {"size": section.root_volume.size, "type": section.root_volume.type}
+        if section.root_volume.availability_zones:
+            volume["zones"] = list(section.root_volume.availability_zones)
+        pool["rootVolume"] = volume
+    if config.openstack.additional_network_ids:
+        pool["additionalNetworkIDs"] = list(config.openstack.additional_network_ids)
+    if config.openstack.additional_security_group_ids:
+        pool["additionalSecurityGroupIDs"] = list(config.openstack.additional_security_group_ids)
+    return {"platform": {"openstack": pool}}
 
 
 def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> str:

@@ -30,7 +30,7 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
         "cloudName": config.openstack.cloud,
         "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
         "flavor": workers.flavor or config.masters.flavor,
-        "image": workers.image or config.masters.image or "rhcos",
+        "image": workers.openstack_image,
         # The subnet by the tag this program puts on it, as the installer's MachineSets find it.
         "networks": [{"filter": {}, "subnets": [{"filter": {"tags": f"openshiftClusterID={infra_id}"}}]}],
         "securityGroups": [{"name": f"{infra_id}-worker"}]

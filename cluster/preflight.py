@@ -132,10 +132,6 @@ def _bootstrap_flavor(config: ClusterConfig) -> tuple[str, str]:
     return "ocp:masters.flavor", config.masters.flavor or ""
 
 
-def _image(role: RoleBase) -> str:
-    return role.image or "rhcos"
-
-
 def _volume(role: RoleBase) -> int:
     return role.root_volume.size if role.root_volume else 0
 
@@ -188,11 +184,11 @@ def footprint(
 def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
     """The names to look up: only what this configuration uses."""
     flavors = [use.flavor for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, plan.bootstrap_enabled)]
-    images = [_image(config.masters)]
+    images = [config.masters.openstack_image]
     if plan.worker_count:
-        images.append(_image(config.workers))
+        images.append(config.workers.openstack_image)
     if plan.bootstrap_enabled:
-        images += [config.bootstrap.image or _image(config.masters), config.bootstrap.helper.image]
+        images += [config.bootstrap.image or config.masters.openstack_image, config.bootstrap.helper.image]
     openstack = config.openstack
     assert openstack is not None
     addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
@@ -259,11 +255,11 @@ def _gib(mib: int) -> str:
 
 
 def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
-    keyed = [("ocp:masters.image", _image(config.masters))]
+    keyed = [("ocp:masters.image", config.masters.openstack_image)]
     if plan.worker_count:
-        keyed.append(("ocp:workers.image", _image(config.workers)))
+        keyed.append(("ocp:workers.image", config.workers.openstack_image))
     if plan.bootstrap_enabled:
-        keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap.image or _image(config.masters)))
+        keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap.image or config.masters.openstack_image))
         keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
     for key, name in dict.fromkeys(keyed):
         image = facts.images.get(name)

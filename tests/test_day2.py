@@ -67,23 +67,20 @@ DEV_EDITS = [
     Edit("masters.image", section("masters", image="rhcos-4.17"), warns=("masters.image",)),
     Edit("workers.image", section("workers", image="rhcos-4.17"), warns=("workers.image",)),
     Edit("masters.flavor", section("masters", flavor="master.xl"), warns=("masters.flavor",)),
-    Edit("masters.rootVolume", section("masters", rootVolume={"size": 120}), warns=("masters.rootVolume",)),
+    Edit("masters.rootVolume", section("masters", rootVolume={"size": 120, "type": "ssd"}), warns=("masters.rootVolume",)),
     Edit("masters.availabilityZones", section("masters", availabilityZones=["az1", "az2"]), warns=("masters.availabilityZones",)),
     Edit("workers.rootVolume", section("workers", rootVolume={"size": 120, "type": "ssd"}), warns=("workers.rootVolume",)),
     Edit("workers.availabilityZones", section("workers", availabilityZones=["az1"]), warns=("workers.availabilityZones",)),
-    Edit("networking.images", section("networking", images={"coredns": "registry.lab/coredns@sha256:" + "a" * 64}), warns=("networking",)),
-    Edit("networking.haproxyPort", section("networking", haproxyPort=9446), warns=("networking",)),
     Edit("bootstrap.flavor", section("bootstrap", flavor="bootstrap.xl"), warns=("bootstrap.flavor",)),
     Edit("workers.maxCount", section("workers", maxCount=150), warns=("workers.maxCount",), expect={"ocp4-network-subnet": "update"}),
     Edit("bootstrap.image", section("bootstrap", image="rhcos-4.17"), warns=("bootstrap.image",)),
     Edit("capabilities", key("capabilities", {"baselineCapabilitySet": "vCurrent"}), warns=("capabilities",)),
     Edit("imageDigestSources", key("imageDigestSources", [{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror.lab/ocp"]}]), warns=("imageDigestSources",)),
     Edit("openstack.caBundle", section("openstack", caBundle=PEM), warns=("openstack.caBundle",)),
-    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["storage-net"]), warns=("openstack.additionalNetworkIds",)),
-    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["sg-monitoring"]), expect={"ocp4-control-plane-*-port": "update", "ocp4-workers-*-port": "update", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",)),
+    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-control-plane-*-port": "update", "ocp4-workers-*-port": "update", "ocp4-bootstrap-node-port": "update"}),
     Edit("bootstrap.helper flavor", section("bootstrap", helper={"flavor": "m1.medium", "image": "centos-stream-9", "sshUser": "cloud-user"}), warns=("bootstrap.helper",)),
     Edit("workers.flavor", section("workers", flavor="worker.xl"), warns=("workers.flavor",)),
-    Edit("networking", section("networking", images={"haproxy-router": "registry.lab/haproxy@sha256:" + "b" * 64}), warns=("networking",)),
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
     Edit("workers.resize", both(section("workers", flavor="worker.xl", resize=[0, 1])), warns=("workers.flavor",), expect={"ocp4-workers-worker-0": "resize", "ocp4-workers-worker-1": "resize"}),
@@ -102,15 +99,15 @@ DEV_EDITS = [
     Edit("openstack.apiAllowedCidrs", section("openstack", apiAllowedCidrs=["198.51.100.0/24"]), expect={"ocp4-security-master-tcp-6443-world": "delete", "ocp4-security-master-tcp-6443-198.51.100.0_24": "create"}),
     Edit("openstack.ingressAllowedCidrs", section("openstack", ingressAllowedCidrs=["198.51.100.0/24"]), expect={f"ocp4-security-*-tcp-{port}-{source}": action for port in (80, 443) for source, action in (("world", "delete"), ("198.51.100.0_24", "create"))}),
     Edit("openstack.nodePortAllowedCidrs", section("openstack", nodePortAllowedCidrs=["198.51.100.0/24"]), expect={"ocp4-security-*-30000-32767-198.51.100.0_24": "create"}),
-    Edit("workers.rootVolume.availabilityZones other zones", section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-2"]}), warns=("workers.rootVolume.availabilityZones",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
-    Edit("workers.rootVolume size and type, with zones", section("workers", rootVolume={"size": 200, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.rootVolume",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
-    Edit("workers.image, with root volume zones", section("workers", image="rhcos-4.17", rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), warns=("workers.image",), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
-    Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create"}),
+    Edit("workers.rootVolume.availabilityZones other zones", section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-2"]}), warns=("workers.rootVolume.availabilityZones",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
+    Edit("workers.rootVolume size and type, with zones", section("workers", rootVolume={"size": 200, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.rootVolume",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
+    Edit("workers.image, with root volume zones", section("workers", image="rhcos-4.17", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.image",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
+    Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create"}),
     Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers*": "create"}),
     # cannot change on a running cluster
     Edit("clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName"),
-    Edit("masters.rootVolume.availabilityZones set", section("masters", rootVolume={"size": 120, "availabilityZones": ["nova"]}), refused='ocp:masters.rootVolume.availabilityZones: was unset at install, now ["nova"]: cannot be set or removed'),
-    Edit("workers.rootVolume.availabilityZones removed", section("workers", rootVolume={"size": 120}), refused="ocp:workers.rootVolume.availabilityZones: was", base=section("workers", rootVolume={"size": 120, "availabilityZones": ["storage-1"]})),
+    Edit("masters.rootVolume.availabilityZones set", section("masters", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["nova"]}), refused='ocp:masters.rootVolume.availabilityZones: was unset at install, now ["nova"]: cannot be set or removed'),
+    Edit("workers.rootVolume.availabilityZones removed", section("workers", rootVolume={"size": 120, "type": "ssd"}), refused="ocp:workers.rootVolume.availabilityZones: was", base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("baseDomain", key("baseDomain", "other.local"), refused="ocp:baseDomain"),
     Edit("machineNetwork", key("machineNetwork", "10.1.0.0/16"), refused="ocp:machineNetwork"),
     Edit("apiVip", key("apiVip", "10.0.0.6"), refused="ocp:apiVip"),
@@ -122,15 +119,12 @@ DEV_EDITS = [
     Edit("clusterNetwork", key("clusterNetwork", {"cidr": "10.132.0.0/14", "hostPrefix": 23}), refused="ocp:clusterNetwork"),
     Edit("serviceNetwork", key("serviceNetwork", "172.31.0.0/16"), refused="ocp:serviceNetwork"),
     Edit("fips", key("fips", "true"), refused="ocp:fips"),
-    Edit("openstack.existingNetwork", section("openstack", existingNetwork={"networkId": "net-1", "subnetId": "subnet-1"}), refused="ocp:openstack.existingNetwork"),
-    Edit("networking.ingressVrid", section("networking", ingressVrid=43), refused="ocp:networking.ingressVrid"),
     Edit("platform", lambda config: {**{k: v for k, v in config.items() if k != "ocp:openstack" and not k.startswith("openstack:")}, "ocp:platform": "libvirt", "ocp:libvirt": json.dumps({"image": "/var/lib/libvirt/images/rhcos.qcow2"}), "ocp:masters": json.dumps({"count": 3}), "ocp:workers": json.dumps({"count": 2}), "ocp:bootstrap": json.dumps({"enabled": True})}, refused="ocp:platform"),
     Edit("openstack.externalNetwork", section("openstack", externalNetwork="public"), refused="ocp:openstack.externalNetwork"),
     Edit("openstack.cloud", section("openstack", cloud="other"), refused="ocp:openstack.cloud"),
     Edit("installer.generation", section("installer", generation=2), refused="ocp:installer.generation"),
-    Edit("networking.apiVrid", section("networking", apiVrid=42), refused="ocp:networking.apiVrid"),
-    Edit("networking.advertInt", section("networking", advertInt=2), refused="ocp:networking.advertInt"),
     Edit("networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes"),
+    Edit("networking.apiVrid in integrated mode", section("networking", apiVrid=42), refused="ocp:networking.apiVrid sets this program's own keepalived"),
     Edit("bootstrap.enabled true, configs 21 h old", lambda config: config, refused="ocp:bootstrap.enabled", hours_later=21),
 ]
 
@@ -154,7 +148,26 @@ KVM_EDITS = [
     Edit("kvm workers.diskGib", section("workers", diskGib=200), warns=("workers.diskGib",), stack="kvm"),
 ]
 
-EDITS = DEV_EDITS + KVM_EDITS
+# The standalone stack (platform none, this program's own keepalived, haproxy and CoreDNS).
+STANDALONE_EDITS = [
+    Edit("standalone networking.images", section("networking", images={"coredns": "registry.lab/coredns@sha256:" + "a" * 64}), warns=("networking",), stack="standalone"),
+    Edit("standalone networking.haproxyPort", section("networking", haproxyPort=9446), warns=("networking",), stack="standalone"),
+    Edit("standalone networking", section("networking", images={"haproxy-router": "registry.lab/haproxy@sha256:" + "b" * 64}), warns=("networking",), stack="standalone"),
+    Edit("standalone openstack.existingNetwork", section("openstack", existingNetwork={"networkId": "net-1", "subnetId": "subnet-1"}), refused="ocp:openstack.existingNetwork", stack="standalone"),
+    Edit("standalone networking.ingressVrid", section("networking", ingressVrid=43), refused="ocp:networking.ingressVrid", stack="standalone"),
+    Edit("standalone networking.apiVrid", section("networking", apiVrid=42), refused="ocp:networking.apiVrid", stack="standalone"),
+    Edit("standalone networking.advertInt", section("networking", advertInt=2), refused="ocp:networking.advertInt", stack="standalone"),
+    Edit("standalone nameservers", key("nameservers", ["10.20.0.2"]), warns=("nameservers",), stack="standalone", expect={"ocp4-network-subnet": "update"}),
+    Edit("standalone masters.flavor", section("masters", flavor="master.xl"), warns=("masters.flavor",), stack="standalone"),
+    Edit("standalone workers.count 2 -> 3", section("workers", count=3), stack="standalone", expect={"ocp4-workers-worker-2*": "create"}),
+    Edit("standalone workers.count 2 -> 1", section("workers", count=1), stack="standalone", expect={"ocp4-workers-worker-1*": "delete"}),
+    Edit("standalone bootstrap.enabled false", section("bootstrap", enabled=False), stack="standalone", expect={"ocp4-bootstrap*": "delete"}),
+    Edit("standalone openstack.mode", section("openstack", mode="integrated"), refused="ocp:openstack.mode", stack="standalone"),
+    Edit("standalone networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes", stack="standalone"),
+    Edit("standalone clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName", stack="standalone"),
+]
+
+EDITS = DEV_EDITS + KVM_EDITS + STANDALONE_EDITS
 _deployed: dict[tuple[str, str], list] = {}
 
 
@@ -276,5 +289,5 @@ def test_the_readme_day2_table_is_the_classification():
 
 
 def test_every_classified_key_is_edited_in_this_table():
-    edited = {edit.id.removeprefix("kvm ").split(" ")[0] for edit in EDITS}
+    edited = {edit.id.removeprefix("kvm ").removeprefix("standalone ").split(" ")[0] for edit in EDITS}
     assert sorted(set(EFFECTS) - edited) == []

@@ -61,7 +61,7 @@ def server(
     server_group_id: pulumi.Input[str] | None,
     opts: pulumi.ResourceOptions,
 ) -> openstack.compute.Instance:
-    image = role.image or "rhcos"
+    image = role.openstack_image
     block_devices = None
     if role.root_volume is not None:
         block_devices = [_root_device(name, cluster, node, role, image, opts.parent)]

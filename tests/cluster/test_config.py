@@ -106,6 +106,9 @@ BAD_CONFIGS = [
     (bad("sshKey", DEV["ocp:sshKey"] + "\nssh-ed25519"), "ocp:sshKey: is not an SSH public key (line 2)"),
     (section("bootstrap", helpr={"port": 8081}), "ocp:bootstrap.helpr: unknown key: did you mean helper?"),
     (section("masters", availabilityZones="az1"), "ocp:masters.availabilityZones: is not a list: write [a, b]"),
+    (section("openstack", additionalNetworkIds=["storage-net"]), "ocp:openstack.additionalNetworkIds[0]: 'storage-net' is not an OpenStack ID: write the UUID"),
+    (section("openstack", existingNetwork={"networkId": "n", "subnetId": "s"}), "ocp:openstack.existingNetwork works in standalone mode only"),
+    (section("workers", rootVolume={"size": 120}), "ocp:workers.rootVolume.type is required in integrated mode"),
 ]
 
 

@@ -59,7 +59,7 @@ def test_rules_count_neutrons_two_default_egress_rules_per_group():
 
 
 def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
-    config, plan = setup(with_section(stack_config("dev"), "masters", rootVolume={"size": 100}))
+    config, plan = setup(with_section(stack_config("dev"), "masters", rootVolume={"size": 100, "type": "ssd"}))
     counts = footprint(config, plan, FLAVORS)
     assert (counts["volumes"], counts["gigabytes"]) == (4, 400)
 

@@ -37,8 +37,17 @@ def test_install_config_of_the_integrated_dev_stack(dev_run):
     document = install_config_of(dev_run)
     # UPI on OpenStack: the plural VIP lists, never the deprecated apiVIP/ingressVIP/machinesSubnet.
     assert document["platform"] == {
-        "openstack": {"cloud": "openstack", "apiVIPs": ["10.0.0.5"], "ingressVIPs": ["10.0.0.7"], "externalNetwork": "external"}
+        "openstack": {
+            "cloud": "openstack",
+            "apiVIPs": ["10.0.0.5"],
+            "ingressVIPs": ["10.0.0.7"],
+            "externalNetwork": "external",
+            "clusterOSImage": "rhcos",  # the Glance image the masters boot, by name: nothing uploaded
+        }
     }
+    # The installer validates both pools against the cloud, 0 compute replicas too.
+    assert document["controlPlane"]["platform"] == {"openstack": {"type": "master", "serverGroupPolicy": "soft-anti-affinity"}}
+    assert document["compute"][0]["platform"] == {"openstack": {"type": "worker", "serverGroupPolicy": "soft-anti-affinity"}}
     environment = unwrap(installer_command(dev_run).inputs["environment"])
     assert (environment["PLATFORM"], environment["OS_CLOUD"], environment["RELEASE_COMPONENTS"]) == ("openstack", "openstack", "")
 
@@ -47,12 +56,37 @@ def test_install_config(standalone_run):
     document = install_config_of(standalone_run)
     assert document["metadata"]["name"] == "ocp4" and document["baseDomain"] == "osd2019.local"
     assert document["platform"] == {"none": {}}
+    assert "platform" not in document["controlPlane"] and "platform" not in document["compute"][0]
     assert unwrap(installer_command(standalone_run).inputs["environment"])["PLATFORM"] == "none"
     assert document["networking"]["machineNetwork"] == [{"cidr": "10.0.0.0/16"}]
     assert document["controlPlane"]["replicas"] == 3
     assert document["compute"][0]["replicas"] == 0  # the machines are ours; see cluster/installer.py
     assert document["pullSecret"] == PULL_SECRET
     assert document["sshKey"].startswith("ssh-ed25519 ")
+
+
+def test_the_machine_pools_describe_the_nodes_this_program_makes():
+    network, group = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b", "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
+    config = with_section(
+        with_section(stack_config("dev"), "openstack", additionalNetworkIds=[network], additionalSecurityGroupIds=[group]),
+        "masters",
+        availabilityZones=["nova", "az1", "az2"],
+        serverGroupPolicy="anti-affinity",
+        rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]},
+    )
+    config = with_section(config, "workers", count=0, flavor=None, image="rhcos-4.17")
+    document = install_config_of(run(config))
+    assert document["controlPlane"]["platform"]["openstack"] == {
+        "type": "master",
+        "serverGroupPolicy": "anti-affinity",
+        "zones": ["nova", "az1", "az2"],
+        "rootVolume": {"size": 120, "type": "ssd", "zones": ["storage-1"]},
+        "additionalNetworkIDs": [network],
+        "additionalSecurityGroupIDs": [group],
+    }
+    # No workers and no worker flavor: the pool names the masters' flavor, which the installer needs anyway.
+    assert document["compute"][0]["platform"]["openstack"]["type"] == "master"
+    assert document["platform"]["openstack"]["clusterOSImage"] == "rhcos"
 
 
 def test_proxy_and_trust_bundle_reach_the_install_config():

@@ -269,8 +269,9 @@ def test_api_floating_ip_choices(choice, expected_type, expected_address):
 
 
 def test_existing_network_creates_no_network():
-    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "net-1", "subnetId": "sub-1"})
-    program_run = run(config)
+    # Standalone mode only: an integrated cluster finds its network by the tag this program sets.
+    config = with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": "net-1", "subnetId": "sub-1"})
+    program_run = run(config, stack="standalone")
     types = {r.type for r in program_run.resources}
     assert not types & {f"openstack:networking/{t}" for t in ("network:Network", "subnet:Subnet", "router:Router")}
     port = by_input_name(program_run, PORT)["ocp4-master-0"]

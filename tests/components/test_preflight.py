@@ -72,7 +72,7 @@ CASES = [
     (
         "missing volume zone",
         {},
-        {"workers": {"rootVolume": {"size": 120, "availabilityZones": ["az1"]}}},
+        {"workers": {"rootVolume": {"size": 120, "type": "ssd", "availabilityZones": ["az1"]}}},
         'ocp:workers.rootVolume.availabilityZones: zone "az1" does not exist in cloud "openstack" (volume zones: nova, storage-1, storage-2; `openstack availability zone list --volume`)',
     ),
     ("missing volume type", {}, {"workers": {"rootVolume": {"size": 120, "type": "nvme"}}}, 'ocp:workers.rootVolume.type: volume type "nvme" does not exist in cloud "openstack" (types: __DEFAULT__, ssd)'),
@@ -85,8 +85,8 @@ CASES = [
     ("security groups", {"quotas": {"securityGroups": 3}}, {}, "the stack needs 4 security groups and the network quota in cloud \"openstack\" allows 3"),
     ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 50 security group rules and the network quota"),
     ("floating IPs", {"quotas": {"floatingIps": 2}}, {}, "the stack needs 3 floating IPs and the network quota in cloud \"openstack\" allows 2"),
-    ("volumes", {"quotas": {"volumes": 3}}, {"masters": {"rootVolume": {"size": 100}}}, "the stack needs 4 volumes and the volume quota"),
-    ("gigabytes", {"quotas": {"gigabytes": 300}}, {"masters": {"rootVolume": {"size": 100}}}, "the stack needs 400 GB of volumes and the volume quota"),
+    ("volumes", {"quotas": {"volumes": 3}}, {"masters": {"rootVolume": {"size": 100, "type": "ssd"}}}, "the stack needs 4 volumes and the volume quota"),
+    ("gigabytes", {"quotas": {"gigabytes": 300}}, {"masters": {"rootVolume": {"size": 100, "type": "ssd"}}}, "the stack needs 400 GB of volumes and the volume quota"),
 ]
 
 
@@ -220,7 +220,7 @@ def test_a_given_floating_ip_on_the_stacks_own_port_is_in_place():
 
 def test_a_missing_network_or_image_is_reported_once(caplog):
     # The lookups the resources need wait for the preflight: no second, raw failure of them.
-    config = _edited({"openstack": {"externalNetwork": "nowhere"}, "masters": {"image": "rhcos-9", "rootVolume": {"size": 100}}})
+    config = _edited({"openstack": {"externalNetwork": "nowhere"}, "masters": {"image": "rhcos-9", "rootVolume": {"size": 100, "type": "ssd"}}})
     run, error = attempt(config, _cloud({}))
     assert error is not None and error.count("does not exist") == 2
     attempt(config, _cloud({}))  # a fresh run lets the first one's event loop and futures go

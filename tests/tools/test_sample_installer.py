@@ -254,8 +254,10 @@ def test_committed_samples_are_current() -> None:
 
 OPENSTACK_CONFIG = DEV_CONFIG.replace(
     "platform:\n  none: {}\n",
-    "platform:\n  openstack:\n    cloud: mycloud\n    apiVIPs: [10.0.0.5]\n    ingressVIPs: [10.0.0.7]\n    externalNetwork: external\n",
+    "platform:\n  openstack:\n    cloud: mycloud\n    apiVIPs: [10.0.0.5]\n    ingressVIPs: [10.0.0.7]\n    externalNetwork: external\n"
+    "    defaultMachinePlatform:\n      type: m1.xlarge\n",
 )
+DEFAULT_POOL = "    defaultMachinePlatform:\n      type: m1.xlarge\n"
 SAMPLES = REPO_ROOT / "samples" / "installer" / "ocp4"
 # What the run script deletes in integrated mode (install_upi.md for OpenStack).
 UPI_DELETED = (
@@ -445,6 +447,9 @@ def test_openstack_api_is_two_steps_and_deterministic(openstack_manifests: dict[
         ("apiVIPs: [10.0.0.5]", "", "apiVIPs is required"),
         ("apiVIPs: [10.0.0.5]", "apiVIPs: [10.0.0.7]", "must differ"),
         ("apiVIPs: [10.0.0.5]", "apiVIPs: [10.0.0.500]", "apiVIPs"),
+        # Every pool needs a flavor, the 0-replica compute pool too.
+        (DEFAULT_POOL, "", "controlPlane.platform.openstack.type: Required value: Flavor name must be provided"),
+        (DEFAULT_POOL, DEFAULT_POOL + "      rootVolume:\n        size: 100\n", "Volume type must be specified to use root volumes"),
     ],
 )
 def test_openstack_invalid_vips(old: str, new: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

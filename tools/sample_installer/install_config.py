@@ -116,6 +116,8 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
     compute = config.get("compute") or [{"name": "worker", "replicas": 3}]
     platform = config.get("platform") or {"none": {}}
     openstack = platform.get("openstack") if isinstance(platform, dict) else None
+    if openstack is not None:
+        _machine_pools(config.get("controlPlane") or {}, compute, openstack)
     return _Cluster(
         name=str(name),
         base_domain=str(base_domain),
@@ -134,6 +136,29 @@ def _parse(install_config_yaml: str, rand: _Rand) -> _Cluster:
         install_config=config,
         openstack=None if openstack is None else _openstack(openstack),
     )
+
+
+def _machine_pools(control_plane: dict[str, Any], compute: list[dict[str, Any]], platform: dict[str, Any]) -> None:
+    """The installer validates every pool against the cloud, one of 0 replicas too: each needs
+    a flavor (its own or defaultMachinePlatform's), a root volume a type, extra IDs UUID v4."""
+    default = platform.get("defaultMachinePlatform") or {}
+    pools = [("controlPlane", control_plane)] + [(f"compute[{i}]", pool) for i, pool in enumerate(compute)]
+    for where, pool in pools:
+        own = ((pool.get("platform") or {}).get("openstack")) or {}
+        path = f"install-config: {where}.platform.openstack"
+        if not (own.get("type") or default.get("type")):
+            raise ValueError(f"{path}.type: Required value: Flavor name must be provided")
+        volume = own.get("rootVolume") or default.get("rootVolume")
+        if volume is not None and not (volume.get("type") or volume.get("types")):
+            raise ValueError(f"{path}.rootVolume.type: Invalid value: \"\": Volume type must be specified to use root volumes")
+        for key in ("additionalNetworkIDs", "additionalSecurityGroupIDs"):
+            for index, value in enumerate(own.get(key) or ()):
+                try:
+                    valid = uuid.UUID(str(value)).version == 4
+                except ValueError:
+                    valid = False
+                if not valid:
+                    raise ValueError(f"{path}.{key}[{index}]: Invalid value: {value!r}: valid UUID v4 must be specified")
 
 
 def _openstack(section: Any) -> _OpenStack:
