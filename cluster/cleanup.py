@@ -5,7 +5,8 @@ An integrated cluster creates resources Pulumi never registered (the installer's
 Services (the cloud provider names them `kube_service_<infraID>_<namespace>_<service>`)
 with floating IPs on their VIP ports, Cinder volumes of PVCs (Cinder CSI sets the metadata
 `cinder.csi.openstack.org/cluster=<infraID>`), and servers and ports of user MachineSets
-(tagged `openshiftClusterID=<infraID>`, as this program tags its own). Left behind, they
+(tagged `openshiftClusterID=<infraID>`, as this program tags its own; servers also named
+`<infraID>-...`). Left behind, they
 block deleting the subnet and network.
 
 The script runs as the `delete` of a command that depends on the network, subnet, router,
@@ -57,8 +58,14 @@ for lb in $(list openstack loadbalancer list -f value -c id -c name | awk -v pre
   delete "load balancer ${lb}" openstack loadbalancer delete --cascade --wait "$lb"
 done
 
-# Servers (MachineSets' and any left of ours): waiting, so their volumes detach and ports go.
-for server in $(list openstack server list --tags "$tag" -f value -c ID); do
+# Servers (MachineSets' and any left of ours), by tag (Nova filters by tag from compute API
+# 2.26; older clients default lower) and by the name prefix the Machine API gives them:
+# waiting, so their volumes detach and their ports go.
+servers=$(
+  list openstack --os-compute-api-version 2.26 server list --tags "$tag" -f value -c ID
+  list openstack server list --name "^${INFRA_ID}-" -f value -c ID
+)
+for server in $(printf '%s\n' "$servers" | sort -u); do
   delete "server ${server}" openstack server delete --wait "$server"
 done
 

@@ -27,7 +27,9 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
     provider: dict[str, Any] = {
         "apiVersion": "machine.openshift.io/v1alpha1",
         "kind": "OpenstackProviderSpec",
-        "cloudName": config.openstack.cloud,
+        # The installer stores the stack's clouds.yaml entry in the cluster under this name,
+        # whatever ocp:openstack.cloud calls it.
+        "cloudName": "openstack",
         "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
         "flavor": workers.flavor or config.masters.flavor,
         "image": workers.openstack_image,

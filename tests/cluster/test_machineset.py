@@ -27,3 +27,17 @@ def test_root_volume_and_zones_follow_the_stacks_workers():
     # A MachineSet places every Machine in one zone pair: the first, as the stack's worker-0.
     assert provider["availabilityZone"] == "az1"
     assert provider["rootVolume"] == {"diskSize": 120, "sourceUUID": "rhcos", "volumeType": "ssd", "availabilityZone": "storage-1"}
+
+
+def test_the_credentials_are_found_under_the_installers_name_for_the_cloud():
+    # The installer keeps the stack's clouds.yaml entry in the cluster as "openstack", whatever its name here.
+    config = with_section(stack_config("dev"), "openstack", cloud="lab-cloud")
+    config["openstack:cloud"] = "lab-cloud"
+    provider = provider_of(config)
+    assert provider["cloudName"] == "openstack"
+    assert provider["cloudsSecret"] == {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"}
+
+
+def test_workers_without_an_image_of_their_own_boot_the_default_not_the_masters():
+    config = with_section(with_section(stack_config("dev"), "masters", image="rhcos-4.17"), "workers", image=None)
+    assert provider_of(config)["image"] == "rhcos"

@@ -23,11 +23,14 @@ CLEANUP = "ocp4-cleanup-on-destroy"
 # A local stand-in for the openstack CLI: answers listings from a JSON cloud, applies deletes
 # to it, records every call. Deleting a volume still attached fails, as Cinder does.
 FAKE_CLI = r'''#!PYTHON
-import json, os, sys
+import json, os, re, sys
 state_file, log_file = os.environ["FAKE_CLOUD"], os.environ["FAKE_LOG"]
 cloud = json.load(open(state_file))
 args = sys.argv[1:]
 open(log_file, "a").write(" ".join(args) + "\n")
+microversion = "2.1"  # what older clients ask Nova for unless told
+if args[0] == "--os-compute-api-version":
+    microversion, args = args[1], args[2:]
 
 def save():
     json.dump(cloud, open(state_file, "w"))
@@ -66,8 +69,11 @@ elif noun == "floating ip" and verb == "delete":
     cloud["fips"].remove(fip)
     save()
 elif noun == "server" and verb == "list":
+    tag, name = option("--tags"), option("--name")
+    if tag and tuple(map(int, microversion.split("."))) < (2, 26):
+        fail("--os-compute-api-version 2.26 or greater is required to support the --tags option")
     for server in cloud["servers"]:
-        if option("--tags") in server["tags"]:
+        if (tag and tag in server["tags"]) or (name and re.search(name, server["name"])):
             print(server["id"])
 elif noun == "server" and verb == "delete":
     server = next((s for s in cloud["servers"] if s["id"] == target), None) or fail("not found")
@@ -119,8 +125,12 @@ def a_cloud() -> dict:
             {"id": "fip-other", "port": "port-lb-other", "tags": []},
         ],
         "servers": [
-            {"id": "srv-ms-1", "tags": [TAG]},
-            {"id": "srv-other", "tags": ["openshiftClusterID=other-abcde"]},
+            # Tagged, under a name of the user's choosing: found by the tag (compute API 2.26).
+            {"id": "srv-ms-1", "name": "gpu-worker-1", "tags": [TAG]},
+            # A user's MachineSet without the tag: found by the name prefix.
+            {"id": "srv-ms-2", "name": f"{INFRA}-worker-gpu-8kd3w", "tags": []},
+            {"id": "srv-other", "name": "other-abcde-worker-0", "tags": ["openshiftClusterID=other-abcde"]},
+            {"id": "srv-lookalike", "name": f"{INFRA}q-worker-0", "tags": []},
         ],
         "volumes": [
             {"id": "vol-pvc-1", "attached": "srv-ms-1", "metadata": {"cinder.csi.openstack.org/cluster": INFRA}},
@@ -172,7 +182,7 @@ def test_the_script_removes_what_the_cluster_made_in_order(fake):
     left = fake.state()
     assert [lb["id"] for lb in left["lbs"]] == ["lb-other"]
     assert [f["id"] for f in left["fips"]] == ["fip-other"]
-    assert [s["id"] for s in left["servers"]] == ["srv-other"]
+    assert [s["id"] for s in left["servers"]] == ["srv-other", "srv-lookalike"]
     assert [v["id"] for v in left["volumes"]] == ["vol-other"]
     assert [p["id"] for p in left["ports"]] == ["port-lb-other"]
     calls = fake.calls()
@@ -183,6 +193,7 @@ def test_the_script_removes_what_the_cluster_made_in_order(fake):
         "floating ip delete fip-lb-1",
         "loadbalancer delete --cascade --wait lb-1",
         "server delete --wait srv-ms-1",
+        "server delete --wait srv-ms-2",
         "volume delete --force vol-pvc-1",
         "floating ip delete fip-api",
         "port delete port-api",
@@ -214,7 +225,7 @@ def test_failures_never_fail_the_destroy(fake, tmp_path):
     assert "cleanup: could not delete volume vol-pvc-1 (already gone?)" in result.stderr
     # the rest went on: servers, tagged floating IPs and ports
     left = fake.state()
-    assert ([s["id"] for s in left["servers"]], [p["id"] for p in left["ports"]]) == (["srv-other"], ["port-lb-1", "port-lb-other"])
+    assert ([s["id"] for s in left["servers"]], [p["id"] for p in left["ports"]]) == (["srv-other", "srv-lookalike"], ["port-lb-1", "port-lb-other"])
 
 
 def test_without_the_cli_it_says_so_and_lets_the_destroy_go_on(fake, tmp_path):
