@@ -343,6 +343,16 @@ class InstallerAssets:
                 return yaml.safe_load(manifest.get("data", {}).get("install-config", "")) or {}
         return {}
 
+    @property
+    def bootstrap_manifests(self) -> list[str]:
+        """The manifests the bootstrap applies, relative to /opt/openshift (`openshift/...`)."""
+        paths = (entry.get("path", "") for entry in self.bootstrap.get("storage", {}).get("files", []))
+        return sorted(
+            path.removeprefix("/opt/openshift/")
+            for path in paths
+            if path.startswith(("/opt/openshift/manifests/", "/opt/openshift/openshift/"))
+        )
+
     @classmethod
     def from_files(cls, files: Mapping[str, bytes]) -> InstallerAssets:
         missing = [name for name in ASSET_FILES if name not in files]
@@ -437,4 +447,29 @@ def check_assets(config: ClusterConfig, api_vip: str, ingress_vip: str, assets: 
                 "point ocp:installer.assetsDir (or --assets) at the configs of this cluster, or regenerate them "
                 "from this stack"
             )
+    problems += _platform_problems(config, assets)
     return problems
+
+
+def _platform_problems(config: ClusterConfig, assets: InstallerAssets) -> list[str]:
+    """Configs for the other mode would bring the wrong VIP handling (two VRRP stacks, or none);
+    integrated configs that still hold the installer's machines would make a second set of servers."""
+    platforms = sorted((assets.install_config.get("platform") or {}).keys())
+    wanted = "openstack" if config.integrated else "none"
+    if platforms and platforms != [wanted]:
+        key = "openstack.mode" if config.platform == "openstack" else "platform"
+        return [
+            f"ocp:{key}: the stack needs configs for platform: {wanted} but the installer configs were made for "
+            f"platform: {platforms[0]}: make them with platform: {wanted}, or leave ocp:installer.assetsDir out so "
+            "that the program runs the installer with this stack's install-config"
+        ]
+    if not config.integrated:
+        return []
+    left = [name for name in assets.bootstrap_manifests if any(fnmatch(name, p) for p in UPI_REMOVED_MANIFESTS)]
+    if not left:
+        return []
+    return [
+        f"ocp:installer.assetsDir: the configs still hold the installer's machines ({', '.join(left[:3])}"
+        f"{', ...' if len(left) > 3 else ''}): the Machine API would make servers beside this program's. Delete "
+        f"{', '.join(UPI_REMOVED_MANIFESTS)} after `openshift-install create manifests` and before `create ignition-configs`"
+    ]

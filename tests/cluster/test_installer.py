@@ -27,6 +27,7 @@ from cluster.installer import (
     update_script,
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
+from tools import sample_installer
 
 # Linux refuses any single environment string of 128 KiB or more (MAX_ARG_STRLEN).
 MAX_ENV_STRING = 128 * 1024
@@ -69,7 +70,7 @@ def test_the_run_script_prints_the_configs_record_and_release(environment):
     assert result.returncode == 0, result.stderr
     files = unbundle(result.stdout)
     assets = InstallerAssets.from_files(files)
-    config = load_config(stack_config("dev"))
+    config = load_config(stack_config("dev" if environment["PLATFORM"] == "openstack" else "standalone"))
     assert check_assets(config, "10.0.0.5", "10.0.0.7", assets) == []
     assert assets.record is not None and assets.record.generation == 1
     assert assets.record.stack["clusterName"] == "ocp4" and assets.record.stack["workers.count"] == 2
@@ -115,8 +116,8 @@ def test_a_directory_this_program_did_not_make_is_never_deleted(environment):
 
 
 def test_assets_of_another_cluster_are_refused():
-    config = load_config(stack_config("dev"))
-    other = load_config(stack_config("dev", clusterName="other", machineNetwork="10.1.0.0/16"))
+    config = load_config(stack_config("standalone"))
+    other = load_config(stack_config("standalone", clusterName="other", machineNetwork="10.1.0.0/16"))
     samples = ROOT / "samples/installer/ocp4"
     assets = InstallerAssets.from_files({name: (samples / name).read_bytes() for name in ASSET_FILES})
     assert check_assets(config, "10.0.0.5", "10.0.0.7", assets) == []
@@ -132,3 +133,30 @@ def test_provider_facts_cover_the_pinned_provider_versions():
     )
     for package, version in facts["versions"].items():
         assert pins.get(package) == version, f"{package} is pinned at {pins.get(package)}; tools/providers.json has facts for {version}: re-derive them"
+
+
+def _sample_assets() -> InstallerAssets:
+    samples = ROOT / "samples/installer/ocp4"  # platform none
+    return InstallerAssets.from_files({name: (samples / name).read_bytes() for name in ASSET_FILES})
+
+
+def test_configs_of_the_other_mode_are_refused():
+    problems = check_assets(load_config(stack_config("dev")), "10.0.0.5", "10.0.0.7", _sample_assets())
+    assert problems == [
+        "ocp:openstack.mode: the stack needs configs for platform: openstack but the installer configs were made for "
+        "platform: none: make them with platform: openstack, or leave ocp:installer.assetsDir out so that the program "
+        "runs the installer with this stack's install-config"
+    ]
+
+
+def test_integrated_configs_that_still_hold_the_installers_machines_are_refused():
+    config = load_config(stack_config("dev"))
+    install_config = render_install_config(config, plan_addresses(config), PULL_SECRET)
+    # `create ignition-configs` straight away: the Machine manifests go into the bootstrap config.
+    assets = InstallerAssets.from_files(sample_installer.generate(install_config))
+    [problem] = check_assets(config, "10.0.0.5", "10.0.0.7", assets)
+    assert problem.startswith(
+        "ocp:installer.assetsDir: the configs still hold the installer's machines "
+        "(openshift/99_openshift-cluster-api_master-machines-0.yaml, openshift/99_openshift-cluster-api_master-machines-1.yaml"
+    )
+    assert "the Machine API would make servers beside this program's" in problem

@@ -108,8 +108,8 @@ def test_the_install_record_keeps_the_stack_as_installed(dev_run):
 
 
 def test_pre_generated_assets_are_read_into_the_state_once():
-    config = stack_config("dev", installer={"assetsDir": str(ROOT / "samples/installer/ocp4")})
-    program_run = run(config)
+    config = stack_config("standalone", installer={"assetsDir": str(ROOT / "samples/installer/ocp4")})
+    program_run = run(config, stack="standalone")
     command = installer_command(program_run)
     assert '"$OPENSHIFT_INSTALL"' not in unwrap(command.inputs["create"])  # reads, never runs the installer
     assert unwrap(command.inputs["environment"])["ASSETS_DIR"].endswith("samples/installer/ocp4")

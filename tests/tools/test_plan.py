@@ -55,7 +55,7 @@ def test_plan_of_the_dev_stack(tmp_path):
 
 
 def test_plan_with_pre_generated_assets(tmp_path):
-    result = plan("--stack", "dev", "--assets", "samples/installer/ocp4", "--out", str(tmp_path / "p"))
+    result = plan("--stack", "standalone", "--assets", "samples/installer/ocp4", "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr
     infra_id = json.loads((ROOT / "samples/installer/ocp4/metadata.json").read_text())["infraID"]
     assert json.loads((tmp_path / "p/outputs.json").read_text())["infraId"] == infra_id
