@@ -42,7 +42,7 @@ def test_the_dev_footprint():
         "cores": 3 * 4 + 2 * 2 + 4 + 1,
         "ram": 3 * 16384 + 2 * 8192 + 16384 + 2048,
         "server_groups": 2,
-        "ports": 7 + 2,
+        "ports": 7 + 2 + 2,  # a port per server, the VIP ports, the router interface and DHCP port
         "security_groups": 4,
         "security_group_rules": 50,  # 42 of cluster.firewall's, and Neutron's 2 egress rules per group
         "floating_ips": 3,  # API, Ingress, helper
@@ -62,6 +62,18 @@ def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
     config, plan = setup(with_section(stack_config("dev"), "masters", rootVolume={"size": 100, "type": "ssd"}))
     counts = footprint(config, plan, FLAVORS)
     assert (counts["volumes"], counts["gigabytes"]) == (4, 400)
+
+
+def test_extra_networks_add_a_port_per_node_then_and_on_day_2():
+    network = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
+    config, plan = setup(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[network]))
+    # 3 masters, 2 workers and the bootstrap get one more port each; the helper does not.
+    assert footprint(config, plan, FLAVORS)["ports"] == 7 + 6 + 2 + 2
+    # On day 2 those ports exist but carry no tag of ours: they count as there, so one more worker adds 2 ports.
+    grown = setup(with_section(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[network]), "workers", count=3))
+    existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
+    assert problems(*grown, facts({"ports": Quota(100, 98)}, existing)) == []
+    assert "the stack adds 2 ports" in problems(*grown, facts({"ports": Quota(100, 99)}, existing))[0]
 
 
 def test_what_exists_is_not_needed_again():

@@ -81,7 +81,7 @@ CASES = [
     ("cores", {"quotas": {"cores": [24, 4]}}, {}, "the stack adds 21 vCPUs and the compute quota in cloud \"openstack\" has 20 left"),
     ("ram", {"quotas": {"ram": [65536, 0]}}, {}, "the stack adds 83968 MiB RAM and the compute quota"),
     ("server groups", {"quotas": {"serverGroups": [10, 9]}}, {}, "the stack adds 2 server groups and the compute quota in cloud \"openstack\" has 1 left"),
-    ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 9 ports and the network quota in cloud \"openstack\" has 6 left"),
+    ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 11 ports and the network quota in cloud \"openstack\" has 6 left"),
     ("security groups", {"quotas": {"securityGroups": 3}}, {}, "the stack needs 4 security groups and the network quota in cloud \"openstack\" allows 3"),
     ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 50 security group rules and the network quota"),
     ("floating IPs", {"quotas": {"floatingIps": 2}}, {}, "the stack needs 3 floating IPs and the network quota in cloud \"openstack\" allows 2"),
