@@ -91,7 +91,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         )
         instance = openstack.compute.Instance(
             f"{name}-server",
-            name=f"{config.cluster_name}-bootstrap-helper",
+            name=cluster.named("bootstrap-helper"),  # unique in the project, as the nodes' names
             flavor_name=helper.flavor,
             image_name=helper.image,
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],

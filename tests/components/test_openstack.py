@@ -174,15 +174,16 @@ def test_helper_serves_the_bootstrap_alone_and_admits_ssh_from_ssh_allowed_cidr(
 
 def test_servers(dev_run):
     servers = by_input_name(dev_run, INSTANCE)
+    helper = f"{dev_run.outputs['infraId']}-bootstrap-helper"  # unique in the project, like the nodes
     assert set(servers) == {
-        "ocp4-bootstrap", "ocp4-bootstrap-helper", "ocp4-master-0", "ocp4-master-1", "ocp4-master-2",
+        "ocp4-bootstrap", helper, "ocp4-master-0", "ocp4-master-1", "ocp4-master-2",
         "ocp4-worker-0", "ocp4-worker-1",
     }
     assert servers["ocp4-master-0"]["flavorName"] == "master" and servers["ocp4-master-0"]["imageName"] == "rhcos"
     assert servers["ocp4-worker-1"]["flavorName"] == "worker"
     assert servers["ocp4-bootstrap"]["flavorName"] == "master"
-    assert servers["ocp4-bootstrap-helper"]["imageName"] == "centos-stream-9"
-    assert servers["ocp4-bootstrap-helper"]["userData"].startswith("#cloud-config\n")
+    assert servers[helper]["imageName"] == "centos-stream-9"
+    assert servers[helper]["userData"].startswith("#cloud-config\n")
 
 
 def test_masters_are_created_one_after_the_other(dev_run):

@@ -118,7 +118,7 @@ def integrated(dev_run):
 def test_integrated_nodes_are_named_by_the_infra_id_and_pass_ignition_validate(integrated, tmp_path):
     nodes, infra_id = integrated
     assert set(nodes) == {f"{infra_id}-{n}" for n in ("bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1")} | {
-        "ocp4-bootstrap-helper"
+        f"{infra_id}-bootstrap-helper"
     }
     for name, node in nodes.items():
         if node.ignition is not None:
