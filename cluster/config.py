@@ -486,6 +486,17 @@ class ClusterConfig(Model):
         configured = self.openstack.ssh_allowed_cidr if self.openstack else None
         return configured or self.machine_network
 
+    @property
+    def worker_pool_flavor(self) -> str | None:
+        """The flavor a description of the worker pool names: the workers', or the masters' when
+        the workers have none (count 0), since the installer and the Machine API need one."""
+        return self.workers.flavor or self.masters.flavor
+
+    @property
+    def bootstrap_image(self) -> str:
+        """The Glance image the bootstrap boots: its own, else the masters'."""
+        return self.bootstrap.image or self.masters.openstack_image
+
 
 # --------------------------------------------------------------------------- cross-key checks
 # Each check reads a few top-level keys and yields messages. When some keys are invalid on

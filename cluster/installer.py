@@ -150,8 +150,7 @@ def _machine_pool(config: ClusterConfig, role: str) -> dict[str, Any]:
     assert config.openstack is not None
     section = getattr(config, role)
     pool: dict[str, Any] = {
-        # Workers without a flavor of their own (count 0) describe the masters' one.
-        "type": section.flavor or config.masters.flavor,
+        "type": config.worker_pool_flavor if role == "workers" else section.flavor,
         "serverGroupPolicy": section.server_group_policy,
     }
     if section.availability_zones:

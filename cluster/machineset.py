@@ -31,7 +31,7 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
         # whatever ocp:openstack.cloud calls it.
         "cloudName": "openstack",
         "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
-        "flavor": workers.flavor or config.masters.flavor,
+        "flavor": config.worker_pool_flavor,
         "image": workers.openstack_image,
         # The subnet by the tag this program puts on it, as the installer's MachineSets find it.
         "networks": [{"filter": {}, "subnets": [{"filter": {"tags": f"openshiftClusterID={infra_id}"}}]}],

@@ -27,7 +27,6 @@ CONTROL_PLANE_MINIMUM = (4, 16384, 25)  # vCPUs, RAM MiB, disk GB
 COMPUTE_MINIMUM = (2, 8192, 25)
 # Neutron adds two egress rules (IPv4, IPv6) to every group it creates; they count against the quota.
 DEFAULT_RULES_PER_GROUP = 2
-HELPER_FLAVOR_KEY = "ocp:bootstrap.helper.flavor"
 # Ports a network this stack makes holds itself: the router's interface, the DHCP agent's.
 NETWORK_OWN_PORTS = 2
 # Network extension aliases under which Neutron tags networks, subnets and ports.
@@ -146,7 +145,7 @@ def _servers(config: ClusterConfig, masters: int, workers: int, bootstrap: bool,
     ]
     key, flavor = _bootstrap_flavor(config)
     uses.append(_Use(key, flavor, int(bootstrap), _volume(config.masters)))
-    uses.append(_Use(HELPER_FLAVOR_KEY, config.bootstrap.helper.flavor, int(helper), 0))
+    uses.append(_Use("ocp:bootstrap.helper.flavor", config.bootstrap.helper.flavor, int(helper), 0))
     return [use for use in uses if use.count]
 
 
@@ -166,26 +165,23 @@ def footprint(
     openstack = config.openstack
     created_fips = sum(choice == "create" for choice in (openstack.api_floating_ip, openstack.ingress_floating_ip)) if openstack else 0
     helper_fip = helper and config.bootstrap.helper.floating_ip
-    nodes = sum(use.count for use in uses if use.key != HELPER_FLAVOR_KEY)
-    extra_ports = nodes * len(openstack.additional_network_ids) if openstack else 0
-    network_ports = NETWORK_OWN_PORTS if openstack and openstack.existing_network is None else 0
+    # The nodes' and VIPs' ports carry the infra ID's tag (what `existing` counts); the ports
+    # Nova makes on the extra networks (one per node and network) and the network's own do not.
+    tagged_ports = sum(use.count for use in uses) + (2 if cluster else 0) if existing is None else existing.ports
+    extra_ports = (masters + workers + int(bootstrap)) * len(openstack.additional_network_ids) if openstack else 0
+    network_ports = NETWORK_OWN_PORTS if cluster and openstack and openstack.existing_network is None else 0
     counts = {
         "instances": sum(use.count for use in uses),
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
         "ram": sum(use.count * flavor.ram_mib for use, flavor in sized if flavor),
         "server_groups": int(cluster and masters > 0) + int(cluster and workers > 0),
-        # A port per server, one more per extra network on each node (Nova makes those), the
-        # two VIP ports, and the network's own: router interface and DHCP port.
-        "ports": sum(use.count for use in uses) + extra_ports + (2 + network_ports if cluster else 0),
+        "ports": tagged_ports + extra_ports + network_ports,
         "security_groups": len(groups) if cluster else 0,
         "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,
         "floating_ips": (created_fips if cluster else 0) + int(helper_fip),
         "volumes": sum(use.count for use in uses if use.volume_gb),
         "gigabytes": sum(use.count * use.volume_gb for use in uses),
     }
-    if existing is not None:
-        # Tagged ports (nodes', VIPs'); the extra networks' and the network's own carry no tag.
-        counts["ports"] = existing.ports + extra_ports + (network_ports if cluster else 0)
     return counts
 
 
@@ -196,7 +192,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
     if plan.worker_count:
         images.append(config.workers.openstack_image)
     if plan.bootstrap_enabled:
-        images += [config.bootstrap.image or config.masters.openstack_image, config.bootstrap.helper.image]
+        images += [config.bootstrap_image, config.bootstrap.helper.image]
     openstack = config.openstack
     assert openstack is not None
     addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
@@ -267,7 +263,7 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
     if plan.worker_count:
         keyed.append(("ocp:workers.image", config.workers.openstack_image))
     if plan.bootstrap_enabled:
-        keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap.image or config.masters.openstack_image))
+        keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap_image))
         keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
     for key, name in dict.fromkeys(keyed):
         image = facts.images.get(name)

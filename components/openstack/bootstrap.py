@@ -158,7 +158,7 @@ class Bootstrap(pulumi.ComponentResource):
         role = config.masters.model_copy(
             update={
                 "flavor": config.bootstrap.flavor or config.masters.flavor,
-                "image": config.bootstrap.image or config.masters.openstack_image,
+                "image": config.bootstrap_image,
                 "resize": (),
             }
         )
