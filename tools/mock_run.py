@@ -2,9 +2,10 @@
 
 Each run gets a fresh event loop and a fresh `contextvars` context (Pulumi keeps its
 settings and root stack in context variables), so runs never leak into each other. The
-mocks answer like the providers would, and the installer's command is answered as its run
-script would (cluster/installer.py) with the fake installer (`tools.sample_installer`), fed
-the very install-config the program built.
+mocks answer like the providers would, and the installer's command is answered by its run
+script (cluster/installer.py) with the real `openshift-install` of the toolchain where it can
+run here (platform none: tools/real_installer.py), else with the fake installer
+(`tools.sample_installer`), fed the very install-config the program built.
 
 Given a deployed state (`tools.preview.Engine`), a run is the *next* `pulumi up` of that
 stack: what the engine keeps between runs (outputs of unchanged resources, so the
@@ -35,9 +36,9 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
-from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script, upi_manifests
+from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script, unbundle, upi_manifests
 from components import program
-from tools import sample_installer
+from tools import real_installer, sample_installer
 from tools.mock_cloud import MockCloud
 from tools.preview import Deployed, Engine
 
@@ -73,6 +74,7 @@ class ProgramRun:
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    installer: str | None = None  # which installer made the configs, when this run made them
 
     def of_type(self, type_: str) -> list[Resource]:
         return [resource for resource in self.resources if resource.type == type_]
@@ -159,6 +161,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
     def __init__(self, now: float, cloud: MockCloud | None = None):
         self.now = now
         self.cloud = cloud or MockCloud()
+        self.installer: str | None = None
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -179,7 +182,8 @@ class ClusterMocks(pulumi.runtime.Mocks):
         return f"{args.name}-{digest}", state
 
     def _installer_run(self, environment: dict[str, str]) -> str:
-        """What cluster.installer.run_script prints, with the fake installer and a fake `oc`."""
+        """What cluster.installer.run_script prints: made by the real installer where it runs here,
+        else by the fake one."""
         if "ASSETS_DIR" in environment:  # the user's configs: the very read_script, run
             result = subprocess.run(
                 ["bash", "-c", read_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True
@@ -187,22 +191,28 @@ class ClusterMocks(pulumi.runtime.Mocks):
             if result.returncode != 0:
                 raise pulumi.RunError(f"installer-run: {result.stderr.strip()}")
             return result.stdout
+        record = {
+            "generatedAt": int(self.now),
+            "generation": int(environment["GENERATION"]),
+            "stack": json.loads(environment["INSTALL_FACTS"]),
+        }
+        if real_installer.serves(environment):
+            files = unbundle(real_installer.bundle(environment))
+            files[RECORD_FILE] = json.dumps(record).encode()  # made at the engine's clock, not the process's
+            self.installer = real_installer.version()
+            return bundle(files)
         install_config = environment["INSTALL_CONFIG"]
         if environment.get("PLATFORM") == "openstack":  # create manifests, the UPI edits, create ignition-configs
             manifests = upi_manifests(sample_installer.manifests(install_config))
             files = sample_installer.ignition_configs(install_config, manifests)
         else:
             files = sample_installer.generate(install_config)
-        record = {
-            "generatedAt": int(self.now),
-            "generation": int(environment["GENERATION"]),
-            "stack": json.loads(environment["INSTALL_FACTS"]),
-        }
         release = sample_installer.release_images()
         wanted = environment.get("RELEASE_COMPONENTS", "").split()
         release["images"] = {name: ref for name, ref in release["images"].items() if name in wanted}
         files[RECORD_FILE] = json.dumps(record).encode()
         files[RELEASE_FILE] = json.dumps(release).encode()
+        self.installer = f"the fake installer (tools/sample_installer, {sample_installer.INSTALLER_VERSION})"
         return bundle(files)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
@@ -336,6 +346,7 @@ def _run(
         root = pulumi.runtime.get_root_resource()
         run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
     finally:
+        run.installer = mocks.installer
         program.now = clock
         # A failed program leaves RPCs under way (the root stack's registration at least):
         # let them finish, so nothing is destroyed while pending.

@@ -45,6 +45,7 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
+from tools import real_installer, toolchain
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
@@ -92,9 +93,20 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
     if assets:
         config["ocp:installer"] = json.dumps({"assetsDir": assets})
         notes.append(f"installer configs: read from {assets}")
-    else:
-        notes.append("installer configs: the fake installer's (tools/sample_installer)")
     return stack_name, config, notes
+
+
+def installer_note(run: ProgramRun, settings: ClusterConfig) -> str | None:
+    """Which installer made the configs of this plan, and why not the real one where it did not."""
+    if run.installer is None:
+        return None
+    if real_installer.binary() is None:
+        why = f"the real one is not built: {toolchain.HOW}"
+    elif settings.integrated:
+        why = "the real one validates platform openstack against a cloud, and none is at hand"
+    else:
+        return f"installer configs: made by the real {run.installer}"
+    return f"installer configs: made by {run.installer} ({why})"
 
 
 def node_outputs(run: ProgramRun) -> list[NodeOutput]:
@@ -263,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         stack, config, notes = stack_config(args.stack, args.config_file, args.assets)
         engine = deployed_state(args.deployed)
         run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at))
+        notes += filter(None, [installer_note(run, load_config(config))])
     except (PlanError, StackFileError, pulumi.RunError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

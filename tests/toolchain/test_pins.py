@@ -1,0 +1,75 @@
+"""toolchain/pins.toml, the one place naming every Go module and version: the modules built
+from it, the SDKs the program runs and the pins must agree, or a test here says where."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+from importlib.resources import files
+
+import pytest
+
+from tests.conftest import ROOT
+from toolchain.build import load_pins, module_is_current, pinned_requirement, upstream_replaces, wanted_go_mod
+
+PINS = load_pins()
+BUILT = [component for component in PINS if component.buildable]
+PLUGINS = [component for component in PINS if component.plugin]
+
+
+def requirement(name: str) -> str:
+    text = (ROOT / "requirements.txt").read_text()
+    return re.search(rf"^{re.escape(name)}==(\S+)", text, re.MULTILINE).group(1)
+
+
+@pytest.mark.parametrize("component", BUILT, ids=lambda c: c.name)
+def test_each_module_we_build_from_requires_exactly_the_pins(component):
+    go_mod = (component.module_dir / "go.mod").read_text()
+    assert pinned_requirement(go_mod, component.module) == component.version
+    for path, version in component.require.items():
+        assert pinned_requirement(go_mod, path) == component.fill(version)
+    assert module_is_current(component), f"run `bash .ci/toolchain` to rewrite {component.module_dir} and commit it"
+    assert f"{component.module} {component.version} h1:" in (component.module_dir / "go.sum").read_text()
+
+
+@pytest.mark.parametrize("component", PLUGINS, ids=lambda c: c.name)
+def test_each_plugin_is_pinned_at_the_version_its_sdk_asks_for(component):
+    sdk = json.loads(files(f"pulumi_{component.plugin}").joinpath("pulumi-plugin.json").read_text())
+    assert (sdk["name"], sdk["version"]) == (component.plugin, component.plugin_version)
+    assert requirement(f"pulumi-{component.plugin}") == component.plugin_version
+
+
+def test_a_cli_older_than_the_sdk_says_why():
+    sdk = requirement("pulumi")
+    assert importlib.metadata.version("pulumi") == sdk
+    cli = next(c for c in PINS if c.name == "pulumi")
+    if cli.version != f"v{sdk}":
+        assert cli.wanted and f"v{sdk}" in cli.wanted
+
+
+def test_replaces_of_the_upstream_module_are_repeated_but_local_ones_are_not():
+    upstream = """module x
+
+replace github.com/pulumi/pulumi/sdk/v3 => ../sdk
+
+replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
+
+replace (
+\tgithub.com/a/b => github.com/c/b v1.0.0 // why
+// commented => github.com/x v1
+\tk8s.io/x v0.1.0 => ./local
+)
+"""
+    assert upstream_replaces(upstream) == [
+        "github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e",
+        "github.com/a/b => github.com/c/b v1.0.0",
+    ]
+    installer = next(c for c in PINS if c.name == "openshift-install")
+    go_mod = wanted_go_mod(installer, upstream)
+    assert "replace (\n\tgithub.com/atotto/clipboard => " in go_mod and "../sdk" not in go_mod
+
+
+def test_the_toolchain_stays_outside_git():
+    assert "/.toolchain/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "bash .ci/toolchain" in (ROOT / ".ci" / "run").read_text()

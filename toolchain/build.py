@@ -1,0 +1,376 @@
+"""Builds the real toolchain from Go modules and lays it out in the checkout as .toolchain/.
+
+    python3 toolchain/build.py            # what `bash .ci/toolchain` runs
+
+Everything comes from toolchain/pins.toml. Each binary is built from a small module of our
+own (toolchain/modules/<name>: go.mod, go.sum, tools.go), which this script rewrites when
+the pins moved (that needs the module proxy; commit the result). Builds go into a cache
+outside the clone, one directory per component keyed by everything that shapes the binary,
+so a second checkout on the same machine only lays out .toolchain/ (seconds). Pinned
+modules the proxy refuses are reported as missing, with the proxy's answer; they fail
+nothing here, and the tests that need them say so when they skip.
+
+Standard library only: it runs before the virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS = ROOT / "toolchain" / "pins.toml"
+MODULES = ROOT / "toolchain" / "modules"
+LAYOUT = ROOT / ".toolchain"
+# Bumped when the way a binary is built changes, so cached builds are not taken for new ones.
+RECIPE = "1"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    module: str
+    version: str
+    binary: str | None = None  # None: a provider plugin with no build recipe yet
+    package: str = ""
+    require: dict[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    beside: tuple[str, ...] = ()
+    data: str | None = None
+    nosumdb: tuple[str, ...] = ()
+    plugin: str | None = None
+    plugin_version: str | None = None
+    wanted: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def fill(self, text: str) -> str:
+        return text.format(module=self.module, version=self.version, **self.extra)
+
+    @property
+    def buildable(self) -> bool:
+        return self.binary is not None
+
+    @property
+    def module_dir(self) -> Path:
+        return MODULES / self.name
+
+
+def load_pins(path: Path = PINS) -> list[Component]:
+    known = set(Component.__dataclass_fields__) - {"name", "extra"}
+    components = []
+    for name, entry in tomllib.loads(path.read_text()).items():
+        fields = {key: tuple(value) if isinstance(value, list) else value for key, value in entry.items() if key in known}
+        extra = {key: value for key, value in entry.items() if key not in known}
+        components.append(Component(name=name, extra=extra, **fields))
+    return components
+
+
+# --------------------------------------------------------------------------- go
+
+
+class BuildError(Exception):
+    pass
+
+
+def go_env(component: Component | None = None, *, readonly: bool = True) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GOTOOLCHAIN="local",  # never fetch another Go as a module
+        CGO_ENABLED="0",
+        GOFLAGS=f"-mod={'readonly' if readonly else 'mod'} -buildvcs=false",
+    )
+    if component is not None and component.nosumdb:
+        env["GONOSUMDB"] = ",".join(component.nosumdb)
+    return env
+
+
+def go(args: list[str], cwd: Path, env: dict[str, str], quiet: bool = False) -> str:
+    result = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"go {' '.join(args[:2])} in {cwd}: {result.stderr.strip()[-2000:]}")
+    if not quiet and result.stderr.strip():
+        print(result.stderr.strip(), file=sys.stderr)
+    return result.stdout
+
+
+def go_version() -> str:
+    return subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def module_source(component: Component, env: dict[str, str]) -> Path:
+    """The module's directory in GOMODCACHE (downloaded if need be, checked against go.sum)."""
+    out = go(["mod", "download", "-json", f"{component.module}@{component.version}"], component.module_dir, env, quiet=True)
+    return Path(json.loads(out)["Dir"])
+
+
+def refusal(component: Component) -> str | None:
+    """None when the proxy serves the pinned module; else its answer, in one line."""
+    with tempfile.TemporaryDirectory() as scratch:
+        Path(scratch, "go.mod").write_text("module example.com/probe\n")
+        result = subprocess.run(
+            ["go", "mod", "download", "-json", f"{component.module}@{component.version}"],
+            cwd=scratch,
+            env=go_env(component, readonly=False),
+            capture_output=True,
+            text=True,
+        )
+    if result.returncode == 0:
+        return None
+    try:
+        message = json.loads(result.stdout).get("Error", "")
+    except ValueError:
+        message = result.stderr
+    return " ".join(message.split())[-300:] or "go mod download failed"
+
+
+# --------------------------------------------------------------------------- our module per binary
+
+
+def wanted_go_mod(component: Component, upstream_go_mod: str | None) -> str:
+    """go.mod of our module: the pinned requirement(s), and the upstream module's replaces of
+    other modules (Go ignores replaces of dependencies, so they must be repeated)."""
+    lines = [f"module example.com/ocp-toolchain/{component.name}", "", "go 1.23", "", "require ("]
+    lines += [f"\t{component.module} {component.version}"]
+    lines += [f"\t{path} {component.fill(version)}" for path, version in sorted(component.require.items())]
+    lines += [")"]
+    replaces = upstream_replaces(upstream_go_mod or "")
+    if replaces:
+        lines += ["", "replace (", *[f"\t{line}" for line in replaces], ")"]
+    return "\n".join(lines) + "\n"
+
+
+def upstream_replaces(go_mod: str) -> list[str]:
+    """`old [v] => new v` lines of a go.mod, leaving out replaces by local paths."""
+    found = []
+    block = False
+    for raw in go_mod.splitlines():
+        line = raw.split("//")[0].strip()
+        if line.startswith("replace ("):
+            block = True
+            continue
+        if block and line == ")":
+            block = False
+            continue
+        if line.startswith("replace "):
+            line = line.removeprefix("replace ").strip()
+        elif not block:
+            continue
+        if "=>" not in line:
+            continue
+        target = line.split("=>", 1)[1].strip()
+        if target.startswith((".", "/")):
+            continue
+        found.append(re.sub(r"\s+", " ", line))
+    return found
+
+
+def tools_go(component: Component) -> str:
+    return (
+        "//go:build tools\n\n// Names the binary this module builds, so `go mod tidy` keeps its dependencies.\n"
+        f'package tools\n\nimport _ "{component.module}/{component.package}"\n'
+    )
+
+
+def pinned_requirement(go_mod: str, module: str) -> str | None:
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (\S+)", go_mod, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def module_is_current(component: Component) -> bool:
+    directory = component.module_dir
+    go_mod = directory / "go.mod"
+    if not (go_mod.is_file() and (directory / "go.sum").is_file() and (directory / "tools.go").is_file()):
+        return False
+    text = go_mod.read_text()
+    pins = {component.module: component.version, **{p: component.fill(v) for p, v in component.require.items()}}
+    return all(pinned_requirement(text, path) == version for path, version in pins.items())
+
+
+def sync_module(component: Component) -> bool:
+    """Rewrites toolchain/modules/<name> when the pins moved; True when it did."""
+    if module_is_current(component):
+        return False
+    directory = component.module_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    print(f"toolchain: {component.name}: the pins moved, rewriting {directory.relative_to(ROOT)} (commit it)")
+    env = go_env(component, readonly=False)
+    (directory / "tools.go").write_text(tools_go(component))
+    (directory / "go.sum").unlink(missing_ok=True)
+    (directory / "go.mod").write_text(wanted_go_mod(component, None))
+    upstream = module_source(component, env) / "go.mod"
+    (directory / "go.mod").write_text(wanted_go_mod(component, upstream.read_text()))
+    go(["mod", "tidy"], directory, env, quiet=True)
+    return True
+
+
+# --------------------------------------------------------------------------- build into the cache
+
+
+def cache_root() -> Path:
+    base = os.environ.get("OCP_TOOLCHAIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ocp-toolchain"
+    return Path(base)
+
+
+def cache_key(component: Component, go_version_text: str) -> str:
+    digest = hashlib.sha256()
+    for part in (RECIPE, go_version_text, json.dumps(component.__dict__, sort_keys=True, default=list)):
+        digest.update(part.encode() + b"\0")
+    for name in ("go.mod", "go.sum", "tools.go"):
+        digest.update((component.module_dir / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build(component: Component, target: Path) -> float:
+    """Builds into target/ (bin/, share/), atomically: a failed build leaves nothing."""
+    env = go_env(component)
+    staging = Path(tempfile.mkdtemp(prefix=f".{component.name}-", dir=target.parent))
+    started = time.monotonic()
+    try:
+        bin_dir = staging / "bin"
+        bin_dir.mkdir()
+        ldflags = " ".join(["-s", "-w", *(component.fill(flag) for flag in component.ldflags)])
+        args = ["build", "-trimpath", "-ldflags", ldflags, "-o", str(bin_dir / component.binary)]
+        if component.tags:
+            args += ["-tags", ",".join(component.tags)]
+        go([*args, f"{component.module}/{component.package}"], component.module_dir, env)
+        source = module_source(component, env)
+        for relative in component.beside:
+            copied = bin_dir / Path(relative).name
+            shutil.copyfile(source / relative, copied)
+            copied.chmod(0o755)
+        if component.data:
+            shutil.copytree(source / component.data, staging / "share" / "data")
+            for path in (staging / "share").rglob("*"):
+                path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache's copies are read-only
+        seconds = time.monotonic() - started
+        (staging / "built.json").write_text(json.dumps({"seconds": round(seconds, 1), "at": int(time.time())}) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(staging, target)
+        return seconds
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- .toolchain/ in the checkout
+
+
+ENV_FILE = """\
+# The real toolchain of this checkout, made by `bash .ci/toolchain`. Source it:
+#   . .toolchain/env
+# Then `pulumi` is the CLI built here, with its Python language host beside it, on a local
+# file backend, with plugins only from .toolchain/pulumi-home, and nothing downloaded.
+_toolchain={root}/.toolchain
+# The checkout's venv: the language host built here (see toolchain/pins.toml) takes the
+# program's Python from PATH, not from Pulumi.yaml's runtime options.
+export PATH="$_toolchain/bin:{root}/venv/bin:$PATH"
+export PULUMI_HOME="$_toolchain/pulumi-home"
+export PULUMI_BACKEND_URL="${{PULUMI_BACKEND_URL:-file://$_toolchain/state}}"
+# The only call home: the CLI's check for a newer version.
+export PULUMI_SKIP_UPDATE_CHECK=true
+# A missing plugin fails at once instead of being downloaded.
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+# Only plugins installed in PULUMI_HOME, never a pulumi-resource-* found on PATH.
+export PULUMI_IGNORE_AMBIENT_PLUGINS=true
+unset _toolchain
+"""
+
+INSTALLER_WRAPPER = """\
+#!/bin/bash
+# openshift-install {version}, built from its Go module without the `release` tag: it reads
+# its templates from the module's data/data, copied beside it.
+OPENSHIFT_INSTALL_DATA={data} exec -a "$0" {binary} "$@"
+"""
+
+
+def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
+    """.toolchain/: bin/ (links into the cache), env, pulumi-home/, state/, status.json."""
+    bin_dir = LAYOUT / "bin"
+    if bin_dir.exists():
+        shutil.rmtree(bin_dir)
+    bin_dir.mkdir(parents=True)
+    for name, directory in built.items():
+        if name == "openshift-install":
+            wrapper = bin_dir / "openshift-install"
+            wrapper.write_text(
+                INSTALLER_WRAPPER.format(
+                    version=status[name]["version"],  # type: ignore[index]
+                    data=directory / "share" / "data",
+                    binary=directory / "bin" / "openshift-install",
+                )
+            )
+            wrapper.chmod(0o755)
+            continue
+        for executable in sorted((directory / "bin").iterdir()):
+            (bin_dir / executable.name).symlink_to(executable)
+    for sub in ("pulumi-home", "state"):
+        (LAYOUT / sub).mkdir(exist_ok=True)
+    (LAYOUT / "env").write_text(ENV_FILE.format(root=ROOT))
+    (LAYOUT / "status.json").write_text(json.dumps(status, indent=2, sort_keys=True) + "\n")
+
+
+def main() -> int:
+    if shutil.which("go") is None:
+        print(
+            "toolchain: Go is not installed: cannot build pulumi, pulumi-language-python or openshift-install "
+            "(toolchain/pins.toml); install Go 1.23 or newer and run `bash .ci/toolchain` again. The tests that "
+            "need them will skip.",
+            file=sys.stderr,
+        )
+        return 3
+    components = load_pins()
+    version = go_version()
+    cache = cache_root()
+    cache.mkdir(parents=True, exist_ok=True)
+    built: dict[str, Path] = {}
+    status: dict[str, object] = {}
+    missing = []
+    for component in components:
+        entry: dict[str, object] = {"module": component.module, "version": component.version}
+        if component.plugin:
+            entry["plugin"] = f"{component.plugin} {component.plugin_version}"
+        if not component.buildable:
+            answer = refusal(component)
+            entry["missing"] = (
+                f"the module proxy refuses {component.module}@{component.version}: {answer}"
+                if answer
+                else f"{component.module}@{component.version} is served, but this toolchain has no build recipe for it yet"
+            )
+            missing.append(f"{component.name}: {entry['missing']}")
+            status[component.name] = entry
+            continue
+        try:
+            sync_module(component)
+            target = cache / f"{component.name}-{cache_key(component, version)}"
+            if (target / "built.json").is_file():
+                print(f"toolchain: {component.name} {component.version}: built before, in {target}")
+            else:
+                print(f"toolchain: {component.name} {component.version}: building (cold, the installer takes longest) ...", flush=True)
+                seconds = build(component, target)
+                print(f"toolchain: {component.name} {component.version}: built in {seconds:.0f} s into {target}", flush=True)
+        except BuildError as error:
+            print(f"toolchain: {component.name}: {error}", file=sys.stderr)
+            return 1
+        built[component.name] = target
+        entry["path"] = str(target)
+        status[component.name] = entry
+    lay_out(built, status)
+    print(f"toolchain: laid out {LAYOUT.relative_to(ROOT)}/ (bin: {', '.join(sorted(p.name for p in (LAYOUT / 'bin').iterdir()))}); `. .toolchain/env` to use it")
+    for line in missing:
+        print(f"toolchain: missing {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The real `openshift-install` for the offline plan and the tests: the program's own run
+script (cluster/installer.py `run_script`), run with the toolchain's binary as pulumi-command
+would run it. Test harness, not product.
+
+Platform none only: there `create ignition-configs` needs nothing from outside. Platform
+openstack validates against a cloud (none here yet), so those runs keep the fake installer.
+One step of the script cannot run here: `oc adm release info` asks the release's registry for
+the on-node networking's images, so a stand-in `oc` answers with the fake release's digests.
+
+The installer makes a new cluster (PKI, infra ID, passwords) on every run; within one process
+the output for one environment is made once and reused, as a deployed stack keeps its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from cluster.installer import run_script
+from tools import toolchain
+from tools.sample_installer import release_images
+
+# What the script's environment gets from here, not from the program.
+OWN_KEYS = ("OPENSHIFT_INSTALL", "OC", "INSTALLER_DIR")
+
+
+def binary() -> Path | None:
+    return toolchain.binary("openshift-install")
+
+
+def serves(environment: Mapping[str, str]) -> bool:
+    """Whether the real installer can make these configs here."""
+    return binary() is not None and environment.get("PLATFORM") == "none" and "INSTALL_CONFIG" in environment
+
+
+@cache
+def version() -> str:
+    """`openshift-install version`, first line and release image, e.g. 'openshift-install v1.4.19-ec5 (release image ...)'."""
+    installer = binary()
+    if installer is None:
+        return ""
+    lines = subprocess.run([installer, "version"], capture_output=True, text=True, check=True).stdout.splitlines()
+    release = next((line.removeprefix("release image ") for line in lines if line.startswith("release image ")), "?")
+    return f"{lines[0]} (release image {release})"
+
+
+def bundle(environment: Mapping[str, str]) -> str:
+    """What the run script prints for this environment (made once per process)."""
+    return _bundle(tuple(sorted((key, value) for key, value in environment.items() if key not in OWN_KEYS)))
+
+
+STAND_IN_OC = """#!/bin/sh
+# Stands in for `oc adm release info --image-for=NAME`: no registry is reachable here.
+for a in "$@"; do case "$a" in --image-for=*) name=${a#--image-for=};; esac; done
+case "$name" in
+%s
+*) echo "stand-in oc: no image $name" >&2; exit 1;;
+esac
+"""
+
+
+@cache
+def _bundle(items: tuple[tuple[str, str], ...]) -> str:
+    installer = binary()
+    assert installer is not None, toolchain.missing("openshift-install")
+    with tempfile.TemporaryDirectory(prefix="ocp-installer-") as scratch:
+        oc = Path(scratch) / "oc"
+        cases = "\n".join(f'{name}) echo "{image}";;' for name, image in release_images()["images"].items())
+        oc.write_text(STAND_IN_OC % cases)
+        oc.chmod(0o755)
+        environment = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            **dict(items),
+            "OPENSHIFT_INSTALL": str(installer),
+            "OC": str(oc),
+            "INSTALLER_DIR": str(Path(scratch) / "assets"),
+        }
+        result = subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"openshift-install failed ({result.returncode}): {result.stderr.strip()[-3000:]}")
+    return result.stdout
