@@ -8,10 +8,12 @@ writes it (`ocp:masters.count`) and saying what to write instead.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import ipaddress
 import json
 import re
+import ssl
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from ipaddress import IPv4Address, IPv4Network
@@ -69,6 +71,18 @@ def _dns_name(value: str) -> str:
     return value
 
 
+def _names_its_type(line: str) -> bool:
+    """What the installer's key parser (golang.org/x/crypto/ssh) checks too: the key data is
+    padded base64 whose first field is the key's type, as written before it."""
+    kind, data = line.split()[:2]
+    try:
+        blob = base64.b64decode(data, validate=True)
+    except ValueError:
+        return False
+    length = int.from_bytes(blob[:4], "big")
+    return blob[4 : 4 + length] == kind.encode() and len(blob) > 4 + length
+
+
 def _ssh_public_keys(value: str) -> str:
     """One or more public keys, one per line (the installer's format); never a private key."""
     if "PRIVATE KEY" in value:
@@ -78,7 +92,7 @@ def _ssh_public_keys(value: str) -> str:
             "(the .pub file, 'ssh-ed25519 AAAA... user@host')"
         )
     lines = [line.strip() for line in value.splitlines() if line.strip()]
-    bad = [str(number) for number, line in enumerate(lines, 1) if not _SSH_KEY.match(line)]
+    bad = [str(number) for number, line in enumerate(lines, 1) if not _SSH_KEY.match(line) or not _names_its_type(line)]
     if not lines or bad:
         where = f" (line {', '.join(bad)})" if len(lines) > 1 else ""
         raise ValueError(
@@ -152,10 +166,34 @@ Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
 CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(_distinct)]
 
 
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
+
+
+def pem_bundle_problem(value: str) -> str | None:
+    """Why the installer would refuse this CA bundle, or None. Like its check, every PEM block
+    must be an X.509 certificate, and nothing but blank lines may follow the last one."""
+    blocks = list(_PEM_BLOCK.finditer(value))
+    if not blocks or blocks[0].group(1) != "CERTIFICATE":
+        return "is not a PEM bundle: paste one or more '-----BEGIN CERTIFICATE-----' blocks"
+    for number, block in enumerate(blocks, 1):
+        try:
+            der = base64.b64decode("".join(block.group(2).split()), validate=True)
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=der)
+        except (ValueError, ssl.SSLError):
+            return (
+                f"block {number} ({block.group(1)}) is not an X.509 certificate, and openshift-install refuses the "
+                "bundle: paste the certificates' PEM blocks as they are"
+            )
+    if value[blocks[-1].end() :].strip():
+        return "has text after its last certificate, which openshift-install refuses: remove it"
+    return None
+
+
 def _pem_bundle(value: str) -> str:
-    if "-----BEGIN CERTIFICATE-----" not in value:
-        raise ValueError("is not a PEM bundle: paste one or more '-----BEGIN CERTIFICATE-----' blocks")
-    return value
+    problem = pem_bundle_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value.strip() + "\n"
 
 
 PemBundle = Annotated[str, AfterValidator(_pem_bundle)]

@@ -13,7 +13,7 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
-from cluster.config import ClusterConfig, ConfigError, load_config
+from cluster.config import ClusterConfig, ConfigError, load_config, pem_bundle_problem
 from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
 
 
@@ -88,11 +88,12 @@ def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
         return None, []
     ca_file = Path(str(cacert)).expanduser()
     text = ca_file.read_text(errors="replace") if ca_file.is_file() else None
-    if text is None or "-----BEGIN CERTIFICATE-----" not in text:
-        what = "not a file" if text is None else "not a PEM bundle"
+    problem = pem_bundle_problem(text) if text is not None else None
+    if text is None or problem:
+        what = "is not a file" if text is None else f"openshift-install would refuse ({problem})"
         return None, [
-            f"ocp:openstack.cloud: the clouds.yaml entry \"{config.openstack.cloud}\" ({path}) names cacert {cacert}, which is "
-            f"{what}: fix the path there (openshift-install and the cluster's cloud provider read that CA)"
+            f"ocp:openstack.cloud: the clouds.yaml entry \"{config.openstack.cloud}\" ({path}) names cacert {cacert}, which "
+            f"{what}: fix the path or the file there (openshift-install and the cluster's cloud provider read that CA)"
         ]
     return text, []
 

@@ -17,11 +17,12 @@ import pytest
 
 from cluster.config import ClusterConfig
 from cluster.day2 import EFFECTS, effect_of
+from tests.certs import TEST_CA
 from tests.conftest import Preview, deploy, preview, stack_config, with_section
 
 COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:providers:command", "pulumi:providers:libvirt"}
-PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOTHEROTHEROTHEROTHEROTHEROTHEROTHEROTHEROTHE other@lab"
+PEM = TEST_CA
+OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWDyWO1rE/fl49jrKS1Fa4yVR+WLJ3/X3Eak21nuHtR other@lab"
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ DEV_EDITS = [
     # install-time only: warned, nothing on a node changes
     Edit("nameservers", key("nameservers", ["10.20.0.2"]), warns=("nameservers",), expect={"ocp4-network-subnet": "update"}),
     Edit("sshKey", key("sshKey", OTHER_KEY), warns=("sshKey",)),
-    Edit("sshKey comment only", key("sshKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFA new@comment"), warns=("sshKey",)),
+    Edit("sshKey comment only", key("sshKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJQT/3l93UXWQTuEJIm564+Pzwn5EO0KwuwqWH+bl2+u new@comment"), warns=("sshKey",)),
     Edit("pullSecret", key("pullSecret", '{"auths":{"other.example.com":{"auth":"eDp5"}}}'), warns=("pullSecret",)),
     Edit("proxy", key("proxy", {"httpProxy": "http://proxy.lab:3128", "noProxy": [".lab"]}), warns=("proxy",)),
     Edit("additionalTrustBundle", key("additionalTrustBundle", PEM), warns=("additionalTrustBundle",)),

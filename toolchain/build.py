@@ -294,8 +294,17 @@ OPENSHIFT_INSTALL_DATA={data} exec -a "$0" {binary} "$@"
 """
 
 
+def _place(source: Path, target: Path) -> None:
+    """A hard link (a copy across file systems), not a symlink: the CLI looks for its language
+    host beside the path it runs from, symlinks resolved."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
 def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
-    """.toolchain/: bin/ (links into the cache), env, pulumi-home/, state/, status.json."""
+    """.toolchain/: bin/ (the cached binaries), env, pulumi-home/, state/, status.json."""
     bin_dir = LAYOUT / "bin"
     if bin_dir.exists():
         shutil.rmtree(bin_dir)
@@ -313,7 +322,7 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
             wrapper.chmod(0o755)
             continue
         for executable in sorted((directory / "bin").iterdir()):
-            (bin_dir / executable.name).symlink_to(executable)
+            _place(executable, bin_dir / executable.name)
     for sub in ("pulumi-home", "state"):
         (LAYOUT / sub).mkdir(exist_ok=True)
     (LAYOUT / "env").write_text(ENV_FILE.format(root=ROOT))

@@ -197,7 +197,10 @@ class ClusterMocks(pulumi.runtime.Mocks):
             "stack": json.loads(environment["INSTALL_FACTS"]),
         }
         if real_installer.serves(environment):
-            files = unbundle(real_installer.bundle(environment))
+            try:
+                files = unbundle(real_installer.bundle(environment))
+            except RuntimeError as error:
+                raise pulumi.RunError(f"installer-run: {error}") from None
             files[RECORD_FILE] = json.dumps(record).encode()  # made at the engine's clock, not the process's
             self.installer = real_installer.version()
             return bundle(files)

@@ -26,6 +26,8 @@ from tools.sample_installer import release_images
 
 # What the script's environment gets from here, not from the program.
 OWN_KEYS = ("OPENSHIFT_INSTALL", "OC", "INSTALLER_DIR")
+# Only the install record depends on these: the caller writes its own (tools/mock_run.py).
+RECORD_KEYS = ("GENERATION", "INSTALL_FACTS")
 
 
 def binary() -> Path | None:
@@ -45,12 +47,15 @@ def version() -> str:
         return ""
     lines = subprocess.run([installer, "version"], capture_output=True, text=True, check=True).stdout.splitlines()
     release = next((line.removeprefix("release image ") for line in lines if line.startswith("release image ")), "?")
-    return f"{lines[0]} (release image {release})"
+    name, _, rest = lines[0].partition(" ")
+    return f"{Path(name).name} {rest} (release image {release})"
 
 
 def bundle(environment: Mapping[str, str]) -> str:
-    """What the run script prints for this environment (made once per process)."""
-    return _bundle(tuple(sorted((key, value) for key, value in environment.items() if key not in OWN_KEYS)))
+    """What the run script prints for this environment, made once per process and install-config:
+    the install record line is the first caller's (replace it)."""
+    key = tuple(sorted((k, v) for k, v in environment.items() if k not in OWN_KEYS + RECORD_KEYS))
+    return _bundle(key, tuple((k, environment[k]) for k in RECORD_KEYS))
 
 
 STAND_IN_OC = """#!/bin/sh
@@ -63,8 +68,16 @@ esac
 """
 
 
-@cache
-def _bundle(items: tuple[tuple[str, str], ...]) -> str:
+_made: dict[tuple[tuple[str, str], ...], str] = {}
+
+
+def _bundle(key: tuple[tuple[str, str], ...], record: tuple[tuple[str, str], ...]) -> str:
+    if key not in _made:
+        _made[key] = _run(dict(key + record))
+    return _made[key]
+
+
+def _run(items: dict[str, str]) -> str:
     installer = binary()
     assert installer is not None, toolchain.missing("openshift-install")
     with tempfile.TemporaryDirectory(prefix="ocp-installer-") as scratch:
@@ -74,7 +87,7 @@ def _bundle(items: tuple[tuple[str, str], ...]) -> str:
         oc.chmod(0o755)
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            **dict(items),
+            **items,
             "OPENSHIFT_INSTALL": str(installer),
             "OC": str(oc),
             "INSTALLER_DIR": str(Path(scratch) / "assets"),

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from cluster.config import KNOWN_KEYS, STRUCTURED_KEYS, ConfigError, load_config
+from tests.certs import TEST_CA
 from tests.conftest import ROOT, run_recording, stack_config, with_section
 from tools.mock_run import unwrap
 from tools.plan import main as plan_main
@@ -104,6 +105,13 @@ BAD_CONFIGS = [
     (bad("cluster_name", "ocp4"), "ocp:cluster_name: not a setting of this program: keys are camelCase, write clusterName"),
     (bad("apiVip", ""), "ocp:apiVip: is empty: give it a value or remove the line"),
     (bad("sshKey", DEV["ocp:sshKey"] + "\nssh-ed25519"), "ocp:sshKey: is not an SSH public key (line 2)"),
+    # The real installer refuses bundles whose blocks are not all certificates ("invalid block").
+    (bad("additionalTrustBundle", "-----BEGIN CERTIFICATE-----\nPROXYCA\n-----END CERTIFICATE-----\n"), "ocp:additionalTrustBundle: block 1 (CERTIFICATE) is not an X.509 certificate, and openshift-install refuses the bundle"),
+    (bad("additionalTrustBundle", TEST_CA + "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"), "ocp:additionalTrustBundle: block 2 (EC PRIVATE KEY) is not an X.509 certificate"),
+    (bad("additionalTrustBundle", TEST_CA + "our lab CA\n"), "ocp:additionalTrustBundle: has text after its last certificate"),
+    # The real installer refuses these too ("ssh: no key found"): unpadded data, another type inside.
+    (bad("sshKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFA me"), "ocp:sshKey: is not an SSH public key"),
+    (bad("sshKey", DEV["ocp:sshKey"].replace("ssh-ed25519", "ssh-rsa", 1)), "ocp:sshKey: is not an SSH public key"),
     (section("bootstrap", helpr={"port": 8081}), "ocp:bootstrap.helpr: unknown key: did you mean helper?"),
     (section("masters", availabilityZones="az1"), "ocp:masters.availabilityZones: is not a list: write [a, b]"),
     (section("openstack", additionalNetworkIds=["storage-net"]), "ocp:openstack.additionalNetworkIds[0]: 'storage-net' is not an OpenStack ID: write the UUID"),

@@ -6,6 +6,7 @@ import yaml
 
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
+from tests.certs import OTHER_CA, TEST_CA, THIRD_CA
 from tests.conftest import PULL_SECRET, ROOT, run, run_recording, stack_config, with_section
 from tools.mock_run import is_secret, unwrap
 
@@ -90,7 +91,7 @@ def test_the_machine_pools_describe_the_nodes_this_program_makes():
 
 
 def test_proxy_and_trust_bundle_reach_the_install_config():
-    bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    bundle = TEST_CA
     config = stack_config(
         "dev", proxy={"httpProxy": "http://proxy:3128", "noProxy": [".local", "10.0.0.0/16"]}, additionalTrustBundle=bundle
     )
@@ -120,7 +121,7 @@ def test_pre_generated_assets_are_read_into_the_state_once():
 
 
 def test_install_config_options_users_ask_for():
-    bundle = "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+    bundle = OTHER_CA
     config = stack_config(
         "dev",
         clusterNetwork={"cidr": "10.132.0.0/14", "hostPrefix": 24},
@@ -142,8 +143,8 @@ def test_install_config_options_users_ask_for():
     assert unwrap(installer_command(program_run).inputs["environment"])["CLOUD_CA_BUNDLE"] == bundle
 
 
-CLOUD_CA = "-----BEGIN CERTIFICATE-----\nCLOUDCA\n-----END CERTIFICATE-----\n"
-PROXY_CA = "-----BEGIN CERTIFICATE-----\nPROXYCA\n-----END CERTIFICATE-----\n"
+CLOUD_CA = THIRD_CA
+PROXY_CA = OTHER_CA
 
 
 def clouds_yaml(tmp_path, monkeypatch, cacert: str) -> None:
