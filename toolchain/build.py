@@ -96,11 +96,11 @@ def go_env(component: Component | None = None, *, readonly: bool = True) -> dict
 
 
 def go(args: list[str], cwd: Path, env: dict[str, str], quiet: bool = False) -> str:
-    result = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    """Runs go; unless quiet, its progress (module downloads) and errors reach the terminal as they come."""
+    result = subprocess.run(["go", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE if quiet else None, text=True)
     if result.returncode != 0:
-        raise BuildError(f"go {' '.join(args[:2])} in {cwd}: {result.stderr.strip()[-2000:]}")
-    if not quiet and result.stderr.strip():
-        print(result.stderr.strip(), file=sys.stderr)
+        detail = result.stderr.strip()[-2000:] if quiet else "its errors are above"
+        raise BuildError(f"go {' '.join(args[:2])} in {cwd}: {detail}")
     return result.stdout
 
 

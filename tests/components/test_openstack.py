@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
@@ -301,6 +302,8 @@ def test_every_input_carrying_a_secret_is_secret(dev_run):
     password = dev_run.outputs["kubeadminPassword"]
     kubeconfig_line = next(line for line in dev_run.outputs["kubeconfig"].splitlines() if "client-key-data" in line)
     needles = {"pull secret": json.loads(PULL_SECRET)["auths"]["registry.example.com"]["auth"],
+               # as /root/.docker/config.json carries it in the bootstrap config
+               "pull secret file": base64.b64encode(PULL_SECRET.encode()).decode(),
                "kubeadmin password": password, "kubeconfig": kubeconfig_line.split(":", 1)[1].strip()}
     checked = 0
     for resource in dev_run.resources:

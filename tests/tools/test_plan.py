@@ -8,7 +8,13 @@ import sys
 
 import yaml
 
-from tests.conftest import ROOT, ignition_validate
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.dataurl import file_contents
+from cluster.installer import render_install_config
+from tests.conftest import PULL_SECRET, ROOT, ignition_validate, stack_config
+from tools import real_installer, toolchain
+from tools.sample_installer import FAKE_MARKER
 
 
 def plan(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -160,3 +166,35 @@ def test_the_plan_shows_which_images_each_node_runs_and_where_they_came_from(tmp
     # Integrated mode: the MCO brings its own; the plan lists none of ours.
     assert plan("--stack", "dev", "--out", str(tmp_path / "d")).returncode == 0
     assert not (tmp_path / "d/images.json").exists()
+
+
+def test_the_plan_says_which_installer_made_the_configs(tmp_path):
+    installer = real_installer.binary()
+    standalone = plan("--stack", "standalone", "--out", str(tmp_path / "standalone"))
+    dev = plan("--stack", "dev", "--out", str(tmp_path / "dev"))
+    assert standalone.returncode == 0 and dev.returncode == 0, standalone.stderr + dev.stderr
+    if installer is None:
+        assert "installer configs: made by the fake installer" in standalone.stdout
+        assert f"the real one is not built: {toolchain.HOW}" in standalone.stdout
+        return
+    assert f"installer configs: made by the real {real_installer.version()}" in standalone.stdout
+    # The standalone plan carries the real installer's bootstrap: its bootkube.sh, not a stand-in.
+    planned = (tmp_path / "standalone/nodes/ocp4-bootstrap/files/usr/local/bin/bootkube.sh").read_bytes()
+    assert planned == real_bootkube(tmp_path / "assets", installer)
+    assert FAKE_MARKER.encode() not in planned
+    served = (tmp_path / "standalone/nodes/ocp4-bootstrap/ignition.json").read_text()
+    validated = ignition_validate(served, tmp_path)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    # Integrated: the real installer would validate against a cloud; the plan says so.
+    assert "made by the fake installer" in dev.stdout and "validates platform openstack against a cloud" in dev.stdout
+
+
+def real_bootkube(directory, installer) -> bytes:
+    """bootkube.sh as the real installer writes it for the standalone stack, in a run of its own."""
+    config = load_config(stack_config("standalone"))
+    directory.mkdir()
+    (directory / "install-config.yaml").write_text(render_install_config(config, plan_addresses(config), PULL_SECRET))
+    made = subprocess.run([installer, "create", "ignition-configs", "--dir", str(directory)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    files = json.loads((directory / "bootstrap.ign").read_text())["storage"]["files"]
+    return file_contents(next(entry for entry in files if entry["path"] == "/usr/local/bin/bootkube.sh"))

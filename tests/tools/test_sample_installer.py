@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
+from cluster.installer import RELEASE_FILE, InstallerAssets
 from tools import sample_installer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEV_CONFIG = (REPO_ROOT / "samples" / "install-config-dev.yaml").read_text()
 OTHER_CONFIG = DEV_CONFIG.replace("name: ocp4", "name: lab").replace("osd2019.local", "example.org")
 PULL_SECRET = '{"auths":{"fake.example.com":{"auth":"ZmFrZTpmYWtl","email":"fake@example.com"}}}'
+CVO_OVERRIDES = "manifests/cvo-overrides.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +41,14 @@ def _data(source: str) -> bytes:
     return base64.b64decode(source[len(prefix) :])
 
 
-def _bootstrap_file(bootstrap: dict[str, Any], path: str) -> bytes:
+def _file_entry(bootstrap: dict[str, Any], path: str) -> dict[str, Any]:
     matches = [f for f in bootstrap["storage"]["files"] if f["path"] == path]
     assert len(matches) == 1, path
-    return _data(matches[0]["contents"]["source"])
+    return matches[0]
+
+
+def _bootstrap_file(bootstrap: dict[str, Any], path: str) -> bytes:
+    return _data(_file_entry(bootstrap, path)["contents"]["source"])
 
 
 def _pem_der(pem: bytes) -> bytes:
@@ -81,7 +87,8 @@ def test_different_configs_differ_in_infra_id_and_pki(files: dict[str, bytes]) -
 
 def test_metadata_and_password_shapes(files: dict[str, bytes]) -> None:
     metadata = json.loads(files["metadata.json"])
-    assert list(metadata) == ["clusterName", "clusterID", "infraID"]
+    assert list(metadata) == ["clusterName", "clusterID", "infraID", "featureSet", "customFeatureSet"]
+    assert (metadata["featureSet"], metadata["customFeatureSet"]) == ("", None)
     assert metadata["clusterName"] == "ocp4"
     assert re.fullmatch(r"ocp4-[a-z0-9]{5}", metadata["infraID"])
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", metadata["clusterID"])
@@ -121,18 +128,40 @@ def test_ignition_validate_accepts(files: dict[str, bytes], name: str, tmp_path:
     assert result.stdout + result.stderr == "", "ignition-validate printed warnings"
 
 
-def test_bootstrap_carries_pull_secret_ssh_key_and_units(bootstrap: dict[str, Any]) -> None:
+def test_bootstrap_carries_pull_secret_ssh_keys_and_units(bootstrap: dict[str, Any]) -> None:
+    assert bootstrap["ignition"] == {"version": "3.2.0"}
     assert _bootstrap_file(bootstrap, "/root/.docker/config.json") == PULL_SECRET.encode()
     (user,) = bootstrap["passwd"]["users"]
     assert user["name"] == "core"
-    assert user["sshAuthorizedKeys"][0].startswith("ssh-ed25519 ")
-    enabled = {u["name"] for u in bootstrap["systemd"]["units"] if u.get("enabled")}
+    own, installers = user["sshAuthorizedKeys"]
+    assert own == yaml.safe_load(DEV_CONFIG)["sshKey"]
+    # The installer's own key to reach the bootstrap: a well-formed RSA key line.
+    kind, blob = installers.removesuffix("\n").split(" ")
+    assert kind == "ssh-rsa" and installers.endswith("\n")
+    assert base64.b64decode(blob).startswith(b"\0\0\0\x07ssh-rsa\0\0\0\x03\x01\x00\x01\0\0\x01\x01\0")
+    units = {u["name"]: u for u in bootstrap["systemd"]["units"]}
+    enabled = {name for name, unit in units.items() if unit.get("enabled")}
     assert {"kubelet.service", "progress.service", "approve-csr.service"} <= enabled
-    assert "bootkube.service" in {u["name"] for u in bootstrap["systemd"]["units"]}
+    assert "bootkube.service" in units and "bootkube.service" not in enabled
+    assert [d["name"] for d in units["zincati.service"]["dropins"]] == ["okd-machine-os-disabled.conf"]
     paths = [f["path"] for f in bootstrap["storage"]["files"]]
     assert len(paths) == len(set(paths))
-    assert sum(p.startswith("/opt/openshift/tls/") for p in paths) >= 24
-    assert sum(p.startswith("/opt/openshift/manifests/") for p in paths) >= 24
+    assert all("verification" not in f.get("contents", {}) for f in bootstrap["storage"]["files"])
+    assert _file_entry(bootstrap, "/usr/local/bin/bootkube.sh")["mode"] == 0o555
+    assert b"FAKE" in _bootstrap_file(bootstrap, "/usr/local/bin/bootkube.sh")
+    assert _file_entry(bootstrap, "/opt/openshift/tls/root-ca.crt")["mode"] == 0o644
+    assert "/opt/openshift/tls/root-ca.key" not in paths  # the MCS CA secret carries it
+    motd = _file_entry(bootstrap, "/etc/motd")
+    assert motd["overwrite"] is False and "contents" not in motd and _data(motd["append"][0]["source"])
+
+
+def test_without_an_ssh_key_the_bootstrap_keeps_an_empty_entry_and_no_machine_configs() -> None:
+    config = "\n".join(line for line in DEV_CONFIG.splitlines() if not line.startswith(("sshKey", "  lab@"))) + "\n"
+    assert "sshKey" not in config
+    files = sample_installer.generate(config)
+    own, installers = json.loads(files["bootstrap.ign"])["passwd"]["users"][0]["sshAuthorizedKeys"]
+    assert own == "" and installers.startswith("ssh-rsa ")
+    assert not [name for name in sample_installer.manifests(config) if "machineconfig" in name]
 
 
 def test_cluster_names_appear_where_the_installer_puts_them(files: dict[str, bytes], bootstrap: dict[str, Any]) -> None:
@@ -164,7 +193,38 @@ def test_proxy_and_trust_bundle() -> None:
     assert proxy["spec"]["trustedCA"]["name"] == "user-ca-bundle"
     assert ".internal" in proxy["status"]["noProxy"].split(",")
     anchor = _bootstrap_file(bootstrap, "/etc/pki/ca-trust/source/anchors/ca.crt")
-    assert anchor.decode() == config["additionalTrustBundle"]
+    assert anchor.decode() == config["additionalTrustBundle"] + "\n"
+    no_proxy = proxy["status"]["noProxy"]
+    assert _bootstrap_file(bootstrap, "/etc/systemd/system.conf.d/10-default-env.conf").decode() == (
+        f'[Manager]\nDefaultEnvironment=HTTP_PROXY="http://proxy.example.com:3128"\nDefaultEnvironment=NO_PROXY="{no_proxy}"\n'
+    )
+    assert _bootstrap_file(bootstrap, "/etc/profile.d/proxy.sh").decode() == (
+        f'export HTTP_PROXY="http://proxy.example.com:3128"\nexport NO_PROXY="{no_proxy}"\n'
+    )
+
+
+def test_without_proxy_bundle_or_mirrors_their_files_are_empty(bootstrap: dict[str, Any]) -> None:
+    assert _bootstrap_file(bootstrap, "/etc/pki/ca-trust/source/anchors/ca.crt") == b""
+    assert _bootstrap_file(bootstrap, "/etc/profile.d/proxy.sh") == b""
+    assert _bootstrap_file(bootstrap, "/etc/systemd/system.conf.d/10-default-env.conf") == b"[Manager]\n"
+    assert _bootstrap_file(bootstrap, "/etc/containers/registries.conf") == b""
+
+
+def test_mirrors_reach_registries_conf() -> None:
+    config = yaml.safe_load(DEV_CONFIG)
+    config["imageDigestSources"] = [{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab/ocp/release"]}]
+    bootstrap = json.loads(sample_installer.generate(yaml.safe_dump(config))["bootstrap.ign"])
+    conf = _bootstrap_file(bootstrap, "/etc/containers/registries.conf").decode()
+    assert 'location = "quay.io/openshift-release-dev/ocp-release"' in conf and 'location = "mirror.lab/ocp/release"' in conf
+
+
+def test_feature_set_reaches_metadata_and_the_feature_gate() -> None:
+    config = DEV_CONFIG + "featureSet: TechPreviewNoUpgrade\n"
+    metadata = json.loads(sample_installer.generate(config)["metadata.json"])
+    assert metadata["featureSet"] == "TechPreviewNoUpgrade"
+    gate = yaml.safe_load(sample_installer.manifests(config)["openshift/99_feature-gate.yaml"])
+    assert (gate["kind"], gate["spec"]) == ("FeatureGate", {"featureSet": "TechPreviewNoUpgrade"})
+    assert yaml.safe_load(sample_installer.manifests(DEV_CONFIG)["openshift/99_feature-gate.yaml"])["spec"] == {}
 
 
 @pytest.mark.parametrize(
@@ -208,8 +268,9 @@ def test_cli_write_samples_keeps_install_config(tmp_path: Path) -> None:
     assert sample_installer.main(["write-samples", "--out", str(out), "--install-config", str(source)]) == 0
     assert source.read_text() == DEV_CONFIG
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(
-        sample_installer.OUTPUT_FILES
+        [*sample_installer.OUTPUT_FILES, RELEASE_FILE]
     )
+    assert json.loads((out / RELEASE_FILE).read_text()) == sample_installer.release_images()
 
 
 @pytest.mark.parametrize(
@@ -250,6 +311,15 @@ def test_committed_samples_are_current() -> None:
     sample_dir = REPO_ROOT / "samples" / "installer" / "ocp4"
     for name, content in sample_installer.generate(DEV_CONFIG).items():
         assert (sample_dir / name).read_bytes() == content, f"regenerate {name} with write-samples"
+    release = json.loads((sample_dir / RELEASE_FILE).read_text())
+    assert release == sample_installer.release_images(), f"regenerate {RELEASE_FILE} with write-samples"
+
+
+def test_version_names_the_release(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sample_installer.main(["version"]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"openshift-install {sample_installer.INSTALLER_VERSION} ")
+    assert second == f"release image {sample_installer.release_images()['release']}"
 
 
 OPENSTACK_CONFIG = DEV_CONFIG.replace(
@@ -267,13 +337,28 @@ UPI_DELETED = (
 )
 
 
-def _bootstrap_manifests(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The bootstrap config's /opt/openshift/{manifests,openshift}/*, by path relative to /opt/openshift."""
-    return {
+def _bootstrap_manifests(files: dict[str, bytes], handed_over: bool = True) -> dict[str, bytes]:
+    """The bootstrap config's /opt/openshift/{manifests,openshift}/*, by path relative to
+    /opt/openshift; handed_over: without cvo-overrides.yaml, which `create ignition-configs` reworks."""
+    found = {
         entry["path"].removeprefix("/opt/openshift/"): _data(entry["contents"]["source"])
         for entry in json.loads(files["bootstrap.ign"])["storage"]["files"]
         if entry["path"].startswith(("/opt/openshift/manifests/", "/opt/openshift/openshift/"))
     }
+    if handed_over:
+        found.pop(CVO_OVERRIDES)
+    return found
+
+
+def _without_cvo(manifests: dict[str, bytes]) -> dict[str, bytes]:
+    return {name: data for name, data in manifests.items() if name != CVO_OVERRIDES}
+
+
+def _overridden(files: dict[str, bytes]) -> list[tuple[str, str, str, str]]:
+    """(group, kind, namespace, name) of the bootstrap's ClusterVersion overrides."""
+    version = yaml.safe_load(_bootstrap_manifests(files, handed_over=False)[CVO_OVERRIDES])
+    assert all(entry["unmanaged"] is True for entry in version["spec"]["overrides"])
+    return [(e["group"], e["kind"], e["namespace"], e["name"]) for e in version["spec"]["overrides"]]
 
 
 def _dir_files(directory: Path) -> dict[str, bytes]:
@@ -296,9 +381,49 @@ def openstack_manifests() -> dict[str, bytes]:
 
 def test_platform_none_manifests_are_the_bootstrap_manifests_of_the_samples() -> None:
     found = sample_installer.manifests(DEV_CONFIG)
-    assert found == _bootstrap_manifests({"bootstrap.ign": (SAMPLES / "bootstrap.ign").read_bytes()})
+    samples = {"bootstrap.ign": (SAMPLES / "bootstrap.ign").read_bytes()}
+    assert _without_cvo(found) == _bootstrap_manifests(samples)
     assert all(name.startswith(("manifests/", "openshift/")) for name in found)
     assert sample_installer.manifests(DEV_CONFIG) == found  # deterministic
+    # The program reads the install-config back from the bootstrap config, pull secret emptied.
+    carried = InstallerAssets.from_files(sample_installer.generate(DEV_CONFIG)).install_config
+    expected = yaml.safe_load(DEV_CONFIG)
+    assert carried["pullSecret"] == "" and carried["metadata"]["name"] == expected["metadata"]["name"]
+    assert carried["networking"] == expected["networking"] and carried["sshKey"] == expected["sshKey"]
+
+
+def test_the_bootstrap_cvo_overrides_leave_every_handed_over_manifest_to_the_installer() -> None:
+    files = sample_installer.generate(DEV_CONFIG)
+    manifests = sample_installer.manifests(DEV_CONFIG)
+    overridden = _overridden(files)
+    # Every manifest but cvo-overrides itself and the machine assets' files (user data, MachineConfigs).
+    expected_files = [
+        name for name in sorted(manifests, key=lambda n: (not n.startswith("manifests/"), n))
+        if name != CVO_OVERRIDES and "user-data-secret" not in name and "machineconfig" not in name
+    ]
+
+    def identity(name: str) -> tuple[str, str, str, str]:
+        document = yaml.safe_load(manifests[name])
+        meta = document["metadata"]
+        return document["apiVersion"].rpartition("/")[0], document["kind"], meta.get("namespace", ""), meta["name"]
+
+    assert overridden == [identity(name) for name in expected_files]
+    assert ("", "Secret", "openshift-config", "pull-secret") in overridden
+    assert ("config.openshift.io", "FeatureGate", "", "cluster") in overridden
+    patch = _bootstrap_file(json.loads(files["bootstrap.ign"]), "/opt/openshift/original_cvo_overrides.patch")
+    assert json.loads(patch) == {"spec": {"overrides": None}}
+
+
+def test_the_users_own_cvo_overrides_are_kept_and_restorable() -> None:
+    manifests = sample_installer.manifests(DEV_CONFIG)
+    version = yaml.safe_load(manifests[CVO_OVERRIDES])
+    own = {"group": "apps", "kind": "Deployment", "name": "x", "namespace": "y", "unmanaged": True}
+    version["spec"]["overrides"] = [own]
+    manifests[CVO_OVERRIDES] = yaml.safe_dump(version).encode()
+    files = sample_installer.ignition_configs(DEV_CONFIG, manifests)
+    assert _overridden(files)[-1] == ("apps", "Deployment", "y", "x")
+    patch = _bootstrap_file(json.loads(files["bootstrap.ign"]), "/opt/openshift/original_cvo_overrides.patch")
+    assert json.loads(patch) == {"spec": {"overrides": [own]}}
 
 
 def test_platform_none_two_steps_on_the_cli_give_the_committed_samples(tmp_path: Path) -> None:
@@ -395,8 +520,12 @@ def test_openstack_cli_deleted_and_edited_manifests_reach_the_bootstrap_config_a
 
     assert sample_installer.main(["create", "ignition-configs", "--dir", str(tmp_path)]) == 0
     files = {name: (tmp_path / name).read_bytes() for name in sample_installer.OUTPUT_FILES}
-    assert _bootstrap_manifests(files) == left
+    assert _bootstrap_manifests(files) == _without_cvo(left)
     assert files == sample_installer.ignition_configs(OPENSTACK_CONFIG, left)
+    overridden = _overridden(files)
+    assert ("", "ConfigMap", "", "") in overridden  # the added 99_extra.yaml, as the installer lists it
+    assert ("", "Secret", "kube-system", "openstack-credentials") in overridden
+    assert not [entry for entry in overridden if entry[1] in ("Machine", "MachineSet", "ControlPlaneMachineSet")]
     assert not (tmp_path / "manifests").exists() and sorted(p.name for p in (tmp_path / "openshift").iterdir()) == ["notes.txt"]
 
 
@@ -423,7 +552,7 @@ def test_openstack_ipv6_vip_is_bracketed_in_the_pointer() -> None:
 
 def test_openstack_metadata_and_default_cloud() -> None:
     metadata = json.loads(sample_installer.generate(OPENSTACK_CONFIG)["metadata.json"])
-    assert list(metadata) == ["clusterName", "clusterID", "infraID", "openstack"]
+    assert list(metadata) == ["clusterName", "clusterID", "infraID", "openstack", "featureSet", "customFeatureSet"]
     assert metadata["openstack"] == {"cloud": "mycloud", "identifier": {"openshiftClusterID": metadata["infraID"]}}
     without_cloud = OPENSTACK_CONFIG.replace("    cloud: mycloud\n", "")
     assert json.loads(sample_installer.generate(without_cloud)["metadata.json"])["openstack"]["cloud"] == "openstack"
@@ -435,7 +564,7 @@ def test_openstack_api_is_two_steps_and_deterministic(openstack_manifests: dict[
     assert files == sample_installer.ignition_configs(OPENSTACK_CONFIG, openstack_manifests)
     assert files == sample_installer.generate(OPENSTACK_CONFIG)
     kept = {k: v for k, v in openstack_manifests.items() if "master-machines" not in k}
-    assert _bootstrap_manifests(sample_installer.ignition_configs(OPENSTACK_CONFIG, kept)) == kept
+    assert _bootstrap_manifests(sample_installer.ignition_configs(OPENSTACK_CONFIG, kept)) == _without_cvo(kept)
 
 
 @pytest.mark.parametrize(

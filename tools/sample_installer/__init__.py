@@ -1,9 +1,12 @@
 """A deterministic FAKE `openshift-install create manifests | ignition-configs` (platform none or openstack).
 
 Tests and the offline plan use it instead of the real installer.  The output has
-the shape of real openshift-install 4.12 output (Ignition spec 3.2.0), but every
-key, certificate, password and ID is pseudo-random data seeded from a sha256 of
-the install-config.  Nothing in it is a secret:
+the shape of real openshift-install v1.4.19-ec5 output (OpenShift 4.19.0-ec.5,
+Ignition spec 3.2.0): the same files per step, manifest names, bootstrap paths,
+modes and units (tests/tools/test_installer_contract.py holds it to the toolchain's
+real installer).  Every key, certificate, password and ID is pseudo-random data
+seeded from a sha256 of the install-config, every script a stand-in.  Nothing in
+it is a secret:
 
 * certificates are well-formed X.509 DER (so SANs and subjects can be read back)
   whose subjects carry an "OU=FAKE ..." marker; their signatures are random bytes;

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from tools.sample_installer.bootstrap import _bootstrap_files, _units
-from tools.sample_installer.cluster_manifests import _core_user, _manifests
+from tools.sample_installer.cluster_manifests import _cvo_ignore, _is_machine_manifest, _manifests
 from tools.sample_installer.install_config import _Cluster, _parse
 from tools.sample_installer.pki import _PKI, _pki
 from tools.sample_installer.release import IGNITION_VERSION
@@ -65,16 +65,29 @@ def generate(install_config_yaml: str) -> dict[str, bytes]:
     return ignition_configs(install_config_yaml, manifests(install_config_yaml))
 
 
+def _parent_order(names: Iterable[str], generated: list[str]) -> list[str]:
+    """The installer's order of /opt/openshift/{manifests,openshift}/*: manifests, then the
+    other openshift/ files by name, then its machine assets' files (as generated, added ones last)."""
+    rank = {name: index for index, name in enumerate(generated)}
+
+    def key(name: str) -> tuple[Any, ...]:
+        if _is_machine_manifest(name):
+            return (2, rank.get(name, len(rank)), name)
+        return (0 if name.startswith("manifests/") else 1, name)
+
+    return sorted(names, key=key)
+
+
 def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, bytes]) -> dict[str, bytes]:
     """What `create ignition-configs` writes given the manifests in its directory (as `create
     manifests` wrote them, minus what the caller deleted, plus what it edited or added), by
-    path relative to it. The mapping's order does not matter."""
+    path relative to it. The mapping's order does not matter. Raises ValueError like generate(),
+    and for a manifest that is not YAML."""
     install = _install(install_config_yaml)
     cluster, pki = install.cluster, install.pki
-    # Generated order first, then added files by name: untouched manifests give generate()'s bytes.
-    generated = _manifests(cluster, pki, install.password_hash)
-    order = [name for name in generated if name in manifest_files] + sorted(set(manifest_files) - set(generated))
-    manifest_files = {name: manifest_files[name] for name in order}
+    generated = list(_manifests(cluster, pki, install.password_hash))
+    parent_files = {name: manifest_files[name] for name in _parent_order(manifest_files, generated)}
+    parent_files.update(_cvo_ignore(parent_files))  # replaces cvo-overrides.yaml in place, adds the patch
     certs, bundles = pki.certs, pki.bundles
     server_ca = bundles["kube-apiserver-complete-server-ca-bundle"]
     admin, kubelet = certs["admin-kubeconfig-client"], certs["kubelet-client"]
@@ -86,23 +99,19 @@ def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, byte
         "kubelet": _kubeconfig(cluster, api_int, server_ca, "kubelet", kubelet),
         "loopback": _kubeconfig(cluster, "https://localhost:6443", localhost_ca, "loopback", admin),
     }
-    password = install.password
     bootstrap = {
-        # Empty objects mirror Go's encoding of the installer's non-pointer structs.
-        "ignition": {
-            "config": {"replace": {"verification": {}}},
-            "proxy": {},
-            "security": {"tls": {}},
-            "timeouts": {},
-            "version": IGNITION_VERSION,
-        },
-        "passwd": {"users": [_core_user(cluster)]},
-        "storage": {"files": _bootstrap_files(cluster, pki, kubeconfigs, manifest_files)},
+        "ignition": {"version": IGNITION_VERSION},
+        # The user's key (empty when the install-config has none) and the installer's own, to
+        # reach the bootstrap node when it fails.
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [cluster.ssh_key, pki.bootstrap_ssh_key]}]},
+        "storage": {"files": _bootstrap_files(cluster, pki, kubeconfigs, parent_files)},
         "systemd": {"units": _units()},
     }
     metadata: dict[str, Any] = {"clusterName": cluster.name, "clusterID": cluster.cluster_id, "infraID": cluster.infra_id}
     if cluster.openstack:
         metadata["openstack"] = {"cloud": cluster.openstack.cloud, "identifier": {"openshiftClusterID": cluster.infra_id}}
+    metadata["featureSet"] = cluster.install_config.get("featureSet") or ""
+    metadata["customFeatureSet"] = None  # set for featureSet CustomNoUpgrade only, which the fake does not model
     root_ca = certs["root-ca"].cert
     return {
         "bootstrap.ign": _json(bootstrap),
@@ -110,7 +119,7 @@ def ignition_configs(install_config_yaml: str, manifest_files: Mapping[str, byte
         "worker.ign": _pointer_ignition(cluster, "worker", root_ca),
         "metadata.json": _json(metadata),
         "auth/kubeconfig": kubeconfigs["admin"].encode(),
-        "auth/kubeadmin-password": password.encode(),
+        "auth/kubeadmin-password": install.password.encode(),
     }
 
 

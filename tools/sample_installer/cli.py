@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
+from cluster.installer import RELEASE_FILE
 from tools.sample_installer.assets import generate, ignition_configs, manifests, write_files
 from tools.sample_installer.release import FAKE_MARKER, INSTALLER_VERSION, release_images
 
@@ -34,7 +35,9 @@ def _parser() -> _Parser:
     # Accepted so callers can pass the real installer's flag; logging is not simulated.
     create.add_argument("--log-level", choices=["debug", "info", "warn", "error"], default="info")
     commands.add_parser("version", help="like openshift-install version: the release image it installs")
-    samples = commands.add_parser("write-samples", help="write the set into --out, keeping the install-config")
+    samples = commands.add_parser(
+        "write-samples", help="write the set and the release's images into --out, keeping the install-config"
+    )
     samples.add_argument("--out", type=Path, required=True)
     samples.add_argument("--install-config", type=Path, required=True)
     return parser
@@ -121,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         source.unlink(missing_ok=True)  # the real installer consumes install-config.yaml too
         _consume(args.dir, consumed)
     else:
-        write_files(files, args.out)
+        # The release's images beside the configs, as ocp:installer.assetsDir wants them.
+        release = json.dumps(release_images(), indent=2, sort_keys=True) + "\n"
+        write_files({**files, RELEASE_FILE: release.encode()}, args.out)
     return 0
 

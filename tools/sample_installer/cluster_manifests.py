@@ -1,15 +1,21 @@
-"""The manifests `create manifests` writes: /opt/openshift/{manifests,openshift}/* of the bootstrap node."""
+"""The manifests `create manifests` writes: /opt/openshift/{manifests,openshift}/* of the bootstrap node,
+with 4.19.0-ec.5's file names; and the ClusterVersion overrides `create ignition-configs` adds."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from fnmatch import fnmatch
+from typing import Any, Mapping
+
+import yaml
 
 from tools.sample_installer.install_config import _Cluster
-from tools.sample_installer.kube import _config_map, _config_object, _secret, _tls_secret
+from tools.sample_installer.kube import _config_map, _config_object, _meta, _secret, _tls_secret
 from tools.sample_installer.openstack import _openstack_manifests
 from tools.sample_installer.pki import _PKI
-from tools.sample_installer.release import IGNITION_VERSION, INSTALLER_VERSION
-from tools.sample_installer.render import _pointer_ignition, _yaml
+from tools.sample_installer.release import CHANNEL, FAKE_MARKER, IGNITION_VERSION, INSTALLER_VERSION
+from tools.sample_installer.render import _json, _load, _pointer_ignition, _yaml
+from tools.sample_installer.x509 import NOT_AFTER, NOT_BEFORE
 
 
 def _topology(replicas: int) -> str:
@@ -104,39 +110,96 @@ def _machine_config_ssh(cluster: _Cluster, role: str) -> dict[str, Any]:
     }
 
 
+def _public_install_config(cluster: _Cluster) -> dict[str, Any]:
+    """The install-config as the installer hands it to the cluster: its defaults filled in, the
+    pull secret emptied (the key stays)."""
+    config = copy.deepcopy(cluster.install_config)
+    config["pullSecret"] = ""
+    config.setdefault("publish", "External")
+    config.setdefault("additionalTrustBundlePolicy", "Proxyonly")
+    if isinstance(config.get("metadata"), dict):
+        config["metadata"].setdefault("creationTimestamp", None)
+    pools = [config.get("controlPlane"), *(config.get("compute") or [])]
+    for pool in pools:
+        if isinstance(pool, dict):
+            pool.setdefault("architecture", "amd64")
+            pool.setdefault("platform", {})
+    return config
+
+
+def _feature_gate(cluster: _Cluster) -> dict[str, Any]:
+    feature_set = cluster.install_config.get("featureSet") or ""
+    return {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "FeatureGate",
+        "metadata": _meta("cluster"),
+        "spec": {"featureSet": feature_set} if feature_set else {},
+        "status": {"featureGates": None},
+    }
+
+
+_MCO = "openshift-machine-config-operator"
+
+
+def _mco_annotations(description: str) -> dict[str, str]:
+    return {"openshift.io/description": f"{FAKE_MARKER}: {description}", "openshift.io/owning-component": "Machine Config Operator"}
+
+
+def _certificate_secret(
+    name: str, pair: Any, managed_type: str, description: str, hostnames: list[str] | None = None
+) -> dict[str, Any]:
+    """A TLS secret the machine-config-operator takes over, annotated with its issuer and validity."""
+    secret = _tls_secret(name, _MCO, pair, timestamp=False)
+    annotations = {
+        **_mco_annotations(description),
+        "auth.openshift.io/certificate-issuer": "root-ca",
+        "auth.openshift.io/certificate-not-after": NOT_AFTER,
+        "auth.openshift.io/certificate-not-before": NOT_BEFORE,
+    }
+    if hostnames:
+        annotations["auth.openshift.io/certificate-hostnames"] = ",".join(hostnames)
+    secret["metadata"]["annotations"] = annotations
+    secret["metadata"]["labels"] = {"auth.openshift.io/managed-certificate-type": managed_type}
+    return secret
+
+
 def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, dict[str, Any]]:
-    """/opt/openshift/{manifests,openshift}/* of the bootstrap node."""
-    certs, bundles = pki.certs, pki.bundles
-    root_ca = certs["root-ca"].cert
-    public_config = {k: v for k, v in cluster.install_config.items() if k != "pullSecret"}
-    public_config.setdefault("publish", "External")
+    """/opt/openshift/{manifests,openshift}/* of the bootstrap node, as `create manifests` writes them."""
+    certs = pki.certs
+    root_ca = certs["root-ca"]
     cluster_networks = [{"cidr": n["cidr"], "hostPrefix": n.get("hostPrefix", 23)} for n in cluster.cluster_networks]
-    namespace = {"apiVersion": "v1", "kind": "Namespace"}
-    etcd_ns = "openshift-etcd"
+    single_node = cluster.control_plane_replicas == 1
+    install_config = _config_map(
+        "cluster-config-v1", "kube-system", {"install-config": _yaml(_public_install_config(cluster))}, timestamp=False
+    )
+    install_config["metadata"]["annotations"] = {
+        "kubernetes.io/description": f"{FAKE_MARKER}: the install-config this cluster was made from"
+    }
+    mcs_ca_bundle = _config_map("machine-config-server-ca", _MCO, {"ca-bundle.crt": root_ca.cert}, timestamp=False)
+    mcs_ca_bundle["metadata"]["annotations"] = _mco_annotations("the CAs the machine config server's certificate may chain to")
+    mcs_ca_bundle["metadata"]["labels"] = {"auth.openshift.io/managed-certificate-type": "ca-bundle"}
     m: dict[str, dict[str, Any]] = {
-        "manifests/04-openshift-machine-config-operator.yaml": {
-            **namespace,
-            "metadata": {
-                "name": "openshift-machine-config-operator",
-                "annotations": {"include.release.openshift.io/self-managed-high-availability": "true"},
-                "labels": {"name": "openshift-machine-config-operator", "openshift.io/run-level": ""},
-            },
-        },
-        "manifests/cluster-config.yaml": _config_map(
-            "cluster-config-v1", "kube-system", {"install-config": _yaml(public_config)}
-        ),
+        "manifests/cluster-config.yaml": install_config,
         "manifests/cluster-dns-02-config.yml": _config_object(
             "DNS", {"baseDomain": cluster.domain, "platform": {"aws": None, "type": ""}}
         ),
         "manifests/cluster-infrastructure-02-config.yml": _infrastructure(cluster),
         "manifests/cluster-ingress-02-config.yml": _config_object(
-            "Ingress", {"domain": f"apps.{cluster.domain}", "loadBalancer": {"platform": {"type": ""}}}, {}
+            "Ingress",
+            {"domain": f"apps.{cluster.domain}", "loadBalancer": {"platform": {"type": ""}}},
+            # A single-node control plane without a platform keeps the routers on it.
+            {"defaultPlacement": "ControlPlane" if single_node and not cluster.openstack else "Workers"},
         ),
         "manifests/cluster-network-02-config.yml": _config_object(
             "Network",
             {
                 "clusterNetwork": cluster_networks,
                 "externalIP": {"policy": {}},
+                "networkDiagnostics": {
+                    "mode": "",
+                    "sourcePlacement": {"nodeSelector": None, "tolerations": None},
+                    "targetPlacement": {"nodeSelector": None, "tolerations": None},
+                },
                 "networkType": cluster.network_type,
                 "serviceNetwork": cluster.service_networks,
             },
@@ -144,121 +207,115 @@ def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, di
         "manifests/cluster-proxy-01-config.yaml": _proxy_manifest(cluster),
         "manifests/cluster-scheduler-02-config.yml": _config_object(
             "Scheduler",
-            {"mastersSchedulable": cluster.compute_replicas == 0, "policy": {"name": ""}},
+            {
+                "mastersSchedulable": cluster.compute_replicas == 0,
+                "policy": {"name": ""},
+                "profileCustomizations": {"dynamicResourceAllocation": ""},
+            },
         ),
         "manifests/cvo-overrides.yaml": {
             "apiVersion": "config.openshift.io/v1",
             "kind": "ClusterVersion",
             "metadata": {"name": "version", "namespace": "openshift-cluster-version"},
-            "spec": {"channel": "stable-4.12", "clusterID": cluster.cluster_id},
+            "spec": {"channel": CHANNEL, "clusterID": cluster.cluster_id},
         },
-        "manifests/kube-cloud-config.yaml": _secret("kube-cloud-cfg", "kube-system", {"config": ""}),
-        "manifests/kube-system-configmap-root-ca.yaml": _config_map("root-ca", "kube-system", {"ca.crt": root_ca}),
-        "manifests/machine-config-server-tls-secret.yaml": _tls_secret(
-            "machine-config-server-tls", "openshift-machine-config-operator", certs["machine-config-server"]
+        "manifests/kube-cloud-config.yaml": _secret("kube-cloud-cfg", "kube-system", {"config": ""}, timestamp=False),
+        "manifests/kube-system-configmap-root-ca.yaml": _config_map(
+            "root-ca", "kube-system", {"ca.crt": root_ca.cert}, timestamp=False
+        ),
+        "manifests/machine-config-server-ca-configmap.yaml": mcs_ca_bundle,
+        "manifests/machine-config-server-ca-secret.yaml": _certificate_secret(
+            "machine-config-server-ca", root_ca, "signer", "the CA that signs the machine config server's certificate"
+        ),
+        "manifests/machine-config-server-tls-secret.yaml": _certificate_secret(
+            "machine-config-server-tls", certs["machine-config-server"], "target",
+            "the machine config server's certificate and key", [cluster.api_int, *cluster.api_vips],
         ),
         "manifests/openshift-config-secret-pull-secret.yaml": _secret(
             "pull-secret", "openshift-config", {".dockerconfigjson": cluster.pull_secret},
-            "kubernetes.io/dockerconfigjson",
+            "kubernetes.io/dockerconfigjson", timestamp=False,
         ),
-        "manifests/openshift-kubevirt-infra-namespace.yaml": {
-            **namespace,
-            "metadata": {"name": "openshift-kubevirt-infra"},
-        },
-        "manifests/admin-kubeconfig-client-ca.yaml": _config_map(
-            "admin-kubeconfig-client-ca", "openshift-config", {"ca-bundle.crt": bundles["admin-kubeconfig-ca-bundle"]}
-        ),
-        "manifests/configmap-csr-controller-ca.yaml": _config_map(
-            "csr-controller-ca", "openshift-config-managed", {"ca-bundle.crt": bundles["kubelet-client-ca-bundle"]}
-        ),
-        "manifests/configmap-initial-etcd-serving-ca.yaml": _config_map(
-            "initial-etcd-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
-        ),
-        "manifests/configmap-kubelet-bootstrap-kubeconfig-ca.yaml": _config_map(
-            "kubelet-bootstrap-kubeconfig", "openshift-config-managed",
-            {"ca-bundle.crt": bundles["kubelet-bootstrap-kubeconfig-ca-bundle"]},
-        ),
-        "manifests/configmap-sa-token-signing-certs.yaml": _config_map(
-            "sa-token-signing-certs", "openshift-config-managed",
-            {"service-account-001.pub": pki.service_account.public_pem},
-        ),
-        "manifests/csr-bootstrap-role-binding.yaml": {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "system-bootstrap-node-bootstrapper"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "system:node-bootstrapper",
-            },
-            "subjects": [
-                {"kind": "User", "name": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"}
-            ],
-        },
-        "manifests/etcd-ca-bundle-configmap.yaml": _config_map(
-            "etcd-ca-bundle", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
-        ),
-        "manifests/etcd-client-secret.yaml": _tls_secret("etcd-client", "openshift-config", certs["etcd-client"]),
-        "manifests/etcd-metric-client-secret.yaml": _tls_secret(
-            "etcd-metric-client", "openshift-config", certs["etcd-metric-client"]
-        ),
-        "manifests/etcd-metric-serving-ca-configmap.yaml": _config_map(
-            "etcd-metric-serving-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-metric-ca-bundle"]}
-        ),
-        "manifests/etcd-metric-signer-secret.yaml": _tls_secret(
-            "etcd-metric-signer", "openshift-config", certs["etcd-metric-signer"]
-        ),
-        "manifests/etcd-namespace.yaml": {
-            **namespace,
-            "metadata": {
-                "name": etcd_ns,
-                "annotations": {"openshift.io/node-selector": ""},
-                "labels": {"openshift.io/run-level": "0"},
-            },
-        },
-        "manifests/etcd-service.yaml": {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "etcd", "namespace": etcd_ns, "labels": {"k8s-app": "etcd"}},
-            "spec": {
-                "clusterIP": "None",
-                "ports": [
-                    {"name": "etcd", "port": 2379, "protocol": "TCP"},
-                    {"name": "etcd-metrics", "port": 9979, "protocol": "TCP"},
-                ],
-                "selector": {"k8s-app": "etcd"},
-            },
-        },
-        "manifests/etcd-serving-ca-configmap.yaml": _config_map(
-            "etcd-serving-ca", "openshift-config", {"ca-bundle.crt": bundles["etcd-ca-bundle"]}
-        ),
-        "manifests/etcd-signer-secret.yaml": _tls_secret("etcd-signer", "openshift-config", certs["etcd-signer"]),
-        "manifests/kube-apiserver-serving-ca-configmap.yaml": _config_map(
-            "initial-kube-apiserver-server-ca", "openshift-config",
-            {"ca-bundle.crt": bundles["kube-apiserver-complete-server-ca-bundle"]},
-        ),
-        "manifests/openshift-install-manifests.yaml": _config_map(
-            "openshift-install-manifests", "openshift-config",
-            {"invoker": "openshift-installer", "version": INSTALLER_VERSION},
-        ),
+        "openshift/99_feature-gate.yaml": _feature_gate(cluster),
         "openshift/99_kubeadmin-password-secret.yaml": _secret(
-            "kubeadmin", "kube-system", {"kubeadmin": password_hash}
+            "kubeadmin", "kube-system", {"kubeadmin": password_hash}, kind=None, timestamp=False
         ),
-        "openshift/99_openshift-machineconfig_99-master-ssh.yaml": _machine_config_ssh(cluster, "master"),
-        "openshift/99_openshift-machineconfig_99-worker-ssh.yaml": _machine_config_ssh(cluster, "worker"),
-        "openshift/openshift-install.yaml": _config_map(
-            "openshift-install", "openshift-config", {"invoker": "openshift-installer", "version": INSTALLER_VERSION}
+        "openshift/openshift-install-manifests.yaml": _config_map(
+            # "user": the installer's invoker when OPENSHIFT_INSTALL_INVOKER is unset.
+            "openshift-install-manifests", "openshift-config", {"invoker": "user", "version": INSTALLER_VERSION}
         ),
     }
     for role in ("master", "worker"):
-        user_data = _pointer_ignition(cluster, role, root_ca).decode()
+        user_data = _pointer_ignition(cluster, role, root_ca.cert).decode()
         m[f"openshift/99_openshift-cluster-api_{role}-user-data-secret.yaml"] = _secret(
-            f"{role}-user-data", "openshift-machine-api", {"disableTemplating": "true\n", "userData": user_data}
+            f"{role}-user-data", "openshift-machine-api", {"disableTemplating": "true\n", "userData": user_data},
+            timestamp=False,
         )
+        if cluster.ssh_key:  # without one the installer writes no such MachineConfig
+            m[f"openshift/99_openshift-machineconfig_99-{role}-ssh.yaml"] = _machine_config_ssh(cluster, role)
     if cluster.trust_bundle:
-        m["manifests/user-ca-bundle-config.yaml"] = _config_map(
-            "user-ca-bundle", "openshift-config", {"ca-bundle.crt": cluster.trust_bundle}
-        )
+        bundle = _config_map("user-ca-bundle", "openshift-config", {"ca-bundle.crt": cluster.trust_bundle})
+        bundle["metadata"]["annotations"] = {"openshift.io/owning-component": "End User"}
+        m["manifests/user-ca-bundle-config.yaml"] = bundle
     if cluster.openstack:
         m.update(_openstack_manifests(cluster))
     return m
+
+
+CVO_OVERRIDES = "manifests/cvo-overrides.yaml"
+CVO_ORIGINAL_PATCH = "original_cvo_overrides.patch"  # beside manifests/ on the bootstrap node
+# openshift/* that belong to the installer's machine assets, not to its manifests: the
+# ClusterVersion overrides leave them out (file names of installer 4.19's pkg/asset/machines).
+_MACHINE_MANIFESTS = (
+    "99_openshift-cluster-api_master-user-data-secret.yaml",
+    "99_openshift-cluster-api_worker-user-data-secret.yaml",
+    "99_openshift-machine-api_master-control-plane-machine-set.yaml",
+    "99_openshift-machineconfig_*.yaml",
+    "99_openshift-cluster-api_host-bmc-secrets-*.yaml",
+    "99_openshift-cluster-api_host-network-config-secrets-*.yaml",
+    "99_openshift-cluster-api_hosts-*.yaml",
+    "99_openshift-cluster-api_master-machines-*.yaml",
+    "99_openshift-cluster-api_worker-machineset-*.yaml",
+    "99_openshift-machine-api_address-*master*.yaml",
+    "99_openshift-machine-api_claim-*master*.yaml",
+)
+
+
+def _is_machine_manifest(name: str) -> bool:
+    directory, _, base = name.partition("/")
+    return directory == "openshift" and any(fnmatch(base, pattern) for pattern in _MACHINE_MANIFESTS)
+
+
+def _cvo_ignore(manifest_files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """What `create ignition-configs` makes of cvo-overrides.yaml for the bootstrap node: every
+    manifest it hands over (machine assets aside) listed as unmanaged, so the cluster-version
+    operator leaves them to the installer; the original overrides kept as a patch to restore.
+    Empty when the caller deleted cvo-overrides.yaml."""
+    if CVO_OVERRIDES not in manifest_files:
+        return {}
+    ordered = sorted(n for n in manifest_files if n.startswith("manifests/")) + sorted(
+        n for n in manifest_files if n.startswith("openshift/") and not _is_machine_manifest(n)
+    )
+    documents: dict[str, dict[str, Any]] = {}
+    for name in ordered:
+        try:
+            document = _load(manifest_files[name])
+        except yaml.YAMLError as err:
+            raise ValueError(f"could not parse manifest {name}: {err}") from err
+        documents[name] = document if isinstance(document, dict) else {}
+    version = documents.pop(CVO_OVERRIDES)
+    spec = version.setdefault("spec", {})
+    original = spec.get("overrides")
+    ignored = []
+    for document in documents.values():
+        api_version, metadata = str(document.get("apiVersion") or ""), document.get("metadata") or {}
+        ignored.append(
+            {
+                "group": api_version.rpartition("/")[0],
+                "kind": document.get("kind") or "",
+                "name": metadata.get("name") or "",
+                "namespace": metadata.get("namespace") or "",
+                "unmanaged": True,
+            }
+        )
+    spec["overrides"] = ignored + list(original or [])
+    return {CVO_OVERRIDES: _yaml(version).encode(), CVO_ORIGINAL_PATCH: _json({"spec": {"overrides": original}})}

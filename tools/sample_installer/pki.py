@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 from dataclasses import dataclass
 
@@ -14,6 +15,20 @@ class _PKI:
     certs: dict[str, _CertKey]  # /opt/openshift/tls/<name>.{crt,key}
     bundles: dict[str, str]  # /opt/openshift/tls/<name>.crt
     service_account: _KeyPair
+    bootstrap_ssh_key: str  # authorized_keys line of the key the installer makes to reach the bootstrap
+
+
+def _ssh_rsa_public_key(rand: _Rand, name: str) -> str:
+    """An RSA-2048-shaped OpenSSH public key line (random modulus): SSH wire format, no comment."""
+
+    def string(data: bytes) -> bytes:
+        return len(data).to_bytes(4, "big") + data
+
+    modulus = bytearray(rand.draw(f"{name}/modulus", 256))
+    modulus[0] |= 0x80
+    modulus[-1] |= 1
+    blob = string(b"ssh-rsa") + string(b"\x01\x00\x01") + string(b"\0" + bytes(modulus))  # mpints, sign byte
+    return "ssh-rsa " + base64.b64encode(blob).decode() + "\n"
 
 
 def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
@@ -21,8 +36,6 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
         "root-ca",
         "admin-kubeconfig-signer",
         "aggregator-signer",
-        "etcd-signer",
-        "etcd-metric-signer",
         "kube-apiserver-lb-signer",
         "kube-apiserver-localhost-signer",
         "kube-apiserver-service-network-signer",
@@ -32,6 +45,8 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
         "kubelet-signer",
     )
     signers = {name: _issue(rand, name, name, unit="openshift") for name in signer_names}
+    # Signs the API server's front-proxy client; the installer names it differently from the rest.
+    signers["aggregator-ca"] = _issue(rand, "aggregator-ca", "aggregator", unit="bootkube")
     service_ip = str(ipaddress.ip_network(cluster.service_networks[0])[1])
     service_names = [
         f"{prefix}{suffix}"
@@ -46,8 +61,9 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
         "aggregator-client": dict(
             cn="system:kube-apiserver-proxy", org="kube-master", signer="aggregator-signer", usages=client
         ),
-        "etcd-client": dict(cn="etcd", org="etcd", signer="etcd-signer", usages=client),
-        "etcd-metric-client": dict(cn="etcd-metric", org="etcd-metric", signer="etcd-metric-signer", usages=client),
+        "apiserver-proxy": dict(
+            cn="system:kube-apiserver-proxy", org="kube-master", signer="aggregator-ca", usages=client
+        ),
         "journal-gatewayd": dict(cn="journal-gatewayd", org="OpenShift Bootstrap", signer="root-ca", usages=server),
         "kube-apiserver-lb-server": dict(
             cn="system:kube-apiserver", org="kube-master", signer="kube-apiserver-lb-signer",
@@ -102,8 +118,6 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
     bundles = {
         "admin-kubeconfig-ca-bundle": bundle("admin-kubeconfig-signer"),
         "aggregator-ca-bundle": bundle("aggregator-signer"),
-        "etcd-ca-bundle": bundle("etcd-signer"),
-        "etcd-metric-ca-bundle": bundle("etcd-metric-signer"),
         "kube-apiserver-complete-server-ca-bundle": server_bundle,
         "kube-apiserver-complete-client-ca-bundle": bundle(
             "admin-kubeconfig-signer", "kubelet-signer", "kube-control-plane-signer",
@@ -118,4 +132,4 @@ def _pki(cluster: _Cluster, rand: _Rand) -> _PKI:
         "kubelet-client-ca-bundle": bundle("kubelet-signer"),
         "kubelet-serving-ca-bundle": bundle("kubelet-signer"),
     }
-    return _PKI(certs, bundles, _key_pair(rand, "service-account"))
+    return _PKI(certs, bundles, _key_pair(rand, "service-account"), _ssh_rsa_public_key(rand, "bootstrap-ssh"))

@@ -1,4 +1,8 @@
-"""The fake release: versions, the marker every fake artefact carries, the payload's images."""
+"""The fake release: versions, the marker every fake artefact carries, the payload's images.
+
+It mirrors OpenShift 4.19.0-ec.5, whose installer is `openshift-install v1.4.19-ec5` (the
+toolchain builds that one: tests/tools/test_installer_contract.py holds the fake to it).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,18 @@ from typing import Any
 from cluster.installer import RELEASE_COMPONENTS
 
 IGNITION_VERSION = "3.2.0"
-RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.12.0-x86_64"
-INSTALLER_VERSION = "v4.12.0"
+RELEASE_VERSION = "4.19.0-ec.5"
+RELEASE_IMAGE = f"quay.io/openshift-release-dev/ocp-release:{RELEASE_VERSION}-x86_64"
+INSTALLER_VERSION = "v1.4.19-ec5"
+# ClusterVersion's channel the installer sets: stable-<major>.<minor> of its release.
+CHANNEL = "stable-" + ".".join(RELEASE_VERSION.split(".")[:2])
 # Kept as written when this was one file: it is in every certificate of the committed samples.
 FAKE_MARKER = "FAKE tools/sample_installer.py"
 
 
 def release_images() -> dict[str, Any]:
     """What `openshift-install version` and `oc adm release info --image-for` would give for
-    this fake release: digest-pinned pullspecs, fake digests (sha256 of the name)."""
+    this fake 4.19.0-ec.5 release: digest-pinned pullspecs, fake digests (sha256 of the name)."""
 
     def digest(name: str) -> str:
         return "sha256:" + hashlib.sha256(f"{FAKE_MARKER} {name}".encode()).hexdigest()

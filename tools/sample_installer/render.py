@@ -33,6 +33,11 @@ def _yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1 << 16)
 
 
+def _load(data: str | bytes) -> Any:
+    """Safe YAML loading, with libyaml when available (the fake parses every manifest once)."""
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _b64(data: str | bytes) -> str:
     return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
 
@@ -52,15 +57,14 @@ def _fill(template: str, **values: str) -> str:
 
 
 def _kubeconfig(cluster: _Cluster, server: str, ca: str, user: str, client: _CertKey) -> str:
+    # No apiVersion or kind: the installer's kubeconfigs have neither.
     return _yaml(
         {
-            "apiVersion": "v1",
             "clusters": [
                 {"cluster": {"certificate-authority-data": _b64(ca), "server": server}, "name": cluster.name}
             ],
             "contexts": [{"context": {"cluster": cluster.name, "user": user}, "name": user}],
             "current-context": user,
-            "kind": "Config",
             "preferences": {},
             "users": [
                 {

@@ -77,6 +77,8 @@ _SERVER_AUTH = _oid("1.3.6.1.5.5.7.3.1")
 _CLIENT_AUTH = _oid("1.3.6.1.5.5.7.3.2")
 # A fixed validity window keeps the output byte-for-byte deterministic.
 _VALIDITY = _seq(_der(0x17, b"240101000000Z"), _der(0x17, b"340101000000Z"))
+# The same window as RFC 3339, for the annotations the installer puts on certificate secrets.
+NOT_BEFORE, NOT_AFTER = "2024-01-01T00:00:00Z", "2034-01-01T00:00:00Z"
 _RSA_EXPONENT = b"\x01\x00\x01"
 
 
