@@ -215,7 +215,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
         release["images"] = {name: ref for name, ref in release["images"].items() if name in wanted}
         files[RECORD_FILE] = json.dumps(record).encode()
         files[RELEASE_FILE] = json.dumps(release).encode()
-        self.installer = f"the fake installer (tools/sample_installer, {sample_installer.INSTALLER_VERSION})"
+        self.installer = f"the fake installer (tools/sample_installer, shaped like {sample_installer.INSTALLER_VERSION})"
         return bundle(files)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
