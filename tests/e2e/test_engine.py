@@ -90,6 +90,8 @@ def init_stack(isolated, project: Path, stack: str) -> None:
     assert pulumi(isolated, project, "stack", "init", stack).returncode == 0
     result = pulumi(isolated, project, "config", "set", "--secret", "ocp:pullSecret", "--stack", stack, stdin=PULL_SECRET)
     assert result.returncode == 0, result.output
+    stored = (project / f"Pulumi.{stack}.yaml").read_text()
+    assert "ocp:pullSecret:\n    secure: " in stored and "auths" not in stored  # encrypted by the CLI
 
 
 def test_bad_input_stops_the_program_with_its_messages_before_any_resource(isolated, project):
