@@ -244,12 +244,12 @@ def build(component: Component, target: Path) -> float:
         if component.tags:
             args += ["-tags", ",".join(component.tags)]
         go([*args, f"{component.module}/{component.package}"], component.module_dir, env)
-        source = module_source(component, env)
+        source = module_source(component, env) if component.beside or component.data else None
         for relative in component.beside:
             copied = bin_dir / Path(relative).name
             shutil.copyfile(source / relative, copied)
             copied.chmod(0o755)
-        if component.data:
+        if source is not None and component.data:
             shutil.copytree(source / component.data, staging / "share" / "data")
             for path in (staging / "share").rglob("*"):
                 path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache's copies are read-only
@@ -277,14 +277,15 @@ _toolchain={root}/.toolchain
 export PATH="$_toolchain/bin:{root}/venv/bin:$PATH"
 export PULUMI_HOME="$_toolchain/pulumi-home"
 export PULUMI_BACKEND_URL="${{PULUMI_BACKEND_URL:-file://$_toolchain/state}}"
-# The only call home: the CLI's check for a newer version.
-export PULUMI_SKIP_UPDATE_CHECK=true
-# A missing plugin fails at once instead of being downloaded.
-export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
-# Only plugins installed in PULUMI_HOME, never a pulumi-resource-* found on PATH.
-export PULUMI_IGNORE_AMBIENT_PLUGINS=true
-unset _toolchain
+{switches}unset _toolchain
 """
+
+# What keeps the CLI from downloading or calling home, and from plugins outside PULUMI_HOME.
+CLI_SWITCHES = {
+    "PULUMI_SKIP_UPDATE_CHECK": "the only call home: the CLI's check for a newer version",
+    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "a missing plugin fails at once instead of being downloaded",
+    "PULUMI_IGNORE_AMBIENT_PLUGINS": "only plugins installed in PULUMI_HOME, never a pulumi-resource-* found on PATH",
+}
 
 INSTALLER_WRAPPER = """\
 #!/bin/bash
@@ -325,7 +326,8 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
             _place(executable, bin_dir / executable.name)
     for sub in ("pulumi-home", "state"):
         (LAYOUT / sub).mkdir(exist_ok=True)
-    (LAYOUT / "env").write_text(ENV_FILE.format(root=ROOT))
+    switches = "".join(f"# {why[0].upper()}{why[1:]}.\nexport {name}=true\n" for name, why in CLI_SWITCHES.items())
+    (LAYOUT / "env").write_text(ENV_FILE.format(root=ROOT, switches=switches))
     (LAYOUT / "status.json").write_text(json.dumps(status, indent=2, sort_keys=True) + "\n")
 
 

@@ -55,8 +55,12 @@ def bundle(environment: Mapping[str, str]) -> str:
     """What the run script prints for this environment, made once per process and install-config:
     the install record line is the first caller's (replace it)."""
     key = tuple(sorted((k, v) for k, v in environment.items() if k not in OWN_KEYS + RECORD_KEYS))
-    return _bundle(key, tuple((k, environment[k]) for k in RECORD_KEYS))
+    if key not in _made:
+        _made[key] = _run({**dict(key), **{k: environment[k] for k in RECORD_KEYS}})
+    return _made[key]
 
+
+_made: dict[tuple[tuple[str, str], ...], str] = {}
 
 STAND_IN_OC = """#!/bin/sh
 # Stands in for `oc adm release info --image-for=NAME`: no registry is reachable here.
@@ -68,28 +72,25 @@ esac
 """
 
 
-_made: dict[tuple[tuple[str, str], ...], str] = {}
-
-
-def _bundle(key: tuple[tuple[str, str], ...], record: tuple[tuple[str, str], ...]) -> str:
-    if key not in _made:
-        _made[key] = _run(dict(key + record))
-    return _made[key]
+def stand_in_oc(directory: Path) -> Path:
+    """An `oc` in `directory` that answers the release lookups of the run script with the fake
+    release's digests (tools/sample_installer/release.py)."""
+    oc = directory / "oc"
+    cases = "\n".join(f'{name}) echo "{image}";;' for name, image in release_images()["images"].items())
+    oc.write_text(STAND_IN_OC % cases)
+    oc.chmod(0o755)
+    return oc
 
 
 def _run(items: dict[str, str]) -> str:
     installer = binary()
     assert installer is not None, toolchain.missing("openshift-install")
     with tempfile.TemporaryDirectory(prefix="ocp-installer-") as scratch:
-        oc = Path(scratch) / "oc"
-        cases = "\n".join(f'{name}) echo "{image}";;' for name, image in release_images()["images"].items())
-        oc.write_text(STAND_IN_OC % cases)
-        oc.chmod(0o755)
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             **items,
             "OPENSHIFT_INSTALL": str(installer),
-            "OC": str(oc),
+            "OC": str(stand_in_oc(Path(scratch))),
             "INSTALLER_DIR": str(Path(scratch) / "assets"),
         }
         result = subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)

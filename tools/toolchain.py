@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from toolchain.build import CLI_SWITCHES
+
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUT = ROOT / ".toolchain"
 BIN = LAYOUT / "bin"
@@ -43,7 +45,5 @@ def pulumi_env(home: Path, backend: Path, project_venv: Path | None = None) -> d
         "PATH": os.pathsep.join([*path, os.environ.get("PATH", "")]),
         "PULUMI_HOME": str(home),
         "PULUMI_BACKEND_URL": f"file://{backend}",
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+        **dict.fromkeys(CLI_SWITCHES, "true"),
     }

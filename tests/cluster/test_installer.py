@@ -28,6 +28,7 @@ from cluster.installer import (
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
 from tools import sample_installer
+from tools.real_installer import stand_in_oc
 
 # Linux refuses any single environment string of 128 KiB or more (MAX_ARG_STRLEN).
 MAX_ENV_STRING = 128 * 1024
@@ -36,20 +37,14 @@ MAX_ENV_STRING = 128 * 1024
 @pytest.fixture(params=["dev", "standalone"])
 def environment(request, tmp_path: Path) -> dict[str, str]:
     """What pulumi-command gives the run script for the dev stack (integrated) and the standalone
-    stack, with the fake installer and a fake oc."""
+    stack, with the fake installer and the stand-in oc."""
     config = load_config(stack_config(request.param))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     installer = bin_dir / "openshift-install"
     installer.write_text(f'#!/bin/sh\ncd "{ROOT}" && exec "{sys.executable}" -m tools.sample_installer "$@"\n')
-    oc = bin_dir / "oc"
-    oc.write_text(
-        '#!/bin/sh\n# oc adm release info --registry-config=F --image-for=NAME RELEASE\n'
-        'for a in "$@"; do case "$a" in --image-for=*) name=${a#--image-for=};; esac; done\n'
-        'echo "registry.example/ocp-v4.0-art-dev@sha256:$(printf %s "$name" | sha256sum | cut -c1-64)"\n'
-    )
+    oc = stand_in_oc(bin_dir)
     installer.chmod(0o755)
-    oc.chmod(0o755)
     config = config.model_copy(
         update={"installer": config.installer.model_copy(update={"binary": str(installer), "oc": str(oc), "dir": str(tmp_path / "assets")})}
     )
