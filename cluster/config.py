@@ -72,8 +72,9 @@ def _dns_name(value: str) -> str:
 
 
 def _names_its_type(line: str) -> bool:
-    """What the installer's key parser (golang.org/x/crypto/ssh) checks too: the key data is
-    padded base64 whose first field is the key's type, as written before it."""
+    """The key data is padded base64, as the installer requires ("ssh: no key found"), and
+    names the type written before it: the installer reads the type from the data alone, but
+    sshd on the nodes ignores a line whose two disagree, so that key would never log in."""
     kind, data = line.split()[:2]
     try:
         blob = base64.b64decode(data, validate=True)
@@ -193,7 +194,7 @@ def _pem_bundle(value: str) -> str:
     problem = pem_bundle_problem(value)
     if problem:
         raise ValueError(problem)
-    return value.strip() + "\n"
+    return value
 
 
 PemBundle = Annotated[str, AfterValidator(_pem_bundle)]

@@ -106,8 +106,9 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, c
         # clouds.yaml cacert when both exist: keep the cloud's CA in it.
         bundles.append(clouds_yaml_ca)
     if bundles:
-        # A bundle given twice (caBundle is often the very cacert file) is written once.
-        document["additionalTrustBundle"] = "".join(dict.fromkeys(b if b.endswith("\n") else b + "\n" for b in bundles))
+        # A bundle given twice (caBundle is often the very cacert file) is written once; each ends
+        # in exactly one newline, as the installer refuses anything after the last block.
+        document["additionalTrustBundle"] = "".join(dict.fromkeys(b.strip() + "\n" for b in bundles))
         # Without a proxy the bundle would reach only the installer's own use, not the
         # cluster-wide trusted CA; Always puts it there.
         document["additionalTrustBundlePolicy"] = "Always"

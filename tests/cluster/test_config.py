@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -10,9 +12,12 @@ import pulumi
 import pytest
 import yaml
 
+from cluster.addresses import plan_addresses
 from cluster.config import KNOWN_KEYS, STRUCTURED_KEYS, ConfigError, load_config
-from tests.certs import TEST_CA
-from tests.conftest import ROOT, run_recording, stack_config, with_section
+from cluster.installer import install_config
+from tests.certs import OTHER_CA, TEST_CA
+from tests.conftest import PULL_SECRET, ROOT, run_recording, stack_config, with_section
+from tools import toolchain
 from tools.mock_run import unwrap
 from tools.plan import main as plan_main
 
@@ -319,3 +324,53 @@ def test_the_readme_config_reference_names_every_key():
     missing = sorted(key for key in _aliases(ClusterConfig) - _aliases(NetworkingSettings) if f"`{key}`" not in reference)
     missing += sorted(key for key in _aliases(NetworkingSettings) if f"`{key}`" not in documented)
     assert missing == []
+
+
+# ---------------------------------------------------------------- held to the real installer
+
+BUNDLE_AFTER_TEXT = TEST_CA + "our lab CA\n"
+NOT_A_CERTIFICATE = "-----BEGIN CERTIFICATE-----\nPROXYCA\n-----END CERTIFICATE-----\n"
+UNPADDED_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFA me"
+
+
+def installer_refuses(tmp_path, key: str, value: str) -> str | None:
+    """What the real `openshift-install create manifests` says of the standalone stack's
+    install-config with `key` set to `value` (None: it takes it)."""
+    installer = toolchain.binary("openshift-install")
+    if installer is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    config = load_config(stack_config("standalone"))
+    document = {**install_config(config, plan_addresses(config), PULL_SECRET), key: value}
+    (tmp_path / "install-config.yaml").write_text(yaml.safe_dump(document))
+    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    result = subprocess.run([installer, "create", "manifests", "--dir", str(tmp_path)], env=environment, capture_output=True, text=True)
+    return None if result.returncode == 0 else result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "installer_says"),
+    [
+        ("sshKey", UNPADDED_KEY, "ssh: no key found"),
+        ("additionalTrustBundle", NOT_A_CERTIFICATE, "invalid block"),
+        ("additionalTrustBundle", BUNDLE_AFTER_TEXT, "invalid block"),
+    ],
+)
+def test_what_the_installer_refuses_the_program_refuses_first(tmp_path, key, value, installer_says):
+    refused = installer_refuses(tmp_path, key, value)
+    assert refused is not None and installer_says in refused, refused
+    with pytest.raises(ConfigError) as error:
+        load_config(bad(key, value))
+    assert any(problem.startswith(f"ocp:{key}: ") for problem in error.value.problems)
+
+
+def test_a_key_whose_label_disagrees_with_its_data_is_refused_though_the_installer_takes_it(tmp_path):
+    # sshd on the nodes would ignore the line (key type mismatch): refused for that, not for the installer.
+    mislabelled = DEV["ocp:sshKey"].replace("ssh-ed25519", "ssh-rsa", 1)
+    assert installer_refuses(tmp_path, "sshKey", mislabelled) is None
+    with pytest.raises(ConfigError, match="ocp:sshKey: is not an SSH public key"):
+        load_config(bad("sshKey", mislabelled))
+
+
+def test_what_the_program_takes_the_installer_takes(tmp_path):
+    config = load_config(bad("additionalTrustBundle", TEST_CA + OTHER_CA))
+    assert installer_refuses(tmp_path, "additionalTrustBundle", config.additional_trust_bundle) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 
+from cluster.config import load_config
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
 from tests.certs import OTHER_CA, TEST_CA, THIRD_CA
@@ -100,6 +101,14 @@ def test_proxy_and_trust_bundle_reach_the_install_config():
     assert document["additionalTrustBundle"] == bundle
     # Without a proxy too, the bundle reaches the cluster-wide trusted CA.
     assert document["additionalTrustBundlePolicy"] == "Always"
+
+
+def test_a_bundle_reaches_the_install_config_ending_in_one_newline():
+    # The installer refuses anything after the last block, a blank line too; the stack keeps its
+    # value as written, so a day-2 run compares it unchanged.
+    config = stack_config("dev", additionalTrustBundle=TEST_CA + "\n\n")
+    assert install_config_of(run(config))["additionalTrustBundle"] == TEST_CA
+    assert load_config(config).additional_trust_bundle == TEST_CA + "\n\n"
 
 
 def test_the_install_record_keeps_the_stack_as_installed(dev_run):
