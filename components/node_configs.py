@@ -9,7 +9,7 @@ import pulumi
 from cluster.addresses import AddressPlan, Node
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
-from cluster.installer import InstallerAssets
+from cluster.installer import InstallerAssets, cloud_ca_bundle
 from ignition.nodes import BootstrapDelivery, all_node_ignitions
 
 
@@ -21,8 +21,11 @@ class NodeConfigs:
         plan: AddressPlan,
         delivery: BootstrapDelivery,
     ):
+        from components.program import clouds_yaml_ca  # read and checked before any resource
+
+        cloud_ca = cloud_ca_bundle(config, clouds_yaml_ca(config)[0])
         self._by_name = assets.apply(
-            lambda installer: all_node_ignitions(config, installed_plan(plan, installer), installer, delivery)
+            lambda installer: all_node_ignitions(config, installed_plan(plan, installer), installer, delivery, cloud_ca)
         )
 
     def user_data(self, node: Node) -> pulumi.Output[str]:

@@ -34,6 +34,9 @@ MCS_PLAIN_PORT = 22624
 USER_DATA_LIMIT = 24 * 1024
 SHIM_LIMIT = 4 * 1024
 SCHEDULER_MANIFEST = "/opt/openshift/manifests/cluster-scheduler-02-config.yml"
+# bootkube.sh hands this file to the MCO's bootstrap render (--cloud-provider-ca-file) only if it
+# exists; the masters then get the cloud's CA where the cloud provider config names it.
+CLOUD_CA_FILE = "/opt/openshift/tls/cloud-ca-cert.pem"
 # The installer's documented way to shape the default IngressController at install time.
 INGRESS_MANIFEST = "/opt/openshift/manifests/cluster-ingress-default-ingresscontroller.yaml"
 
@@ -72,10 +75,12 @@ def scheduler_manifest(masters_schedulable: bool) -> File:
 def ingress_placement(config: ClusterConfig, plan: AddressPlan, infra_id: str) -> File:
     """Routers only on the router slots: the nodes whose keepalived may hold the Ingress VIP.
     Names of slots, not of existing workers, so scaling workers never changes it; in a
-    compact cluster the masters, which keep the routers when workers are added later."""
+    compact cluster the masters, which keep the routers when workers are added later.
+    One router per router node there is: unset, the operator runs 2 (HA topology) whatever
+    the nodes, and a router with no node to go to stays Pending."""
     hostnames = [server_name(config, node, infra_id) for node in plan.router_slots]
     selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
-    spec: dict = {"nodePlacement": {"nodeSelector": selector}}
+    spec: dict = {"nodePlacement": {"nodeSelector": selector}, "replicas": len(plan.router_nodes)}
     document = {
         "apiVersion": "operator.openshift.io/v1",
         "kind": "IngressController",
@@ -100,10 +105,15 @@ def node_ignition(
     node: Node,
     assets: InstallerAssets,
     bootstrap_delivery: BootstrapDelivery,
+    cloud_ca: str | None = None,
 ) -> NodeIgnition:
+    """`cloud_ca`: the CA the cloud's endpoints are signed by (integrated mode), as IPI's
+    bootstrap shim and the UPI guide put it on the bootstrap."""
     additions = node_additions(config, plan, node, assets.identity)
     if node.role == "bootstrap":
         shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(config, plan, assets.infra_id)))
+        if cloud_ca and config.integrated:
+            shape += Additions(files=(File(CLOUD_CA_FILE, cloud_ca.encode()),))
         full = assembly.with_additions(assets.bootstrap, shape + additions)
         if bootstrap_delivery == "direct":
             return NodeIgnition(user_data=assembly.dumps(full))
@@ -112,7 +122,8 @@ def node_ignition(
             bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity),
             served,
             assembly.certificate_authorities(assets.master),
-            assembly.hostname(node.name),
+            # The server's own name, as every other node gets it (integrated: <infraID>-bootstrap).
+            assembly.hostname(server_name(config, node, assets.infra_id)),
         )
         return NodeIgnition(user_data=assembly.dumps(shim), served=served)
     pointer = assets.master if node.role == "master" else assets.worker
@@ -124,10 +135,14 @@ def node_ignition(
 
 
 def all_node_ignitions(
-    config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, bootstrap_delivery: BootstrapDelivery
+    config: ClusterConfig,
+    plan: AddressPlan,
+    assets: InstallerAssets,
+    bootstrap_delivery: BootstrapDelivery,
+    cloud_ca: str | None = None,
 ) -> dict[str, NodeIgnition]:
     """Every node that exists in this configuration, by hostname; checks the size budgets."""
-    result = {node.name: node_ignition(config, plan, node, assets, bootstrap_delivery) for node in plan.nodes}
+    result = {node.name: node_ignition(config, plan, node, assets, bootstrap_delivery, cloud_ca) for node in plan.nodes}
     for name, ignition in result.items():
         limit = SHIM_LIMIT if ignition.served is not None else USER_DATA_LIMIT
         if ignition.served is None and name == plan.bootstrap.name:

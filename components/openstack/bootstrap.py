@@ -96,9 +96,10 @@ class BootstrapHelper(pulumi.ComponentResource):
             image_name=helper.image,
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
             user_data=helper_cloud_config(config.ssh_key, helper.port),
+            config_drive=True,  # cloud-init reads its user_data without a metadata service, as the nodes do
             tags=cluster.tags,
             # Set up once, at first boot: a running helper keeps what it was created with.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["userData", "imageName", "flavorName"]),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["userData", "imageName", "flavorName", "configDrive"]),
         )
         ssh_host: pulumi.Input[str] = str(plan.helper_ip)
         if helper.floating_ip:

@@ -83,6 +83,9 @@ def server(
         ],
         scheduler_hints=[openstack.compute.InstanceSchedulerHintArgs(group=server_group_id)] if server_group_id else None,
         user_data=user_data,
+        # Nova's metadata (the name the kubelet registers under, in integrated mode) from a disk:
+        # a node needs no metadata service, which an adopted subnet may lack.
+        config_drive=True,
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
         tags=cluster.tags,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored)),

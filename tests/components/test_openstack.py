@@ -555,3 +555,32 @@ def test_integrated_mode_opens_no_plain_http_machine_config_server(dev_run, stan
     # The installer's pointer fetches over HTTPS (22623); 22624 serves only standalone first boots.
     assert not any(lo == 22624 for _, lo, _, _ in rules(dev_run, "ocp4-security-master"))
     assert ("tcp", 22624, 22624, CIDR) in rules(standalone_run, "ocp4-security-master")
+
+
+def test_nodes_read_nova_metadata_from_a_config_drive(dev_run):
+    # The kubelet's node name is Nova metadata's name: from the config drive first, so a
+    # subnet without a metadata service does not hold a node at first boot for ever.
+    # The helper's cloud-init, too.
+    servers = dev_run.of_type(INSTANCE)
+    assert len(servers) == 7
+    for server in servers:
+        assert unwrap(server.inputs["configDrive"]) is True, server.name
+        assert "configDrive" in server.options["ignoreChanges"], server.name
+
+
+def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
+    from tests.conftest import deploy, preview
+
+    config = stack_config("dev")
+    state = deploy(config)
+    # As a stack deployed before nodes got a config drive left its servers.
+    for item in state:
+        if item["type"] == INSTANCE:
+            item["inputs"].pop("configDrive", None)
+    result = preview(state, config)
+    assert result.error is None
+    servers = {name: change for name, change in result.changes.items() if change.type == INSTANCE}
+    assert len(servers) == 7
+    assert {change.action for change in servers.values()} == {"same"}
+    assert all(change.ignored == ("configDrive",) for change in servers.values())
+    assert not result.disruptive

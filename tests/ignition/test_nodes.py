@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ignition import assembly
-from ignition.nodes import SHIM_LIMIT, USER_DATA_LIMIT
+from ignition.nodes import CLOUD_CA_FILE, SHIM_LIMIT, USER_DATA_LIMIT
 from tests.conftest import ignition_validate
 from tools.plan import node_outputs
 
@@ -158,3 +158,40 @@ def test_integrated_routers_are_placed_by_node_name(integrated):
     manifest = next(f for f in full["storage"]["files"] if f["path"].endswith("default-ingresscontroller.yaml"))
     values = yaml.safe_load(assembly.file_contents(manifest))["spec"]["nodePlacement"]["nodeSelector"]["matchExpressions"][0]["values"]
     assert values == [f"{infra_id}-worker-{i}" for i in range(3)]
+
+
+def test_integrated_bootstrap_shim_writes_the_servers_name(integrated):
+    # The shim's own hostname, before it merges the served config: the server's name, as for every node.
+    nodes, infra_id = integrated
+    shim = json.loads(nodes[f"{infra_id}-bootstrap"].user_data)
+    hostname = next(f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname")
+    assert assembly.file_contents(hostname) == f"{infra_id}-bootstrap\n".encode()
+
+
+def _bootstrap_files(program_run) -> dict[str, bytes]:
+    infra_id = program_run.outputs["infraId"]
+    full = {node.hostname: node for node in node_outputs(program_run)}[f"{infra_id}-bootstrap"].ignition
+    return {f["path"]: assembly.file_contents(f) for f in full["storage"]["files"]}
+
+
+def test_the_cloud_ca_reaches_the_bootstrap_where_bootkube_hands_it_to_the_masters(tmp_path, monkeypatch, integrated):
+    import yaml
+
+    from tests.certs import OTHER_CA, TEST_CA
+    from tests.conftest import run, stack_config, with_section
+
+    nodes, infra_id = integrated
+    full = nodes[f"{infra_id}-bootstrap"].ignition
+    assert CLOUD_CA_FILE not in {f["path"] for f in full["storage"]["files"]}  # no cacert, no caBundle: no file
+    cacert = tmp_path / "cloud-ca.pem"
+    cacert.write_text(TEST_CA)
+    (tmp_path / "clouds.yaml").write_text(yaml.safe_dump({"clouds": {"openstack": {"cacert": str(cacert), "auth": {"auth_url": "https://keystone.lab:5000/v3"}}}}))
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(tmp_path / "clouds.yaml"))
+    assert _bootstrap_files(run(stack_config("dev")))[CLOUD_CA_FILE] == TEST_CA.encode()
+    # ocp:openstack.caBundle too; when it is the very cacert file, written once.
+    same = with_section(stack_config("dev"), "openstack", caBundle=TEST_CA)
+    assert _bootstrap_files(run(same))[CLOUD_CA_FILE] == TEST_CA.encode()
+    other = with_section(stack_config("dev"), "openstack", caBundle=OTHER_CA)
+    assert _bootstrap_files(run(other))[CLOUD_CA_FILE] == (TEST_CA + OTHER_CA).encode()
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(tmp_path / "none.yaml"))
+    assert _bootstrap_files(run(other))[CLOUD_CA_FILE] == OTHER_CA.encode()
