@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from cluster.config_base import Model
 
@@ -17,6 +17,9 @@ DNS_HEALTH_PORT = 18080
 ROUTER_HEALTH_PORT = 1936
 # The machine config server's plain-HTTP listener: first-boot configs and its /healthz.
 MCS_HTTP_PORT = 22624
+# Linux's default net.ipv4.ip_local_port_range: a listener there can find its port taken by an
+# outgoing connection.
+EPHEMERAL_PORTS = range(32768, 61000)
 
 # Images of the on-node networking, by their names in the release payload's image-references
 # (`oc adm release info --image-for=<name>`), and what each provides.
@@ -59,14 +62,6 @@ def _advert_int(value: int) -> int:
     return value
 
 
-def _port(value: int) -> int:
-    if not 1024 <= value <= 65535:
-        raise ValueError(f"{value} is not an unprivileged port: write a number from 1024 to 65535, e.g. 9445")
-    if value in TAKEN_PORTS:
-        raise ValueError(f"{value} is taken by {TAKEN_PORTS[value]} on every node: pick another, e.g. 9445")
-    return value
-
-
 def _images(value: dict[str, str]) -> dict[str, str]:
     problems = []
     for name, image in value.items():
@@ -82,8 +77,15 @@ def _images(value: dict[str, str]) -> dict[str, str]:
     return dict(sorted(value.items()))
 
 
+def _removed_mcs_port(value: object) -> object:
+    raise ValueError(
+        "is no longer a setting: new nodes fetch their config from the API VIP holder's own machine config "
+        "server, not through haproxy (OVN-Kubernetes rejects every connection a node opens to ports 22623 and "
+        "22624, so no node can proxy them): remove the key (docs/networking.md, \"Changing them on a running cluster\")"
+    )
+
+
 Vrid = Annotated[int | None, AfterValidator(_vrid)]
-Port = Annotated[int, AfterValidator(_port)]
 
 
 class NetworkingSettings(Model):
@@ -97,15 +99,33 @@ class NetworkingSettings(Model):
     # By payload name (IMAGE_NAMES): overrides the image the installer's release payload
     # gives (mirrors, disconnected installs, fixes). Keys are data: not camelCased.
     images: Annotated[dict[str, str], AfterValidator(_images)] = Field(default_factory=dict)
-    haproxy_port: Port = 9445
-    # haproxy's frontend for the machine config server (VIP:22624 is redirected there).
-    haproxy_mcs_port: Port = 22625
-    haproxy_health_port: Port = 50936
-    haproxy_stats_port: Port = 29445
+    haproxy_port: int = 9445
+    # 9444 as the machine-config-operator's: below the ephemeral range.
+    haproxy_health_port: int = 9444
+    haproxy_stats_port: int = 29445
+    # Gone (haproxy no longer fronts the MCS): kept only to say so to stacks that still set it.
+    haproxy_mcs_port: Annotated[object, AfterValidator(_removed_mcs_port)] = Field(default=None, exclude=True)
     # How many worker slots (the first ones) run the routers and may hold the Ingress VIP. A
     # fixed set keeps VRRP peers few and real: unicast adverts to absent peers queue for ARP
     # and, by the hundred, crowd out the ones to real peers (docs/lab.md, finding 3).
     router_nodes: Annotated[int, Field(ge=2, le=10)] = 3
+
+    @field_validator("haproxy_port", "haproxy_health_port", "haproxy_stats_port")
+    @classmethod
+    def _port(cls, value: int, info: ValidationInfo) -> int:
+        assert info.field_name is not None
+        default = cls.model_fields[info.field_name].default
+        if not 1024 <= value <= 65535:
+            raise ValueError(f"{value} is not an unprivileged port: write a number from 1024 to 65535, e.g. {default}")
+        if value in TAKEN_PORTS:
+            raise ValueError(f"{value} is taken by {TAKEN_PORTS[value]} on every node: pick another, e.g. {default}")
+        if value in EPHEMERAL_PORTS:
+            raise ValueError(
+                f"{value} is in Linux's ephemeral port range ({EPHEMERAL_PORTS.start}-{EPHEMERAL_PORTS.stop - 1}), "
+                f"where outgoing connections take their ports and can hold this one when haproxy starts: write a "
+                f"port below {EPHEMERAL_PORTS.start} or above {EPHEMERAL_PORTS.stop - 1}, e.g. {default}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _distinct(self) -> NetworkingSettings:
@@ -116,7 +136,6 @@ class NetworkingSettings(Model):
             )
         ports = {
             "haproxyPort": self.haproxy_port,
-            "haproxyMcsPort": self.haproxy_mcs_port,
             "haproxyHealthPort": self.haproxy_health_port,
             "haproxyStatsPort": self.haproxy_stats_port,
         }

@@ -1,13 +1,15 @@
 """The on-node networking a `platform: none` cluster must bring itself. Pure Python.
 
-Every node: CoreDNS (static pod) answering the cluster's names, a NetworkManager hook that
-puts it first in resolv.conf (NetworkManager itself told to leave the file alone), and a
-kubelet that waits for that. Nodes that may hold a VIP: keepalived (static pod) with one
-unicast VRRP instance per VIP, run by keepalived-run on whichever interface holds the node's
-address. Masters: haproxy (static pod) in front of every master's API and machine config
-server, and api-vip-redirect.service sending `<API VIP>:6443` and `:22624` to it while it is
-healthy. Images come from the installer's release payload unless `ocp:networking.images`
-overrides them (`node_images`).
+Every node: CoreDNS (static pod) answering the cluster's names, a path unit and a oneshot
+service that put it first in resolv.conf whenever NetworkManager's own copy changes
+(NetworkManager itself told to leave the file alone), and a kubelet that waits for that.
+Nodes that may hold a VIP: keepalived (static pod) with one unicast VRRP instance per VIP,
+run by keepalived-run on whichever interface holds the node's address. Masters: haproxy
+(static pod) in front of every master's API, and api-vip-redirect.service sending
+`<API VIP>:6443` to it while it is healthy. The machine config server is never proxied:
+OVN-Kubernetes rejects every connection a node opens to 22623/22624, so `<API VIP>:22624`
+reaches the holder's own MCS, and the API VIP only sits where one listens. Images come from
+the installer's release payload unless `ocp:networking.images` overrides them (`node_images`).
 
 Change isolation: peers, DNS names and backends come from the address plan's reserved
 *slots*, never from the current node counts, so scaling workers or removing the bootstrap
@@ -38,7 +40,11 @@ KEEPALIVED_RUN_CONFIG = "/etc/keepalived/keepalived-run.env"
 KEEPALIVED_RUN_DIR = "/run/keepalived"
 HAPROXY_CFG = "/etc/haproxy/haproxy.cfg"
 COREFILE = "/etc/coredns/Corefile"
-DISPATCHER = "/etc/NetworkManager/dispatcher.d/30-local-dns"
+PREPENDER = "/usr/local/bin/local-dns-prepender"
+PREPENDER_SERVICE = "local-dns-prepender.service"
+PREPENDER_PATH = "local-dns-prepender.path"
+# What NetworkManager learnt, written there even with rc-manager=unmanaged.
+NM_RESOLV_CONF = "/run/NetworkManager/resolv.conf"
 NM_CONF = "/etc/NetworkManager/conf.d/99-local-dns.conf"
 KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/20-wait-local-dns.conf"
 REDIRECT_SCRIPT = "/usr/local/bin/api-vip-redirect"
@@ -52,14 +58,16 @@ POD_IMAGES = {"keepalived": "keepalived-ipfailover", "haproxy": "haproxy-router"
 
 # VRRP priorities (docs/networking.md has the table). Each check adds its weight while it
 # passes; a failing weight-0 check takes the node out of the election at once (priority 0
-# sent: the VIP moves within a second). The bootstrap serves only while its MCS answers; with
-# its API too (100) it beats any master (at most 85); with its MCS only (50) it still beats
+# sent: the VIP moves within a second). The bootstrap serves only while its MCS listens; with
+# its API too (100) it beats any master (at most 90); with its MCS only (50) it still beats
 # masters that have no API yet (40), so masters can fetch their configs, but not one whose
-# API is ready (55 and more).
+# API is ready (55 and more). A master's MCS outweighs its API checks: haproxy serves the API
+# through the other masters, but only the holder's own MCS answers `<API VIP>:22624`.
 BOOTSTRAP_API_PRIORITY = 50
 BOOTSTRAP_API_WEIGHT = 50
 MASTER_API_PRIORITY = 40
 MASTER_CHECK_WEIGHT = 15
+MASTER_MCS_WEIGHT = 20
 INGRESS_PRIORITY = 40
 
 ImageSource = Literal["payload", "override"]
@@ -67,16 +75,28 @@ ImageSource = Literal["payload", "override"]
 
 @dataclass(frozen=True)
 class Check:
-    """A keepalived health check: an HTTP(S) URL on this node that must answer 2xx."""
+    """A keepalived health check: a command that exits 0 while what it checks is fine."""
 
     name: str
-    url: str
+    script: str
     # 0: a failing check puts the instance in FAULT, so the node drops out of the election.
     weight: int
     # Seconds between runs; a state changes after `rise` passes or `fall` failures in a row.
     interval: int = 2
     rise: int = 3
     fall: int = 2
+
+
+def answers(url: str) -> str:
+    """The check script: `url` on this node answers 2xx within a second."""
+    return f"/usr/bin/curl -o /dev/null -kfs --max-time 1 {url}"
+
+
+def listening(port: int) -> str:
+    """The check script: something on this node listens on TCP `port` (IPv4 or IPv6). No
+    connection: OVN-Kubernetes rejects those to the MCS from the node itself. `ss` is in the
+    keepalived image (iproute) and on the host; the pod shares the host's network."""
+    return f"/bin/sh -c 'ss -Hltn sport = :{port} | grep -q .'"
 
 
 @dataclass(frozen=True)
@@ -163,22 +183,22 @@ def _vrrp_instances(
     ids = vrids(config, identity)
     instances = []
     if node.role != "worker":
-        api_ready = Check("api_ready", f"https://localhost:{API_PORT}/readyz", MASTER_CHECK_WEIGHT)
-        mcs = f"http://localhost:{MCS_HTTP_PORT}/healthz"
+        api_ready = answers(f"https://localhost:{API_PORT}/readyz")
+        mcs = listening(MCS_HTTP_PORT)
         if node.role == "bootstrap":
             priority = BOOTSTRAP_API_PRIORITY
             checks = (
                 # No MCS: bootkube is done (or not started): out of the election at once.
-                Check("mcs_serving", mcs, 0, interval=1, rise=2, fall=2),
-                Check(api_ready.name, api_ready.url, BOOTSTRAP_API_WEIGHT),
+                Check("mcs_listening", mcs, 0, interval=1, rise=2, fall=2),
+                Check("api_ready", api_ready, BOOTSTRAP_API_WEIGHT),
             )
         else:
-            through_haproxy = f"https://localhost:{config.networking.haproxy_port}/readyz"
+            through_haproxy = answers(f"https://localhost:{config.networking.haproxy_port}/readyz")
             priority = MASTER_API_PRIORITY
             checks = (
-                api_ready,
+                Check("api_ready", api_ready, MASTER_CHECK_WEIGHT),
                 Check("api_haproxy", through_haproxy, MASTER_CHECK_WEIGHT),
-                Check("mcs_ready", mcs, MASTER_CHECK_WEIGHT, interval=1),
+                Check("mcs_listening", mcs, MASTER_MCS_WEIGHT, interval=1),
             )
         instances.append(
             Instance(
@@ -203,7 +223,7 @@ def _vrrp_instances(
                 peers=_peers(plan.router_slots, node),
                 # The router's readiness (its pod's readiness probe): not ready, the node leaves
                 # the election within two checks a second apart and the VIP moves at once.
-                checks=(Check("router_ready", router_ready, 0, interval=1, rise=3, fall=2),),
+                checks=(Check("router_ready", answers(router_ready), 0, interval=1, rise=3, fall=2),),
             )
         )
     return tuple(instances)
@@ -256,8 +276,6 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
         api_vip=plan.api_vip,
         api_port=API_PORT,
         port=settings.haproxy_port,
-        mcs_port=MCS_HTTP_PORT,
-        mcs_lb_port=settings.haproxy_mcs_port,
         health_port=settings.haproxy_health_port,
         health_path=HAPROXY_HEALTH_PATH,
         stats_port=settings.haproxy_stats_port,
@@ -269,8 +287,6 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
         api_vip=plan.api_vip,
         api_port=API_PORT,
         lb_port=settings.haproxy_port,
-        mcs_port=MCS_HTTP_PORT,
-        mcs_lb_port=settings.haproxy_mcs_port,
         health_url=f"http://127.0.0.1:{settings.haproxy_health_port}{HAPROXY_HEALTH_PATH}",
         table=REDIRECT_TABLE,
     )
@@ -309,7 +325,9 @@ def _dns(config: ClusterConfig, plan: AddressPlan, node: Node, images: dict[str,
         hosts=(plan.bootstrap,) + plan.master_slots + plan.worker_slots,
         nameservers=config.nameservers,
     )
-    dispatcher = render("local-dns-dispatcher.sh.j2", node_ip=node.ip, domain=domain, nm_conf=NM_CONF)
+    prepender = render(
+        "local-dns-prepender.sh.j2", node_ip=node.ip, domain=domain, nm_conf=NM_CONF, upstream=NM_RESOLV_CONF
+    )
     command = ["/usr/bin/coredns", "-conf", COREFILE]
     liveness = {
         "httpGet": {"path": "/health", "port": DNS_HEALTH_PORT},
@@ -320,10 +338,17 @@ def _dns(config: ClusterConfig, plan: AddressPlan, node: Node, images: dict[str,
         files=(
             File(COREFILE, corefile.encode()),
             _static_pod("coredns", images, command, COREFILE, liveness, privileged=True),
-            File(DISPATCHER, dispatcher.encode(), 0o755),
-            File(NM_CONF, render("NetworkManager-local-dns.conf.j2", dispatcher=DISPATCHER).encode()),
-            File(KUBELET_DROPIN, render("kubelet-wait-resolv.conf.j2", node_ip=node.ip).encode()),
-        )
+            File(PREPENDER, prepender.encode(), 0o755),
+            File(NM_CONF, render("NetworkManager-local-dns.conf.j2", writer=PREPENDER_SERVICE).encode()),
+            File(
+                KUBELET_DROPIN,
+                render("kubelet-wait-resolv.conf.j2", node_ip=node.ip, prepender=PREPENDER_SERVICE).encode(),
+            ),
+        ),
+        units=(
+            Unit(PREPENDER_PATH, render("local-dns-prepender.path.j2", upstream=NM_RESOLV_CONF, service=PREPENDER_SERVICE)),
+            Unit(PREPENDER_SERVICE, render("local-dns-prepender.service.j2", script=PREPENDER)),
+        ),
     )
 
 

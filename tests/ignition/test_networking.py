@@ -26,7 +26,6 @@ from cluster.stackfile import read_stack_file
 from ignition import assembly
 from ignition.networking import (
     COREFILE,
-    DISPATCHER,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
     KEEPALIVED_RUN,
@@ -34,6 +33,10 @@ from ignition.networking import (
     KUBELET_DROPIN,
     MANIFESTS,
     NM_CONF,
+    NM_RESOLV_CONF,
+    PREPENDER,
+    PREPENDER_PATH,
+    PREPENDER_SERVICE,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_UNIT,
@@ -181,9 +184,21 @@ def test_vrid_overrides_and_the_derived_one_steps_aside():
         ({"haproxyPort": 9443}, "ocp:networking.haproxyPort: 9443 is taken by OpenShift webhooks"),
         ({"haproxyPort": 80}, "ocp:networking.haproxyPort: 80 is not an unprivileged port"),
         ({"haproxyHealthPort": 9445}, "ocp:networking: haproxy's ports must differ"),
+        (
+            {"haproxyHealthPort": 50936},
+            "ocp:networking.haproxyHealthPort: 50936 is in Linux's ephemeral port range (32768-60999), where "
+            "outgoing connections take their ports and can hold this one when haproxy starts: write a port below "
+            "32768 or above 60999, e.g. 9444",
+        ),
+        ({"haproxyPort": 32768}, "ocp:networking.haproxyPort: 32768 is in Linux's ephemeral port range"),
+        ({"haproxyStatsPort": 60999}, "ocp:networking.haproxyStatsPort: 60999 is in Linux's ephemeral port range"),
         ({"images": {"coredns": "coredns latest"}}, "ocp:networking.images: coredns: 'coredns latest' is not a pullable"),
         ({"images": {"haproxy": "quay.io/a/b:1"}}, "ocp:networking.images: 'haproxy' is not an image of the on-node"),
-        ({"haproxyMcsPort": 22624}, "ocp:networking.haproxyMcsPort: 22624 is taken by the machine config server"),
+        (
+            {"haproxyMcsPort": 22625},
+            "ocp:networking.haproxyMcsPort: is no longer a setting: new nodes fetch their config from the API VIP "
+            "holder's own machine config server, not through haproxy",
+        ),
         ({"interface": "br-ex"}, "ocp:networking.interface: unknown key"),
         ({"corednsImage": "quay.io/a/b:1"}, "ocp:networking.corednsImage: unknown key"),
         ({"vrid": 5}, "ocp:networking.vrid: unknown key"),
@@ -215,17 +230,21 @@ def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_mas
     config = standalone_config()
     plan = plan_addresses(config)
     bootstrap, master = vrrp(config, plan.bootstrap)["api"], vrrp(config, plan.masters[0])["api"]
-    healthy_master = effective_priority(master, {"api_ready", "api_haproxy", "mcs_ready"})
+    healthy_master = effective_priority(master, {"api_ready", "api_haproxy", "mcs_listening"})
     no_mcs_master = effective_priority(master, {"api_ready", "api_haproxy"})  # its MCS is down
-    lb_only_master = effective_priority(master, {"api_haproxy", "mcs_ready"})  # its own API is down
+    lb_only_master = effective_priority(master, {"api_haproxy", "mcs_listening"})  # its own API is down
+    mcs_only_master = effective_priority(master, {"mcs_listening"})  # no API anywhere, its MCS up
     api_only_master = effective_priority(master, {"api_ready"})  # early: no haproxy backend, no MCS yet
     starting_master = effective_priority(master, set())
-    live_bootstrap = effective_priority(bootstrap, {"mcs_serving", "api_ready"})
-    mcs_only_bootstrap = effective_priority(bootstrap, {"mcs_serving"})  # its API not up yet
+    live_bootstrap = effective_priority(bootstrap, {"mcs_listening", "api_ready"})
+    mcs_only_bootstrap = effective_priority(bootstrap, {"mcs_listening"})  # its API not up yet
     done_bootstrap = effective_priority(bootstrap, {"api_ready"})  # bootkube done: MCS gone
 
     assert live_bootstrap > healthy_master > no_mcs_master
     assert healthy_master > lb_only_master
+    # Only the holder's own MCS answers <API VIP>:22624, while haproxy serves the API through
+    # any master: a master whose MCS listens beats one whose MCS does not, whatever its API.
+    assert lb_only_master > no_mcs_master and mcs_only_master > effective_priority(master, {"api_ready"})
     assert api_only_master > mcs_only_bootstrap > starting_master
     assert done_bootstrap is None  # FAULT: out of the election, the VIP moves at once
     assert effective_priority(bootstrap, set()) is None
@@ -233,13 +252,17 @@ def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_mas
     assert bootstrap["vrid"] == master["vrid"] and bootstrap["password"] == master["password"]
 
 
-def test_the_machine_config_server_is_tracked_and_checked_every_second():
+def test_the_machine_config_server_is_checked_every_second_without_connecting_to_it():
+    """OVN-Kubernetes rejects every connection a node opens to 22623/22624: the check looks for
+    the listening socket instead (run for real in the lab and test_networking_tools.py)."""
     config = standalone_config()
     plan = plan_addresses(config)
-    for node, check in ((plan.bootstrap, "mcs_serving"), (plan.masters[0], "mcs_ready")):
+    for node in (plan.bootstrap, plan.masters[0]):
         text = files_of(config, node)[KEEPALIVED_CONF].decode()
-        body = re.search(rf"^vrrp_script {check} \{{(.*?)^\}}", text, re.S | re.M).group(1)
-        assert "http://localhost:22624/healthz" in body and "\n    interval 1\n" in body
+        body = re.search(r"^vrrp_script mcs_listening \{(.*?)^\}", text, re.S | re.M).group(1)
+        assert "script \"/bin/sh -c 'ss -Hltn sport = :22624 | grep -q .'\"\n" in body
+        assert "\n    interval 1\n" in body
+        assert not re.search(r"2262[34]/|:2262[34] ", text.replace("sport = :22624 ", ""))  # nothing connects to it
 
 
 def test_ingress_vip_only_where_a_router_answers():
@@ -324,10 +347,10 @@ def test_every_node_points_resolv_conf_at_its_own_coredns():
     plan = plan_addresses(config)
     for node in plan.nodes:
         additions = node_additions(config, plan, node, IDENTITY)
-        dispatcher = next(item for item in additions.files if item.path == DISPATCHER)
-        assert dispatcher.mode == 0o755
-        assert f"-v ip='{node.ip}'" in dispatcher.contents.decode()
-        assert f"-v domain='{config.cluster_domain}'" in dispatcher.contents.decode()
+        prepender = next(item for item in additions.files if item.path == PREPENDER)
+        assert prepender.mode == 0o755
+        assert f"-v ip='{node.ip}'" in prepender.contents.decode()
+        assert f"-v domain='{config.cluster_domain}'" in prepender.contents.decode()
 
 
 def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
@@ -336,20 +359,20 @@ def test_haproxy_balances_over_every_master_slot_with_readyz_checks():
     files = files_of(config, plan.masters[0])
     cfg = files[HAPROXY_CFG].decode()
     servers = re.findall(r"^    server (\S+) (\S+)$", cfg, re.M)
-    assert servers == [(slot.name, f"{slot.ip}:{port}") for port in (6443, 22624) for slot in plan.master_slots]
-    assert "bind :22625\n" in cfg and "http-check send meth GET uri /healthz" in cfg
+    # The API only: haproxy's connections to the masters' MCS would be rejected by OVN-Kubernetes.
+    assert servers == [(slot.name, f"{slot.ip}:6443") for slot in plan.master_slots]
+    sections = re.findall(r"^(?:frontend|backend) (\S+)$", cfg, re.M)
+    assert sections == ["api", "masters", "health", "stats"]
     assert "default-server check check-ssl verify none inter 500ms fall 2 rise 3" in cfg
     assert "option redispatch 1" in cfg  # a refused connection goes to another master at once
-    assert "bind :9445\n" in cfg and "bind 127.0.0.1:29445\n" in cfg
+    assert "bind :9445\n" in cfg and "bind 127.0.0.1:29445\n" in cfg and "bind 127.0.0.1:9444\n" in cfg
     assert "timeout tunnel 86400s" in cfg
     env = dict(line.split("=", 1) for line in files[REDIRECT_CONFIG].decode().splitlines() if "=" in line)
     assert env == {
         "VIP": str(plan.api_vip),
         "API_PORT": "6443",
         "LB_PORT": "9445",
-        "MCS_PORT": "22624",
-        "MCS_LB_PORT": "22625",
-        "HEALTH_URL": "http://127.0.0.1:50936/haproxy_ready",
+        "HEALTH_URL": "http://127.0.0.1:9444/haproxy_ready",
         "TABLE": "api_vip_redirect",
         "INTERVAL": "1",
     }
@@ -359,7 +382,7 @@ EXPECTED_FILES = {
     "bootstrap": {
         COREFILE: 0o644,
         "/etc/kubernetes/manifests/coredns.yaml": 0o644,
-        DISPATCHER: 0o755,
+        PREPENDER: 0o755,
         NM_CONF: 0o644,
         KUBELET_DROPIN: 0o644,
         KEEPALIVED_CONF: 0o600,
@@ -390,7 +413,11 @@ def test_what_each_role_gets():
     for node in every_node_kind(config):
         additions = node_additions(config, plan, node, IDENTITY)
         assert {item.path: item.mode for item in additions.files} == EXPECTED_FILES[node.role]
-        assert [unit.name for unit in additions.units] == ([REDIRECT_UNIT] if node.role == "master" else [])
+        assert [(unit.name, unit.enabled) for unit in additions.units] == [
+            (PREPENDER_PATH, True),
+            (PREPENDER_SERVICE, True),
+            *([(REDIRECT_UNIT, True)] if node.role == "master" else []),
+        ]
         images = node_images(config, node, IDENTITY)
         for item in additions.files:
             if item.path.startswith("/etc/kubernetes/manifests/"):
@@ -410,7 +437,7 @@ def test_what_each_role_gets():
                 config_dir = pod["spec"]["volumes"][0]["hostPath"]["path"]
                 assert any(path.startswith(config_dir + "/") for path in EXPECTED_FILES[node.role])
                 assert any(word.startswith(config_dir + "/") for word in container["command"])
-    unit = node_additions(config, plan, plan.masters[0], IDENTITY).units[0].contents
+    unit = next(unit for unit in node_additions(config, plan, plan.masters[0], IDENTITY).units if unit.name == REDIRECT_UNIT).contents
     assert f"ExecStart={REDIRECT_SCRIPT} {REDIRECT_CONFIG} run\n" in unit
     assert f"ExecStopPost={REDIRECT_SCRIPT} {REDIRECT_CONFIG} remove\n" in unit
 
@@ -458,15 +485,22 @@ def test_no_interface_name_in_any_rendered_file():
     assert "advert_int 3\n" in files_of(standalone_config(advertInt=3), plan_addresses(config).masters[0])[KEEPALIVED_CONF].decode()
 
 
-def test_networkmanager_leaves_resolv_conf_to_the_dispatcher_and_the_kubelet_waits_for_it():
+def test_networkmanager_leaves_resolv_conf_to_the_prepender_and_the_kubelet_waits_for_it():
+    """OPNET-569: a path unit on NetworkManager's resolv.conf starts a oneshot service, no
+    NetworkManager dispatcher script (the MCO moved off it because of races)."""
     config = standalone_config()
+    plan = plan_addresses(config)
     for node in every_node_kind(config):
         files = files_of(config, node)
         nm = files[NM_CONF].decode()
         assert "[main]\nrc-manager=unmanaged\n" in nm
         dropin = files[KUBELET_DROPIN].decode()
         assert f'grep -qx "nameserver {node.ip}" /etc/resolv.conf' in dropin and "exit 255" in dropin
-        assert "dns-change" in files[DISPATCHER].decode()
+        assert f"After={PREPENDER_SERVICE}\n" in dropin
+        assert not any(path.startswith("/etc/NetworkManager/dispatcher.d/") for path in files)
+        units = {unit.name: unit.contents for unit in node_additions(config, plan, node, IDENTITY).units}
+        assert f"PathChanged={NM_RESOLV_CONF}\nUnit={PREPENDER_SERVICE}\n" in units[PREPENDER_PATH]
+        assert f"Type=oneshot\nExecStart={PREPENDER}\n" in units[PREPENDER_SERVICE]
     assert KUBELET_DROPIN.startswith("/etc/systemd/system/kubelet.service.d/")
 
 

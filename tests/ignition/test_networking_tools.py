@@ -16,12 +16,14 @@ from cluster.addresses import Node, plan_addresses
 from cluster.config import ClusterConfig
 from ignition import assembly
 from ignition.networking import (
-    DISPATCHER,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
     KEEPALIVED_RUN,
     KEEPALIVED_RUN_CONFIG,
     KUBELET_DROPIN,
+    PREPENDER,
+    PREPENDER_PATH,
+    PREPENDER_SERVICE,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_TABLE,
@@ -29,6 +31,7 @@ from ignition.networking import (
 )
 from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
 from tools import netns
+from tools.lab import ovnk
 
 
 def need(*binaries: str, root: bool = False) -> None:
@@ -170,29 +173,71 @@ def test_keepalived_run_removes_stale_vips_follows_the_address_and_stops_cleanly
     assert runner.process.returncode == 0
 
 
+def test_the_mcs_check_sees_a_listener_under_ovn_kubernetes_rules_where_a_connection_fails():
+    """The check keepalived runs for the MCS, as rendered, in a namespace with OVN-Kubernetes'
+    rules: it passes while something listens on 22624 and fails when nothing does, while
+    curl to that listener from the node itself (what the check did before) is refused."""
+    need("ss", "nft", "curl", root=True)
+    config = standalone_config()
+    plan = plan_addresses(config)
+    for node in (plan.bootstrap, plan.masters[0]):
+        text = files_of(config, node)[KEEPALIVED_CONF].decode()
+        script = text.split("vrrp_script mcs_listening {", 1)[1].split('script "', 1)[1].split('"\n', 1)[0]
+        with netns.lab("mcs") as lab:
+            namespace = lab.namespace("node")
+            lab.attach(namespace, "ens3", f"{node.ip}/16")
+            ovnk.block_mcs(namespace)
+
+            def check() -> int:
+                # keepalived splits the script line the way the shell does here.
+                return lab.run(namespace, ["sh", "-c", script]).returncode
+
+            assert check() != 0
+            server = lab.start(namespace, [sys.executable, "-m", "http.server", "--bind", "::", "22624"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _wait_for(lambda: check() == 0, "the check to see the listener (IPv6 and IPv4, as Go's)")
+            for address in ("127.0.0.1", node.ip):
+                curl = lab.run(namespace, ["curl", "-s", "-o", "/dev/null", "--max-time", "2", f"http://{address}:22624/"])
+                assert curl.returncode == 7, curl  # couldn't connect: rejected
+            server.terminate()
+            server.wait()
+            _wait_for(lambda: check() != 0, "the check to fail with nothing listening")
+
+
 def test_the_scripts_pass_shellcheck(tmp_path: Path):
     need("shellcheck")
     config = standalone_config()
     files = files_of(config, plan_addresses(config).masters[0])
     paths = []
-    for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, DISPATCHER):
+    for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, PREPENDER):
         paths.append(tmp_path / Path(path).name)
         paths[-1].write_bytes(files[path])
     result = subprocess.run(["shellcheck", "--shell=sh", *map(str, paths)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_systemd_accepts_the_kubelet_drop_in(tmp_path: Path):
-    """systemd-analyze verify on a kubelet.service with the drop-in a node gets."""
+def test_systemd_accepts_the_resolv_conf_units_and_the_kubelet_drop_in(tmp_path: Path):
+    """systemd-analyze verify on the path unit, its service and a kubelet.service with the
+    drop-in a node gets (which pulls the service in). The service's script is the node's, at
+    a path of this machine (verify wants an executable there)."""
     need("systemd-analyze")
     config = standalone_config()
-    files = files_of(config, plan_addresses(config).masters[0])
+    plan = plan_addresses(config)
+    node = plan.masters[0]
+    files = files_of(config, node)
     units = tmp_path / "units"
     (units / "kubelet.service.d").mkdir(parents=True)
     (units / "kubelet.service").write_text("[Service]\nExecStart=/bin/true\nRestart=always\n")
     (units / "kubelet.service.d" / Path(KUBELET_DROPIN).name).write_bytes(files[KUBELET_DROPIN])
+    script = tmp_path / Path(PREPENDER).name
+    script.write_bytes(files[PREPENDER])
+    script.chmod(0o755)
+    rendered = {unit.name: unit.contents for unit in node_additions(config, plan, node, IDENTITY).units}
+    for name in (PREPENDER_PATH, PREPENDER_SERVICE):
+        (units / name).write_text(rendered[name].replace(f"ExecStart={PREPENDER}\n", f"ExecStart={script}\n"))
+    assert f"ExecStart={script}\n" in (units / PREPENDER_SERVICE).read_text()
     result = subprocess.run(
-        ["systemd-analyze", "verify", "--man=no", str(units / "kubelet.service")],
+        ["systemd-analyze", "verify", "--man=no", *(str(units / name) for name in ("kubelet.service", PREPENDER_PATH, PREPENDER_SERVICE))],
         capture_output=True, text=True, env={"SYSTEMD_UNIT_PATH": f"{units}:"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -292,7 +337,7 @@ def test_api_vip_redirect_follows_haproxy_health(tmp_path: Path):
         rules = ruleset()
         assert f"table ip {REDIRECT_TABLE}" in rules
         assert rules.count(f"ip daddr {plan.api_vip} tcp dport 6443 redirect to :{settings.haproxy_port}") == 2
-        assert rules.count(f"ip daddr {plan.api_vip} tcp dport 22624 redirect to :{settings.haproxy_mcs_port}") == 2
+        assert "22624" not in rules  # the holder's own MCS answers <API VIP>:22624
         assert connect_to_vip() == "lb"
         assert redirect("once").stdout == ""  # already there: left alone
 
@@ -330,20 +375,26 @@ options edns0 trust-ad
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])
-def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
+def test_the_prepender_puts_the_node_first(tmp_path: Path, shell: str):
     need(shell, "awk", "mktemp")
     config = standalone_config()
     node = plan_addresses(config).masters[1]
-    script = tmp_path / "30-local-dns"
-    script.write_bytes(files_of(config, node)[DISPATCHER])
+    script = tmp_path / "local-dns-prepender"
+    script.write_bytes(files_of(config, node)[PREPENDER])
     upstream, target = tmp_path / "nm-resolv.conf", tmp_path / "etc" / "resolv.conf"
     target.parent.mkdir()
-    upstream.write_text(UPSTREAM)
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NM_RESOLV_CONF": str(upstream), "RESOLV_CONF": str(target)}
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "NM_RESOLV_CONF": str(upstream),
+        "RESOLV_CONF": str(target),
+        "TMPDIR": str(tmp_path),
+    }
 
-    subprocess.run([shell, str(script), "ens3", "down"], env=env, check=True)
+    # At boot, before NetworkManager wrote anything: nothing to do, and no failure.
+    assert "does not exist yet" in subprocess.run([shell, str(script)], env=env, check=True, capture_output=True, text=True).stdout
     assert not target.exists()
-    subprocess.run([shell, str(script), "br-ex", "up"], env=env, check=True)
+    upstream.write_text(UPSTREAM)
+    subprocess.run([shell, str(script)], env=env, check=True)
     expected = (
         f"search {config.cluster_domain} openstacklocal example.net\n"
         f"nameserver {node.ip}\nnameserver 10.20.0.1\nnameserver 10.20.0.2\n"
@@ -353,12 +404,13 @@ def test_dispatcher_puts_the_node_first(tmp_path: Path, shell: str):
     # Running again (the next DHCP renewal) on its own output changes nothing, not even the file.
     inode = target.stat().st_ino
     upstream.write_text(target.read_text())
-    subprocess.run([shell, str(script), "br-ex", "dhcp4-change"], env=env, check=True)
+    subprocess.run([shell, str(script)], env=env, check=True)
     assert target.read_text() == expected and target.stat().st_ino == inode
     assert [path.name for path in target.parent.iterdir()] == ["resolv.conf"]
-    # NetworkManager learnt other servers (no address event, only dns-change): followed.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["etc", "local-dns-prepender", "nm-resolv.conf"]
+    # NetworkManager learnt other servers: followed.
     upstream.write_text("nameserver 10.30.0.1\n")
-    subprocess.run([shell, str(script), "br-ex", "dns-change"], env=env, check=True)
+    subprocess.run([shell, str(script)], env=env, check=True)
     assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.30.0.1\n"
 
 

@@ -38,7 +38,7 @@ def test_reads_what_each_node_kind_runs():
     bootstrap, master, worker = parse(_conf("bootstrap")), parse(_conf("master")), parse(_conf("worker"))
     compact_master = parse(_conf("master", workers=0))
     assert [(i.name, i.priority, i.healthy_priority) for i in bootstrap.instances] == [("api", 50, 100)]
-    assert [(i.name, i.priority, i.healthy_priority) for i in master.instances] == [("api", 40, 85)]
+    assert [(i.name, i.priority, i.healthy_priority) for i in master.instances] == [("api", 40, 90)]
     assert [(i.name, i.healthy_priority) for i in worker.instances] == [("ingress", 40)]
     assert [i.name for i in compact_master.instances] == ["api", "ingress"]
     api = master.instance("api")
@@ -46,7 +46,7 @@ def test_reads_what_each_node_kind_runs():
     assert [(s.name, s.interval, s.rise, s.fall, s.weight) for s in api.scripts] == [
         ("api_ready", 2, 3, 2, 15),
         ("api_haproxy", 2, 3, 2, 15),
-        ("mcs_ready", 1, 3, 2, 15),
+        ("mcs_listening", 1, 3, 2, 20),
     ]
 
 
@@ -57,7 +57,7 @@ def test_follows_interface_state_and_priority_from_the_log():
     status.feed("Sun Nov 22 05:02:18 2026: (api) Entering BACKUP STATE (init)")
     status.feed("Sun Nov 22 05:02:22 2026: (api) Changing effective priority from 40 to 70")
     assert not status.healthy()
-    status.feed("Sun Nov 22 05:02:24 2026: (api) Changing effective priority from 70 to 85")
+    status.feed("Sun Nov 22 05:02:24 2026: (api) Changing effective priority from 70 to 90")
     assert status.healthy() and (status.interface, status.starts) == ("ens3", 1)
     status.feed("Sun Nov 22 05:02:30 2026: (api) Entering FAULT STATE")
     assert not status.healthy()
@@ -97,7 +97,7 @@ def test_runs_what_a_scenario_needs_first_in_order():
         "api-unhealthy",
         "link-cut",
         "backend-dies",
-        "mcs-dies",
+        "new-node",
         "keepalived-restart",
         "ingress",
     ]
