@@ -1,0 +1,51 @@
+"""`python -m tools.localcloud up | down | status | env`: a real OpenStack on 127.0.0.1.
+
+up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Keystone,
+        Placement, Glance, Neutron, Nova (fake driver) and Cinder (bookkeeping driver), and
+        prepares the cloud the committed stacks expect (samples/cloud/dev.yaml). Running it
+        again starts only what is not running; after a crash it cleans stale PID files.
+down    stops exactly the processes `up` started (their PID files), keeping the data.
+status  each process: running or not, PID, RSS; where the logs are.
+env     the exports a shell needs: `eval "$(venv/bin/python -m tools.localcloud env)"`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tools.localcloud.cloud import down, environment, status, up
+from tools.localcloud.layout import Layout
+from tools.localcloud.processes import Failed
+
+
+def say(message: str) -> None:
+    print(f"localcloud: {message}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.localcloud", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("up", "down", "status", "env"))
+    command = parser.parse_args(argv).command
+    layout = Layout.default()
+    began = time.monotonic()
+    try:
+        if command == "up":
+            up(layout, say)
+            say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m tools.localcloud env)"` then `openstack server list`')
+        elif command == "down":
+            stopped = down(layout, say)
+            say(f"stopped {len(stopped)} processes in {time.monotonic() - began:.0f} s; data kept in {layout.data}")
+        elif command == "status":
+            print(status(layout))
+        else:
+            print(environment(layout))
+    except Failed as error:
+        say(f"failed: {error}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""up, down, status and env of the local cloud (the command line is tools/localcloud/__main__.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+import time
+
+import yaml
+
+from tools.localcloud import configuration, venv
+from tools.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
+from tools.localcloud.processes import Failed, port_taken, recorded, rss_mib, running, stop
+from tools.localcloud.services import DEBIAN_PACKAGES, ORDER, Cloud, missing_programs, process_names
+from tools.mock_cloud import DEFAULT as DESCRIPTION
+
+
+def up(layout: Layout, say) -> None:
+    missing = missing_programs()
+    if missing:
+        raise Failed(f"missing {', '.join(missing)}: apt-get install {' '.join(DEBIAN_PACKAGES)} (.ci/run does, without starting their daemons)")
+    layout.home.mkdir(parents=True, exist_ok=True)
+    venv.ensure(layout, say)
+    _clear_stale(layout, say)
+    configuration.render(layout)
+    cloud = Cloud(layout, say)
+    for service in ORDER:
+        began = time.monotonic()
+        getattr(cloud, service)()
+        say(f"{service} up ({time.monotonic() - began:.1f} s); log {layout.logs}/{service}*.log")
+    began = time.monotonic()
+    cloud.discover_hosts()
+    say(f"compute hosts mapped ({time.monotonic() - began:.1f} s)")
+    began = time.monotonic()
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as description:
+        json.dump(yaml.safe_load(DESCRIPTION.read_text()), description)
+        description.flush()
+        for line in cloud.operator("prepare", description.name).splitlines():
+            say(line.removeprefix("localcloud: "))
+    say(f"prepared as {DESCRIPTION.relative_to(DESCRIPTION.parents[2])} describes ({time.monotonic() - began:.1f} s)")
+
+
+def _clear_stale(layout: Layout, say) -> None:
+    """PID files of processes that died (a crash, a reboot) go; a port held by something else stops `up`."""
+    for name in process_names():
+        if recorded(layout, name) and not running(layout, name):
+            stop(layout, [name], grace=5)  # its session's survivors, if any
+            say(f"{name}: was not running (stale PID file cleared)")
+    ours = {name for name in process_names() if running(layout, name)}
+    for name, port in PORTS.items():
+        owner = "rabbitmq" if name == "rabbitmq-dist" else name
+        if owner not in ours and port_taken(port):
+            raise Failed(f"127.0.0.1:{port} ({name}) is taken by a process this local cloud did not start")
+
+
+def down(layout: Layout, say) -> list[str]:
+    return stop(layout, process_names())
+
+
+def status(layout: Layout) -> str:
+    lines = [f"local cloud home {layout.home}; logs {layout.logs}"]
+    total = 0
+    for name in process_names():
+        pid = running(layout, name)
+        rss = rss_mib(layout, name) if pid else 0
+        total += rss
+        lines.append(f"  {name:26} {'running' if pid else 'stopped':8} {pid or '':>8} {f'{rss} MiB' if pid else ''}")
+    lines.append(f"  total RSS {total} MiB")
+    return "\n".join(lines)
+
+
+def _cli_dir(layout: Layout):
+    """A directory holding only the services' `openstack` CLI, not their python."""
+    directory = layout.home / "bin"
+    directory.mkdir(exist_ok=True)
+    link = directory / "openstack"
+    if not link.is_symlink():
+        link.symlink_to(layout.bin("openstack"))
+    return directory
+
+
+def environment(layout: Layout) -> str:
+    if not layout.clouds_yaml.exists():
+        raise Failed("no clouds.yaml yet: run `python -m tools.localcloud up` first")
+    exports = {
+        "OS_CLIENT_CONFIG_FILE": str(layout.clouds_yaml),
+        "OS_CLOUD": CLOUD,
+        "PATH": f"{_cli_dir(layout)}:$PATH",
+    }
+    lines = [f"export {key}={shlex.quote(value) if key != 'PATH' else value}" for key, value in exports.items()]
+    return "\n".join([*lines, f"# the operator (admin) is OS_CLOUD={ADMIN_CLOUD}"])

@@ -1,0 +1,284 @@
+"""The services' configuration, rendered into <home>/etc with this home's paths and password.
+
+What each setting is for is said where it is not the service's default for an ordinary reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tools.localcloud.layout import HOST, PORTS, REGION, Layout, url
+
+# One compute host per compute zone the mock cloud describes (samples/cloud/dev.yaml
+# computeZones): a zone is the zone of its hosts. `nova` is Nova's default zone.
+COMPUTE_HOSTS = {"nova": "localcloud-compute", "az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
+# One Cinder backend per volume zone (samples/cloud/dev.yaml volumeZones).
+VOLUME_BACKENDS = {"nova": "fake", "storage-1": "fake-storage-1", "storage-2": "fake-storage-2"}
+
+RABBIT = f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"  # guest may connect from loopback only
+DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder")
+
+
+def database(layout: Layout, name: str) -> str:
+    return f"mysql+pymysql://openstack:{layout.password()}@{HOST}:{PORTS['mariadb']}/{name}"
+
+
+def _auth(layout: Layout, user: str) -> str:
+    return f"""auth_url = {url("keystone")}
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = {user}
+password = {layout.password()}
+region_name = {REGION}
+"""
+
+
+def _authtoken(layout: Layout, user: str) -> str:
+    return f"""[keystone_authtoken]
+www_authenticate_uri = {url("keystone")}
+service_token_roles_required = true
+{_auth(layout, user)}"""
+
+
+def _common(layout: Layout, service: str) -> str:
+    """The sections every service shares, then its own [DEFAULT] settings follow."""
+    return f"""[oslo_concurrency]
+lock_path = {layout.data / service / "lock"}
+
+[oslo_messaging_notifications]
+driver = noop
+
+[DEFAULT]
+debug = false
+use_stderr = true
+state_path = {layout.data / service}
+transport_url = {RABBIT}"""
+
+
+def keystone(layout: Layout) -> str:
+    return f"""[DEFAULT]
+use_stderr = true
+
+[database]
+connection = {database(layout, "keystone")}
+
+[token]
+provider = fernet
+
+[fernet_tokens]
+key_repository = {layout.data / "keystone" / "fernet-keys"}
+
+[credential]
+key_repository = {layout.data / "keystone" / "credential-keys"}
+"""
+
+
+def placement(layout: Layout) -> str:
+    return f"""[DEFAULT]
+use_stderr = true
+
+[placement_database]
+connection = {database(layout, "placement")}
+
+[api]
+auth_strategy = keystone
+
+{_authtoken(layout, "placement")}"""
+
+
+def glance(layout: Layout) -> str:
+    images = layout.data / "glance"
+    return f"""{_common(layout, "glance")}
+enabled_backends = fs:file
+worker_self_reference_url = {url("glance")}
+
+[database]
+connection = {database(layout, "glance")}
+
+[paste_deploy]
+flavor = keystone
+config_file = {layout.etc / "glance" / "glance-api-paste.ini"}
+
+[glance_store]
+default_backend = fs
+
+[fs]
+filesystem_store_datadir = {images / "images"}
+
+[os_glance_staging_store]
+filesystem_store_datadir = {images / "staging"}
+
+[os_glance_tasks_store]
+filesystem_store_datadir = {images / "tasks"}
+
+{_authtoken(layout, "glance")}"""
+
+
+def neutron(layout: Layout) -> str:
+    return f"""{_common(layout, "neutron")}
+core_plugin = ml2
+# Routers, gateways and floating IPs live in the database: no L3 agent serves them here.
+service_plugins = router
+auth_strategy = keystone
+api_paste_config = {layout.etc / "neutron" / "api-paste.ini"}
+dhcp_agent_notification = false
+notify_nova_on_port_status_changes = true
+notify_nova_on_port_data_changes = true
+
+[database]
+connection = {database(layout, "neutron")}
+
+{_authtoken(layout, "neutron")}
+[nova]
+{_auth(layout, "nova")}
+[ml2]
+type_drivers = flat,vlan,vxlan
+tenant_network_types = vxlan
+# Binds ports with no agent (tools/localcloud/drivers).
+mechanism_drivers = localcloud
+extension_drivers = port_security
+
+[ml2_type_flat]
+flat_networks = *
+
+[ml2_type_vxlan]
+vni_ranges = 1:1000
+"""
+
+
+def nova(layout: Layout) -> str:
+    return f"""{_common(layout, "nova")}
+# Servers are rows in the database: nothing boots.
+compute_driver = fake.FakeDriver
+host = {COMPUTE_HOSTS["nova"]}
+my_ip = {HOST}
+enabled_apis = osapi_compute
+# One compute host per zone: a resize stays on its host.
+allow_resize_to_same_host = true
+# Nothing plugs VIFs.
+vif_plugging_is_fatal = false
+vif_plugging_timeout = 0
+
+[api]
+auth_strategy = keystone
+
+[wsgi]
+api_paste_config = {layout.etc / "nova" / "api-paste.ini"}
+
+[api_database]
+connection = {database(layout, "nova_api")}
+
+[database]
+connection = {database(layout, "nova")}
+
+[conductor]
+workers = 1
+
+[scheduler]
+workers = 1
+discover_hosts_in_cells_interval = 10
+
+{_authtoken(layout, "nova")}
+[placement]
+{_auth(layout, "placement")}
+[neutron]
+{_auth(layout, "neutron")}
+[cinder]
+os_region_name = {REGION}
+{_auth(layout, "cinder")}
+[glance]
+region_name = {REGION}
+
+# Nova's calls to Cinder's attachment API need the service token in current releases.
+[service_user]
+send_service_user_token = true
+{_auth(layout, "nova")}"""
+
+
+def nova_compute_host(host: str) -> str:
+    """The extra configuration of one compute process: its host name."""
+    return f"[DEFAULT]\nhost = {host}\n"
+
+
+def cinder(layout: Layout) -> str:
+    backends = "".join(
+        f"""
+[{backend}]
+volume_backend_name = {backend}
+volume_driver = localcloud_drivers.cinder.BookkeepingVolumeDriver
+backend_availability_zone = {zone}
+"""
+        for zone, backend in VOLUME_BACKENDS.items()
+    )
+    return f"""{_common(layout, "cinder")}
+auth_strategy = keystone
+api_paste_config = {layout.etc / "cinder" / "api-paste.ini"}
+my_ip = {HOST}
+enabled_backends = {",".join(VOLUME_BACKENDS.values())}
+storage_availability_zone = nova
+# Not default_volume_type: a type that does not exist fails every create with a 500.
+glance_api_servers = {url("glance")}
+osapi_volume_workers = 1
+
+[database]
+connection = {database(layout, "cinder")}
+
+{_authtoken(layout, "cinder")}
+[nova]
+{_auth(layout, "nova")}
+[service_user]
+send_service_user_token = true
+{_auth(layout, "cinder")}
+# privsep would start `sudo privsep-helper`: there is no sudo, and we are root.
+[cinder_sys_admin]
+helper_command = {layout.bin("privsep-helper")} --config-file {layout.etc / "cinder" / "cinder.conf"}
+{backends}"""
+
+
+def clouds_yaml(layout: Layout) -> str:
+    def entry(name: str, user: str, project: str) -> str:
+        return f"""  {name}:
+    auth:
+      auth_url: {url("keystone", "/v3")}
+      username: {user}
+      password: {layout.password()}
+      project_name: {project}
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: {REGION}
+    interface: public
+    identity_api_version: 3
+"""
+
+    return (
+        "# Written by `python -m tools.localcloud up`: the local cloud on loopback.\nclouds:\n"
+        + entry("openstack", "lab", "lab")
+        + entry("localcloud-admin", "admin", "admin")
+    )
+
+
+def render(layout: Layout) -> None:
+    """Writes every service's configuration, with the paste pipelines the wheels ship beside it."""
+    files: dict[Path, str] = {
+        layout.etc / "keystone" / "keystone.conf": keystone(layout),
+        layout.etc / "placement" / "placement.conf": placement(layout),
+        layout.etc / "glance" / "glance-api.conf": glance(layout),
+        layout.etc / "neutron" / "neutron.conf": neutron(layout),
+        layout.etc / "nova" / "nova.conf": nova(layout),
+        layout.etc / "cinder" / "cinder.conf": cinder(layout),
+        layout.clouds_yaml: clouds_yaml(layout),
+    }
+    for host in COMPUTE_HOSTS.values():
+        files[layout.etc / "nova" / f"{host}.conf"] = nova_compute_host(host)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o600)
+    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini")):
+        shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
+    for service in ("glance", "neutron", "nova", "cinder"):
+        (layout.data / service / "lock").mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,94 @@
+"""Where the local cloud keeps everything: one home outside the clone.
+
+~/.cache/ocp-localcloud by default (OCP_LOCALCLOUD_HOME moves it): the services' virtualenv,
+the databases and images (data/), the rendered configuration (etc/), one log per process
+(logs/), PID files (run/) and the clouds.yaml a shell or test uses. Deleting the home resets
+the cloud; `down` keeps it, so the next `up` starts in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST = "127.0.0.1"
+REGION = "RegionOne"
+# The clouds.yaml entries: the tenant the stacks name (Pulumi.dev.yaml `openstack:cloud`), and the operator.
+CLOUD = "openstack"
+ADMIN_CLOUD = "localcloud-admin"
+TENANT_USER = "lab"
+
+PORTS = {
+    "mariadb": 13306,
+    "epmd": 14369,
+    "rabbitmq": 5672,
+    "rabbitmq-dist": 25672,
+    "keystone": 5000,
+    "placement": 8778,
+    "glance": 9292,
+    "neutron": 9696,
+    "nova": 8774,
+    "cinder": 8776,
+}
+
+
+def url(service: str, path: str = "") -> str:
+    return f"http://{HOST}:{PORTS[service]}{path}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    home: Path
+
+    @classmethod
+    def default(cls) -> Layout:
+        return cls(Path(os.environ.get("OCP_LOCALCLOUD_HOME") or Path.home() / ".cache" / "ocp-localcloud"))
+
+    @property
+    def venv(self) -> Path:
+        return self.home / "venv"
+
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def etc(self) -> Path:
+        return self.home / "etc"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def clouds_yaml(self) -> Path:
+        return self.home / "clouds.yaml"
+
+    @property
+    def mariadb_socket(self) -> Path:
+        return self.run / "mariadb.sock"
+
+    def bin(self, name: str) -> Path:
+        return self.venv / "bin" / name
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    def password(self) -> str:
+        """One password for the database, the service users and the tenant, made once (loopback only)."""
+        path = self.home / "password"
+        if not path.exists():
+            self.home.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(16))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+    def done(self, step: str) -> Path:
+        """The marker of a one-time set-up step that completed (an `up` after a crash redoes the rest)."""
+        return self.data / "done" / step

@@ -1,0 +1,250 @@
+"""What an operator does to a fresh cloud before a tenant installs OpenShift on it.
+
+Runs with the services' virtualenv's Python (it needs openstacksdk, which the project's venv
+does not carry): `<venv>/bin/python tools/localcloud/operator.py identity|prepare|describe`,
+with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PASSWORD for `identity`). Imports nothing of the project.
+
+- `identity`: the service users, the catalog, the tenant's project and user.
+- `prepare DESCRIPTION.json`: makes the cloud what the description (samples/cloud/dev.yaml,
+  the mock cloud the offline plan reads) says: flavors, images, networks with
+  documentation-range subnets, floating IPs, zones, volume types, quotas, and what other
+  things in the project use. Every step is idempotent.
+- `describe`: prints, as JSON, the same facts read back through the APIs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import sys
+import time
+
+import openstack
+
+CLOUD, ADMIN_CLOUD = "openstack", "localcloud-admin"
+HOST = "http://127.0.0.1"
+SERVICES = {  # service type: (name, URL)
+    "image": ("glance", f"{HOST}:9292"),
+    "placement": ("placement", f"{HOST}:8778"),
+    "compute": ("nova", f"{HOST}:8774/v2.1"),
+    "network": ("neutron", f"{HOST}:9696"),
+    "volumev3": ("cinderv3", f"{HOST}:8776/v3"),
+    "block-storage": ("cinder", f"{HOST}:8776/v3"),
+}
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder")
+# Documentation ranges (RFC 5737) for the external networks; the described floating IPs fall in them.
+EXTERNAL_SUBNETS = {"external": ["192.0.2.0/24", "198.51.100.0/24"], "public": ["203.0.113.0/24"]}
+INTERNAL_CIDR = "172.31.0.0/24"
+# Other things in the project (what the description counts as used): servers of this flavor.
+OTHER_FLAVOR = "m1.medium"
+OTHER_IMAGE = "centos-stream-9"
+COMPUTE_HOSTS = {"az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
+VOLUME_DEFAULT_TYPE = "__DEFAULT__"
+
+
+def say(message: str) -> None:
+    print(f"localcloud: {message}", flush=True)
+
+
+def identity(password: str) -> None:
+    admin = openstack.connect(cloud=ADMIN_CLOUD)
+    service_project = admin.identity.find_project("service") or admin.identity.create_project(name="service", domain_id="default")
+    roles = {}
+    for role in ("admin", "service", "member"):
+        roles[role] = admin.identity.find_role(role) or admin.identity.create_role(name=role)
+    for name in SERVICE_USERS:
+        user = admin.identity.find_user(name, domain_id="default") or admin.identity.create_user(name=name, password=password, domain_id="default")
+        for role in ("admin", "service"):  # `service` satisfies the service-to-service RBAC defaults
+            admin.identity.assign_project_role_to_user(service_project, user, roles[role])
+    existing = {service.type: service for service in admin.identity.services()}
+    for type_, (name, url) in SERVICES.items():
+        service = existing.get(type_) or admin.identity.create_service(name=name, type=type_)
+        if not list(admin.identity.endpoints(service_id=service.id)):
+            for interface in ("public", "internal", "admin"):
+                admin.identity.create_endpoint(service_id=service.id, interface=interface, url=url, region_id="RegionOne")
+    lab = admin.identity.find_project("lab") or admin.identity.create_project(name="lab", domain_id="default")
+    user = admin.identity.find_user("lab", domain_id="default") or admin.identity.create_user(
+        name="lab", password=password, domain_id="default", default_project_id=lab.id
+    )
+    admin.identity.assign_project_role_to_user(lab, user, roles["member"])
+    say("identity: service users, catalog, project lab with user lab (member)")
+
+
+def _wait(what: str, check, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"localcloud: timed out waiting for {what}")
+        time.sleep(1)
+
+
+def prepare(description: dict) -> None:
+    admin = openstack.connect(cloud=ADMIN_CLOUD)
+    tenant = openstack.connect(cloud=CLOUD)
+    lab = admin.identity.find_project("lab")
+
+    for name, (vcpus, ram, disk) in description["flavors"].items():
+        flavor = admin.compute.find_flavor(name)
+        if flavor and (flavor.vcpus, flavor.ram, flavor.disk) != (vcpus, ram, disk):
+            admin.compute.delete_flavor(flavor)
+            flavor = None
+        if not flavor:
+            admin.compute.create_flavor(name=name, vcpus=vcpus, ram=ram, disk=disk, is_public=True)
+    say(f"flavors: {', '.join(description['flavors'])}")
+
+    for name, active in description["images"].items():
+        image = admin.image.find_image(name)
+        if image and (image.status == "active") != active:
+            admin.image.delete_image(image)
+            image = None
+        if not image:
+            # Nothing boots here: the content only has to exist.
+            fields = dict(name=name, disk_format="raw", container_format="bare", visibility="public")
+            if active:
+                admin.image.create_image(data=f"local cloud image {name}\n".encode(), **fields)
+            else:
+                admin.image.create_image(**fields)
+    say(f"images: {', '.join(description['images'])}")
+
+    networks = {}
+    for name, external in description["networks"].items():
+        if external:
+            network = admin.network.find_network(name) or admin.network.create_network(
+                name=name,
+                is_router_external=True,
+                provider_network_type="flat",
+                provider_physical_network=name,
+            )
+            for cidr in EXTERNAL_SUBNETS[name]:
+                if not list(admin.network.subnets(network_id=network.id, cidr=cidr)):
+                    admin.network.create_subnet(network_id=network.id, name=f"{name}-{cidr.split('/')[0]}", ip_version=4, cidr=cidr, enable_dhcp=False)
+        else:
+            network = tenant.network.find_network(name) or tenant.network.create_network(name=name)
+            if not list(tenant.network.subnets(network_id=network.id)):
+                tenant.network.create_subnet(network_id=network.id, name=name, ip_version=4, cidr=INTERNAL_CIDR)
+        networks[name] = network
+    say(f"networks: {', '.join(f'{n} (external)' if e else n for n, e in description['networks'].items())}")
+
+    for address, port in description["floatingIps"].items():
+        if port:
+            raise SystemExit(f"localcloud: floating IP {address} is described in use by {port!r}; only free ones can be made")
+        if list(admin.network.ips(floating_ip_address=address)):
+            continue
+        ip = ipaddress.ip_address(address)
+        owner = next(name for name, cidrs in EXTERNAL_SUBNETS.items() if name in networks and any(ip in ipaddress.ip_network(cidr) for cidr in cidrs))
+        # Choosing the address is an admin's right in Neutron's default policy.
+        admin.network.create_ip(floating_network_id=networks[owner].id, floating_ip_address=address, project_id=lab.id)
+    say(f"floating IPs for project lab: {', '.join(description['floatingIps'])}")
+
+    _zones(admin, description)
+    existing_types = {volume_type.name for volume_type in admin.block_storage.types()}
+    for name in description["volumeTypes"]:
+        if name not in existing_types:
+            admin.block_storage.create_type(name=name)
+    say(f"volume types: {', '.join(description['volumeTypes'])}")
+
+    quotas = {name: value[0] if isinstance(value, list) else value for name, value in description["quotas"].items()}
+    admin.set_compute_quotas(lab.id, instances=quotas["instances"], cores=quotas["cores"], ram=quotas["ram"], server_groups=quotas["serverGroups"])
+    admin.set_network_quotas(
+        lab.id,
+        port=quotas["ports"],
+        security_group=quotas["securityGroups"],
+        security_group_rule=quotas["securityGroupRules"],
+        floatingip=quotas["floatingIps"],
+    )
+    admin.set_volume_quotas(lab.id, volumes=quotas["volumes"], gigabytes=quotas["gigabytes"])
+    say("quotas: " + ", ".join(f"{name} {value}" for name, value in quotas.items()))
+
+    _others(admin, tenant, description, networks)
+
+
+def _zones(admin, description: dict) -> None:
+    for zone in description["computeZones"]:
+        host = COMPUTE_HOSTS.get(zone)
+        if host is None:
+            continue  # Nova's default zone
+        _wait(f"compute host {host}", lambda: any(s.host == host for s in admin.compute.services(binary="nova-compute")))
+        aggregate = next((a for a in admin.compute.aggregates() if a.name == zone), None) or admin.compute.create_aggregate(name=zone, availability_zone=zone)
+        if host not in (aggregate.hosts or []):
+            admin.compute.add_host_to_aggregate(aggregate, host)
+    say(f"compute zones: {', '.join(description['computeZones'])}")
+
+
+def _others(admin, tenant, description: dict, networks: dict) -> None:
+    """What other things in the project use (the description's second numbers): servers, ports."""
+    quotas = description["quotas"]
+    internal = next(name for name, external in description["networks"].items() if not external)
+    external = next(name for name, external in description["networks"].items() if external)
+    network = networks[internal]
+    router = tenant.network.find_router("lab-router")
+    if router is None:
+        router = tenant.network.create_router(name="lab-router", external_gateway_info={"network_id": networks[external].id})
+        subnet = next(tenant.network.subnets(network_id=network.id))
+        tenant.network.add_interface_to_router(router, subnet_id=subnet.id)
+    flavor = description["flavors"][OTHER_FLAVOR]
+    servers = quotas["instances"][1]
+    if (servers * flavor[0], servers * flavor[1]) != (quotas["cores"][1], quotas["ram"][1]):
+        raise SystemExit(f"localcloud: the used cores and RAM are not {servers} servers of flavor {OTHER_FLAVOR}")
+    image = tenant.image.find_image(OTHER_IMAGE)
+    for index in range(servers):
+        name = f"lab-bastion-{index}"
+        if tenant.compute.find_server(name) is None:
+            server = tenant.compute.create_server(
+                name=name, flavor_id=tenant.compute.find_flavor(OTHER_FLAVOR).id, image_id=image.id, networks=[{"uuid": network.id}]
+            )
+            tenant.compute.wait_for_server(server, wait=180)
+    project = tenant.current_project_id
+    used = [port for port in tenant.network.ports(project_id=project) if not port.name.startswith("lab-reserved-")]
+    for index in range(quotas["ports"][1] - len(used)):
+        name = f"lab-reserved-{index}"
+        if tenant.network.find_port(name) is None:
+            tenant.network.create_port(name=name, network_id=network.id)
+    say(f"in use by other things in project lab: {servers} servers of {OTHER_FLAVOR}, {quotas['ports'][1]} ports")
+
+
+def describe() -> dict:
+    """The cloud as the tenant and its preflight see it, in the description's shape."""
+    tenant = openstack.connect(cloud=CLOUD)
+    admin = openstack.connect(cloud=ADMIN_CLOUD)
+    project = tenant.current_project_id
+    limits = tenant.compute.get_limits().absolute
+    network_quota = admin.network.get_quota(project)
+    volume_quota = admin.block_storage.get_quota_set(project)
+    return {
+        "project": tenant.identity.get_project(project).name,
+        "flavors": {f.name: [f.vcpus, f.ram, f.disk] for f in tenant.compute.flavors()},
+        "images": {i.name: i.status == "active" for i in tenant.image.images()},
+        "networks": {n.name: bool(n.is_router_external) for n in tenant.network.networks()},
+        "floatingIps": {ip.floating_ip_address: ip.port_id or "" for ip in tenant.network.ips(project_id=project)},
+        "computeZones": sorted(z.name for z in tenant.compute.availability_zones() if z.state["available"]),
+        "volumeZones": sorted(z.name for z in tenant.block_storage.availability_zones() if z.state["available"]),
+        "volumeTypes": sorted(t.name for t in tenant.block_storage.types()),
+        "networkExtensions": sorted(e.alias for e in tenant.network.extensions()),
+        "quotas": {
+            "instances": [limits.instances, limits.instances_used],
+            "cores": [limits.total_cores, limits.total_cores_used],
+            "ram": [limits.total_ram, limits.total_ram_used],
+            "serverGroups": [limits.server_groups, limits.server_groups_used],
+            "ports": [network_quota.ports, len(list(tenant.network.ports(project_id=project)))],
+            "securityGroups": network_quota.security_groups,
+            "securityGroupRules": network_quota.security_group_rules,
+            "floatingIps": network_quota.floating_ips,
+            "volumes": volume_quota.volumes,
+            "gigabytes": volume_quota.gigabytes,
+        },
+    }
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "identity":
+        identity(os.environ["LOCALCLOUD_PASSWORD"])
+    elif command == "prepare":
+        with open(sys.argv[2]) as file:
+            prepare(json.load(file))
+    elif command == "describe":
+        json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
+        print()
+    else:
+        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | describe")

@@ -1,0 +1,293 @@
+"""The local cloud's processes, in the order they start, and each one's one-time set-up.
+
+MariaDB and RabbitMQ (Debian's binaries, our own data directories, loopback ports), then
+Keystone, Placement, Glance, Neutron, Nova and Cinder from the services' virtualenv: the APIs
+under gunicorn (these releases ship them as WSGI applications only), the rest as their own
+commands. A set-up step that completed leaves a marker in data/done, so an `up` after a crash
+redoes only what did not finish; the schema syncs are idempotent and run on every `up`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from collections.abc import Callable
+
+from tools.localcloud import configuration
+from tools.localcloud.configuration import COMPUTE_HOSTS, DATABASES
+from tools.localcloud.layout import HOST, PORTS, Layout, url
+from tools.localcloud.processes import Failed, Process, start, wait_ready
+
+RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # not /usr/sbin's wrapper, which switches user
+DEBIAN_PACKAGES = ("mariadb-server", "rabbitmq-server", "qemu-utils")
+
+Say = Callable[[str], None]
+
+
+def missing_programs() -> list[str]:
+    programs = {"mariadbd": "/usr/sbin/mariadbd", "mariadb-install-db": None, "epmd": None, "rabbitmq-server": RABBITMQ_SERVER, "qemu-img": None}
+    return [name for name, path in programs.items() if not (shutil.which(path or name) or shutil.which(name, path="/usr/sbin"))]
+
+
+def run(layout: Layout, step: str, argv: list[str], env: dict[str, str] | None = None) -> str:
+    """Runs a set-up command with its output in logs/setup.log; fails naming the step and the log."""
+    layout.logs.mkdir(parents=True, exist_ok=True)
+    argv = [str(arg) for arg in argv]
+    result = subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    with open(layout.log("setup"), "a") as log:
+        log.write(f"==== {step}: {' '.join(argv)}\n{result.stdout}{result.stderr}")
+    if result.returncode != 0:
+        raise Failed(f"{step} failed ({result.returncode}); see {layout.log('setup')}:\n{result.stderr.strip()[-2000:]}")
+    return result.stdout
+
+
+def once(layout: Layout, step: str, action: Callable[[], object]) -> None:
+    marker = layout.done(step)
+    if not marker.exists():
+        action()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+
+def _gunicorn(layout: Layout, name: str, env: dict[str, str], path: str = "") -> Process:
+    return Process(
+        name,
+        [
+            str(layout.bin("gunicorn")),
+            f"--bind={HOST}:{PORTS[name]}",
+            "--workers=1",
+            "--worker-class=gthread",
+            "--threads=8",  # a parallel client (Pulumi's 10 concurrent requests) does not queue behind one
+            "--timeout=300",
+            "--no-control-socket",  # one per user by default: the services would share it
+            f"localcloud_drivers.wsgi:{name}",
+        ],
+        env,
+        http=url(name, path),
+    )
+
+
+def _mysql(layout: Layout, sql: str) -> None:
+    run(layout, "mariadb: databases", ["mariadb", "--no-defaults", f"--socket={layout.mariadb_socket}", "-uroot", "-e", sql])
+
+
+class Cloud:
+    def __init__(self, layout: Layout, say: Say):
+        self.layout = layout
+        self.say = say
+        self.etc = layout.etc
+
+    def _start(self, process: Process, timeout: float = 180) -> None:
+        start(self.layout, process)
+        wait_ready(self.layout, process, timeout)
+
+    def _manage(self, step: str, *argv: str, env: dict[str, str] | None = None) -> str:
+        return run(self.layout, step, [str(self.layout.bin(argv[0])), *argv[1:]], env)
+
+    # Each step: set-up, then its processes, then waits until they answer.
+    def mariadb(self) -> None:
+        data = self.layout.data / "mysql"
+        if not (data / "mysql").is_dir():
+            shutil.rmtree(data, ignore_errors=True)  # a crash in the middle of install-db
+            data.mkdir(parents=True)
+            run(self.layout, "mariadb-install-db", ["mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={data}", "--skip-test-db"])
+        self._start(
+            Process(
+                "mariadb",
+                [
+                    "/usr/sbin/mariadbd",
+                    "--no-defaults",  # not the system-wide my.cnf
+                    "--user=root",
+                    f"--datadir={data}",
+                    f"--bind-address={HOST}",
+                    f"--port={PORTS['mariadb']}",
+                    f"--socket={self.layout.mariadb_socket}",
+                    f"--pid-file={self.layout.run / 'mariadbd.pid'}",
+                    "--skip-name-resolve",
+                    "--max-connections=1000",
+                    "--innodb-buffer-pool-size=64M",
+                ],
+                port=PORTS["mariadb"],
+            )
+        )
+        password = self.layout.password()
+        statements = [f"CREATE DATABASE IF NOT EXISTS {name} CHARACTER SET utf8mb4;" for name in DATABASES]
+        # A TCP user: root@localhost authenticates by socket only.
+        statements += [
+            f"CREATE USER IF NOT EXISTS 'openstack'@'{HOST}' IDENTIFIED BY '{password}';",
+            f"GRANT ALL PRIVILEGES ON *.* TO 'openstack'@'{HOST}';",
+        ]
+        _mysql(self.layout, " ".join(statements))
+
+    def rabbitmq(self) -> None:
+        etc, data = self.etc / "rabbitmq", self.layout.data / "rabbitmq"
+        etc.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        (etc / "rabbitmq.conf").write_text(f"listeners.tcp.default = {HOST}:{PORTS['rabbitmq']}\nloopback_users.guest = true\n")
+        (etc / "enabled_plugins").write_text("[].\n")
+        (etc / "rabbitmq-env.conf").write_text("# empty: the environment comes from tools/localcloud\n")
+        erlang = {"ERL_EPMD_ADDRESS": HOST, "ERL_EPMD_PORT": str(PORTS["epmd"]), "HOME": str(data)}
+        # Our own epmd, started first, so `down` stops it (Erlang would leave a daemon epmd behind).
+        self._start(Process("epmd", ["epmd", "-address", HOST, "-port", str(PORTS["epmd"])], erlang, port=PORTS["epmd"]))
+        self._start(
+            Process(
+                "rabbitmq",
+                [RABBITMQ_SERVER],
+                {
+                    **erlang,
+                    "RABBITMQ_NODENAME": "rabbit@localhost",
+                    "RABBITMQ_CONFIG_FILE": str(etc / "rabbitmq.conf"),
+                    "RABBITMQ_ADVANCED_CONFIG_FILE": str(etc / "advanced.config"),
+                    "RABBITMQ_CONF_ENV_FILE": str(etc / "rabbitmq-env.conf"),
+                    "RABBITMQ_ENABLED_PLUGINS_FILE": str(etc / "enabled_plugins"),
+                    "RABBITMQ_MNESIA_BASE": str(data / "mnesia"),
+                    "RABBITMQ_LOG_BASE": str(self.layout.logs),
+                    "RABBITMQ_LOGS": "-",
+                    "RABBITMQ_PID_FILE": str(self.layout.run / "rabbitmq-beam.pid"),
+                    "RABBITMQ_DIST_PORT": str(PORTS["rabbitmq-dist"]),
+                    "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+                },
+                port=PORTS["rabbitmq"],
+            ),
+            timeout=240,
+        )
+
+    def keystone(self) -> None:
+        conf = str(self.etc / "keystone" / "keystone.conf")
+        self._manage("keystone db_sync", "keystone-manage", "--config-file", conf, "db_sync")
+        for what in ("fernet_setup", "credential_setup"):
+            (self.layout.data / "keystone").mkdir(parents=True, exist_ok=True)
+            once(
+                self.layout,
+                f"keystone-{what}",
+                lambda what=what: self._manage(
+                    f"keystone {what}", "keystone-manage", "--config-file", conf, what, "--keystone-user", "root", "--keystone-group", "root"
+                ),
+            )
+        once(
+            self.layout,
+            "keystone-bootstrap",
+            lambda: self._manage(
+                "keystone bootstrap",
+                "keystone-manage",
+                "--config-file",
+                conf,
+                "bootstrap",
+                "--bootstrap-admin-url",
+                url("keystone", "/v3"),
+                "--bootstrap-internal-url",
+                url("keystone", "/v3"),
+                "--bootstrap-public-url",
+                url("keystone", "/v3"),
+                "--bootstrap-region-id",
+                "RegionOne",
+                env={"OS_BOOTSTRAP_PASSWORD": self.layout.password()},
+            ),
+        )
+        self._start(_gunicorn(self.layout, "keystone", {"OS_KEYSTONE_CONFIG_DIR": str(self.etc / "keystone")}, "/v3"))
+        once(self.layout, "identity", lambda: self.operator("identity"))
+
+    def placement(self) -> None:
+        conf = str(self.etc / "placement" / "placement.conf")
+        self._manage("placement db sync", "placement-manage", "--config-file", conf, "db", "sync")
+        self._start(_gunicorn(self.layout, "placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")}))
+
+    def glance(self) -> None:
+        conf = str(self.etc / "glance" / "glance-api.conf")
+        self._manage("glance db_sync", "glance-manage", "--config-file", conf, "db_sync")
+        self._start(_gunicorn(self.layout, "glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")}))
+
+    def neutron(self) -> None:
+        conf = str(self.etc / "neutron" / "neutron.conf")
+        self._manage("neutron-db-manage", "neutron-db-manage", "--config-file", conf, "upgrade", "heads")
+        # neutron-db-manage exits 0 having made no tables when a plugin's import fails (pyroute2 missing).
+        tables = run(
+            self.layout,
+            "neutron schema",
+            [
+                "mariadb",
+                "--no-defaults",
+                f"--socket={self.layout.mariadb_socket}",
+                "-uroot",
+                "-N",
+                "-e",
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='neutron'",
+            ],
+        )
+        if int(tables.strip()) < 100:
+            raise Failed(f"neutron-db-manage made only {tables.strip()} tables; see {self.layout.log('setup')}")
+        self._start(_gunicorn(self.layout, "neutron", {"OS_NEUTRON_CONFIG_DIR": str(self.etc / "neutron"), "OS_NEUTRON_CONFIG_FILES": "neutron.conf"}))
+
+    def nova(self) -> None:
+        conf = str(self.etc / "nova" / "nova.conf")
+        manage = ("nova-manage", "--config-file", conf)
+        self._manage("nova api_db sync", *manage, "api_db", "sync")
+        once(
+            self.layout,
+            "nova-cell0",
+            lambda: self._manage("nova cell0", *manage, "cell_v2", "map_cell0", "--database_connection", configuration.database(self.layout, "nova_cell0")),
+        )
+        once(self.layout, "nova-cell1", lambda: self._manage("nova cell1", *manage, "cell_v2", "create_cell", "--name", "cell1", "--verbose"))
+        self._manage("nova db sync", *manage, "db", "sync")
+        self._start(_gunicorn(self.layout, "nova", {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")}))
+        for binary in ("nova-conductor", "nova-scheduler"):
+            start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
+        for host in COMPUTE_HOSTS.values():
+            start(
+                self.layout,
+                Process(host, [str(self.layout.bin("nova-compute")), "--config-file", conf, "--config-file", str(self.etc / "nova" / f"{host}.conf")]),
+            )
+
+    def discover_hosts(self) -> None:
+        conf = str(self.etc / "nova" / "nova.conf")
+        deadline = time.monotonic() + 180
+        while True:
+            self._manage("nova discover_hosts", "nova-manage", "--config-file", conf, "cell_v2", "discover_hosts")
+            hosts = self._manage("nova list_hosts", "nova-manage", "--config-file", conf, "cell_v2", "list_hosts")
+            if all(host in hosts for host in COMPUTE_HOSTS.values()):
+                return
+            if time.monotonic() > deadline:
+                raise Failed(f"compute hosts not mapped after 180 s: {hosts}; see {self.layout.logs}/localcloud-compute*.log")
+            time.sleep(3)
+
+    def cinder(self) -> None:
+        conf = str(self.etc / "cinder" / "cinder.conf")
+        self._manage("cinder db sync", "cinder-manage", "--config-file", conf, "db", "sync")
+        self._start(_gunicorn(self.layout, "cinder", {"LOCALCLOUD_ARGS": f"--config-file {conf}"}))
+        for binary in ("cinder-scheduler", "cinder-volume"):
+            start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
+
+    def operator(self, *argv: str) -> str:
+        script = Path(__file__).resolve().parent / "operator.py"
+        return run(
+            self.layout,
+            f"operator {argv[0]}",
+            [str(self.layout.bin("python")), script, *argv],
+            {"OS_CLIENT_CONFIG_FILE": str(self.layout.clouds_yaml), "LOCALCLOUD_PASSWORD": self.layout.password()},
+        )
+
+
+# Start order; `down` stops all at once (what a service is waiting for may already be gone).
+ORDER = ("mariadb", "rabbitmq", "keystone", "placement", "glance", "neutron", "nova", "cinder")
+
+
+def process_names() -> list[str]:
+    return [
+        "mariadb",
+        "epmd",
+        "rabbitmq",
+        "keystone",
+        "placement",
+        "glance",
+        "neutron",
+        "nova",
+        "nova-conductor",
+        "nova-scheduler",
+        *COMPUTE_HOSTS.values(),
+        "cinder",
+        "cinder-scheduler",
+        "cinder-volume",
+    ]
