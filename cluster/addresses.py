@@ -86,6 +86,20 @@ class AddressPlan:
         worker slots (whether or not those workers exist yet), or a compact cluster's masters."""
         return self.master_slots if self.routers_on_masters else self.worker_slots[: self.router_count]
 
+    # The worker count at install (cluster.day2.installed_plan; None: this run is the install).
+    workers_at_install: int | None = None
+
+    @property
+    def router_nodes(self) -> tuple[Node, ...]:
+        """The router slots that exist in this configuration (host network: one router each)."""
+        return self.masters if self.routers_on_masters else self.workers[: self.router_count]
+
+    @property
+    def routers(self) -> int:
+        """How many routers the IngressController runs: one per router node there was at install."""
+        workers = self.worker_count if self.workers_at_install is None else self.workers_at_install
+        return self.master_count if self.routers_on_masters else min(self.router_count, workers)
+
 
 def server_name(config: ClusterConfig, node: Node, infra_id: str) -> str:
     """A node's server and host name. Integrated mode: `<infraID>-<role>-<index>`, as UPI names

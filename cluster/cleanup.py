@@ -4,25 +4,40 @@ An integrated cluster creates resources Pulumi never registered (the installer's
 `destroy cluster` finds them by the infra ID): Octavia load balancers of LoadBalancer
 Services (the cloud provider names them `kube_service_<infraID>_<namespace>_<service>`)
 with floating IPs on their VIP ports, Cinder volumes of PVCs (Cinder CSI sets the metadata
-`cinder.csi.openstack.org/cluster=<infraID>`), and servers and ports of user MachineSets
-(tagged `openshiftClusterID=<infraID>`, as this program tags its own; servers also named
-`<infraID>-...`). Left behind, they
-block deleting the subnet and network.
+`cinder.csi.openstack.org/cluster=<infraID>`), servers and ports of user MachineSets
+(tagged `openshiftClusterID=<infraID>`; servers also named `<infraID>-...`), server groups
+the Machine API made for a `serverGroupName` that did not exist (`<infraID>-<something>`),
+and, where the cloud has Swift, the image registry's container `<infraID>-image-registry-<random>`
+(UPI's down-containers.yaml deletes the infra ID's containers). Left behind, they block
+deleting the subnet and network, or cost storage.
+
+Never what Pulumi deletes in the same destroy: this program tags its own servers, ports and
+floating IPs with the infra ID and names them `<infraID>-...` too, so the script leaves the
+names it gives (`OURS`: bootstrap, bootstrap-helper, api-port, ingress-port, master-N,
+worker-N, and the groups master and worker) and touches no floating IP but a load
+balancer's (the cluster makes no other). A Machine API machine is named `<MachineSet>-<5
+random characters>`, which none of these is.
 
 The script runs as the `delete` of a command that depends on the network, subnet, router,
-router interface and security groups, so the engine runs it before deleting those. Order:
-each load balancer's floating IPs, then the load balancer (cascade: listeners, pools, its
-VIP port); servers (waiting, so their volumes detach and their ports go); then volumes,
-tagged floating IPs and tagged ports. Every step tolerates things already gone and never
-fails the destroy: what it cannot delete it names on stderr. It prints IDs only; the
-credentials stay in clouds.yaml (OS_CLOUD names the entry).
+router interface and security groups, and that the masters and workers depend on: the
+engine runs it after this program's nodes are gone (no cloud provider or Machine API left
+to re-create a load balancer or a machine behind it; PVC volumes detached) and before the
+network and groups go. Order: each load balancer's floating IPs, then the load balancer
+(cascade: listeners, pools, its VIP port); servers (waiting, so their volumes detach and
+their ports go); then volumes, ports, server groups and containers. Every step tolerates
+things already gone and never fails the destroy: what it cannot delete it names on stderr.
+It prints IDs only; the credentials stay in clouds.yaml (OS_CLOUD names the entry).
 """
 
 from __future__ import annotations
 
+# Names of this program's own servers, ports and server groups after `<infraID>-` (ERE).
+OURS = r"(bootstrap|bootstrap-helper|api-port|ingress-port|master|worker|(master|worker)-[0-9]+)"
+
 CLEANUP_SCRIPT = r"""set -u
 : "${OS_CLOUD:?}" "${INFRA_ID:?}"
 tag="openshiftClusterID=${INFRA_ID}"
+ours="${INFRA_ID}-OURS"
 
 if ! command -v openstack >/dev/null 2>&1; then
   echo "cleanup: no openstack CLI: load balancers, volumes and servers the cluster ${INFRA_ID} made may be left behind" >&2
@@ -34,6 +49,11 @@ list() {
   if ! "$@" 2>/dev/null; then
     echo "cleanup: could not list ($*): check the project for what ${INFRA_ID} left" >&2
   fi
+}
+
+# Rows "ID name": the IDs of those not named as this program names its own (Pulumi deletes those).
+not_ours() {
+  awk -v ours="$ours" '{ id = $1; sub(/^[^ ]+ ?/, ""); if ($0 !~ ("^" ours "$")) print id }'
 }
 
 delete() {
@@ -58,14 +78,14 @@ for lb in $(list openstack loadbalancer list -f value -c id -c name | awk -v pre
   delete "load balancer ${lb}" openstack loadbalancer delete --cascade --wait "$lb"
 done
 
-# Servers (MachineSets' and any left of ours), by tag (Nova filters by tag from compute API
-# 2.26; older clients default lower) and by the name prefix the Machine API gives them:
-# waiting, so their volumes detach and their ports go.
+# MachineSets' servers, by tag (Nova filters by tag from compute API 2.26; older clients
+# default lower) and by the name prefix the Machine API gives them: waiting, so their
+# volumes detach and their ports go.
 servers=$(
-  list openstack --os-compute-api-version 2.26 server list --tags "$tag" -f value -c ID
-  list openstack server list --name "^${INFRA_ID}-" -f value -c ID
+  list openstack --os-compute-api-version 2.26 server list --tags "$tag" -f value -c ID -c Name
+  list openstack server list --name "^${INFRA_ID}-" -f value -c ID -c Name
 )
-for server in $(printf '%s\n' "$servers" | sort -u); do
+for server in $(printf '%s\n' "$servers" | not_ours | sort -u); do
   delete "server ${server}" openstack server delete --wait "$server"
 done
 
@@ -74,15 +94,24 @@ for volume in $(list openstack volume list --property "cinder.csi.openstack.org/
   delete "volume ${volume}" openstack volume delete --force "$volume"
 done
 
-for fip in $(list openstack floating ip list --tags "$tag" -f value -c ID); do
-  delete "floating IP ${fip}" openstack floating ip delete "$fip"
-done
-
-for port in $(list openstack port list --tags "$tag" -f value -c ID); do
+# Ports the Machine API made for its servers (tagged; Nova does not delete ports it was given).
+for port in $(list openstack port list --tags "$tag" -f value -c ID -c Name | not_ours); do
   delete "port ${port}" openstack port delete "$port"
 done
+
+# Server groups the Machine API made by name, now without members.
+for group in $(list openstack server group list -f value -c ID -c Name | awk -v prefix="${INFRA_ID}-" 'index($2, prefix) == 1' | not_ours); do
+  delete "server group ${group}" openstack server group delete "$group"
+done
+
+# The image registry's Swift container, where the cloud has an object store.
+if openstack catalog show object-store >/dev/null 2>&1; then
+  for container in $(list openstack container list --prefix "${INFRA_ID}-image-registry-" -f value -c Name); do
+    delete "container ${container}" openstack container delete --recursive "$container"
+  done
+fi
 exit 0
-"""
+""".replace("OURS", OURS)
 
 
 def cleanup_script() -> str:

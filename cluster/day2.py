@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from cluster.addresses import AddressPlan
+from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
 from cluster.installer import MAX_BOOTSTRAP_AGE_HOURS, InstallerAssets, check_assets, installed_settings
 
@@ -92,7 +92,11 @@ EFFECTS: dict[str, Effect] = {
     ),
     "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
     "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
-    "workers.count": Effect("apply", "adds or removes workers; nothing else changes"),
+    "workers.count": Effect(
+        "apply",
+        "adds or removes workers (the highest slots first); nothing else changes. Fewer router nodes than the "
+        "routers set at install warns, with the `oc patch` that lowers them; 0 is refused when the routers run on workers",
+    ),
     "workers.maxCount": Effect("warn", "running nodes keep the DNS names and addresses reserved at install; workers beyond the old maxCount are not in their CoreDNS hosts"),
     "workers.flavor": Effect("warn", _KEEP_SIZE.format(role="workers")),
     "workers.vcpus": Effect("warn", _KEEP_SIZE.format(role="workers")),
@@ -214,6 +218,9 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         for problem in check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
         if problem.split(":")[1] not in refused
     ]
+    refused_routers, warned_routers = _routers(config, plan, assets, installed)
+    problems += refused_routers
+    warnings += warned_routers
     if config.bootstrap.enabled and record is not None and record.age_hours(now) > MAX_BOOTSTRAP_AGE_HOURS:
         made = datetime.fromtimestamp(record.generated_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         problems.append(
@@ -226,6 +233,38 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
 
 
 _SECRET_KEYS = ("pullSecret",)
+_SCALE_ROUTERS = "oc patch ingresscontroller/default -n openshift-ingress-operator --type merge -p '{{\"spec\":{{\"replicas\":{count}}}}}'"
+
+
+def _routers(
+    config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, installed: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
+    """The routers the IngressController runs (set at install: one per router node there was,
+    ignition.nodes.ingress_placement) against the router nodes this run leaves."""
+    if "workers.count" not in installed:
+        return [], []
+    installed_workers = int(installed["workers.count"])
+    router_count = min(int(installed.get("networking.routerNodes", plan.router_count)), len(plan.worker_slots))
+    now_plan = dataclasses.replace(
+        plan, routers_on_masters=installed_workers == 0, router_count=router_count, workers_at_install=installed_workers
+    )
+    routers, left = now_plan.routers, now_plan.router_nodes
+    if now_plan.routers_on_masters or len(left) >= routers:
+        return [], []
+    if not left:
+        return [
+            f"ocp:workers.count: {config.workers.count}, but the routers run on worker slots (decided at install, "
+            f"when workers.count was {installed_workers}): with no router node the console, OAuth and every route "
+            f"are down. Keep at least 1 worker ({routers} to keep all {routers} routers running); a cluster without "
+            "workers needs a new stack"
+        ], []
+    names = ", ".join(server_name(config, node, assets.infra_id) for node in left)
+    pending = routers - len(left)
+    return [], [
+        f"ocp:workers.count: {config.workers.count} leaves {len(left)} router node(s) ({names}) for the {routers} "
+        f"routers the IngressController runs (set at install, unless changed since): {pending} would stay Pending. "
+        f"Before the workers go, lower them: `{_SCALE_ROUTERS.format(count=len(left))}`"
+    ]
 
 
 def _set_or_unset(installed: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str]:
@@ -263,8 +302,10 @@ def _shown(reported: str, values: Mapping[str, Any]) -> str:
 
 def installed_plan(plan: AddressPlan, assets: InstallerAssets) -> AddressPlan:
     """The plan with what was decided at install: a cluster installed without workers keeps
-    its routers (and the Ingress VIP) on the masters when workers are added."""
+    its routers (and the Ingress VIP) on the masters when workers are added, and the
+    IngressController keeps the router count of the router nodes there were."""
     record = assets.record
     if record is None or record.stack is None or "workers.count" not in record.stack:
         return plan
-    return dataclasses.replace(plan, routers_on_masters=record.stack["workers.count"] == 0)
+    workers = int(record.stack["workers.count"])
+    return dataclasses.replace(plan, routers_on_masters=workers == 0, workers_at_install=workers)

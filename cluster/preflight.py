@@ -174,7 +174,8 @@ def footprint(
         "instances": sum(use.count for use in uses),
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
         "ram": sum(use.count * flavor.ram_mib for use, flavor in sized if flavor),
-        "server_groups": int(cluster and masters > 0) + int(cluster and workers > 0),
+        # Both roles' groups, whatever the worker count; a deployed group shows only by its members.
+        "server_groups": 2 if existing is None else int(masters > 0) + int(workers > 0),
         "ports": tagged_ports + extra_ports + network_ports,
         "security_groups": len(groups) if cluster else 0,
         "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,

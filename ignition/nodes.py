@@ -80,7 +80,7 @@ def ingress_placement(config: ClusterConfig, plan: AddressPlan, infra_id: str) -
     the nodes, and a router with no node to go to stays Pending."""
     hostnames = [server_name(config, node, infra_id) for node in plan.router_slots]
     selector = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hostnames}]}
-    spec: dict = {"nodePlacement": {"nodeSelector": selector}, "replicas": len(plan.router_nodes)}
+    spec: dict = {"nodePlacement": {"nodeSelector": selector}, "replicas": plan.routers}
     document = {
         "apiVersion": "operator.openshift.io/v1",
         "kind": "IngressController",

@@ -19,6 +19,7 @@ from cluster.config import ClusterConfig
 from cluster.day2 import EFFECTS, effect_of
 from tests.certs import TEST_CA
 from tests.conftest import Preview, deploy, preview, stack_config, with_section
+from tools.mock_run import deployed_from, run_program
 
 COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:providers:command", "pulumi:providers:libvirt"}
 PEM = TEST_CA
@@ -86,12 +87,14 @@ DEV_EDITS = [
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
     Edit("workers.resize", both(section("workers", flavor="worker.xl", resize=[0, 1])), warns=("workers.flavor",), expect={"ocp4-workers-worker-0": "resize", "ocp4-workers-worker-1": "resize"}),
     Edit("workers.count 2 -> 5", section("workers", count=5), expect={f"ocp4-workers-worker-{i}{s}": "create" for i in (2, 3, 4) for s in ("", "-port")}),
-    Edit("workers.count 2 -> 1", section("workers", count=1), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete"}),
+    # 2 workers of 3 router slots: 2 routers (ingress_placement); 1 worker leaves one Pending
+    Edit("workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete"}),
+    Edit("workers.count 3 -> 2 of 2 routers", section("workers", count=2), base=section("workers", count=3), expect={"ocp4-worker*-worker-2": "delete", "ocp4-workers-worker-2-port": "delete"}),
     Edit("bootstrap.enabled false", section("bootstrap", enabled=False), expect={"ocp4-bootstrap*": "delete"}),
     Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
     Edit("openstack.apiFloatingIp create -> none", section("openstack", apiFloatingIp="none"), expect={"ocp4-vips-api-fip": "delete"}),
     Edit("openstack.ingressFloatingIp -> an existing address", section("openstack", ingressFloatingIp="198.51.100.7"), expect={"ocp4-vips-ingress-fip-association": "create", "ocp4-vips-ingress-fip": "delete"}),
-    Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-helper-helper-tcp-22*": "create|delete"}),
+    Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-helper-helper-tcp-22*": "create|delete", "ocp4-bootstrap-bootstrap-tcp-22*": "create|delete"}),
     Edit("installer.binary", section("installer", binary="/opt/ocp/openshift-install")),
     Edit("openstack.skipPreflight", section("openstack", skipPreflight=True)),
     Edit("installer.dir", section("installer", dir="assets/elsewhere")),
@@ -104,9 +107,11 @@ DEV_EDITS = [
     Edit("workers.rootVolume size and type, with zones", section("workers", rootVolume={"size": 200, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.rootVolume",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("workers.image, with root volume zones", section("workers", image="rhcos-4.17", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.image",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create"}),
-    Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers*": "create"}),
+    # The workers' server group exists from install, so the first worker joins it: not a second one.
+    Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers-worker-0*": "create"}),
     # cannot change on a running cluster
     Edit("clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName"),
+    Edit("workers.count 2 -> 0, routers on workers", section("workers", count=0), refused="ocp:workers.count: 0, but the routers run on worker slots (decided at install, when workers.count was 2)"),
     Edit("masters.rootVolume.availabilityZones set", section("masters", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["nova"]}), refused='ocp:masters.rootVolume.availabilityZones: was unset at install, now ["nova"]: cannot be set or removed'),
     Edit("workers.rootVolume.availabilityZones removed", section("workers", rootVolume={"size": 120, "type": "ssd"}), refused="ocp:workers.rootVolume.availabilityZones: was", base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("baseDomain", key("baseDomain", "other.local"), refused="ocp:baseDomain"),
@@ -135,6 +140,7 @@ KVM_EDITS = [
     Edit("kvm masters.vcpus + resize", section("masters", vcpus=8, resize=[2]), warns=("masters.vcpus",), stack="kvm", expect={"kvm4-control-plane-master-2-domain": "replace"}),
     Edit("kvm libvirt.image", section("libvirt", image="/var/lib/libvirt/images/rhcos-4.17.qcow2"), warns=("libvirt.image",), stack="kvm"),
     Edit("kvm workers.count 2 -> 4", section("workers", count=4), stack="kvm", expect={"kvm4-workers-worker-2*": "create", "kvm4-workers-worker-3*": "create"}),
+    Edit("kvm workers.count 2 -> 0", section("workers", count=0), refused="ocp:workers.count: 0, but the routers run on worker slots", stack="kvm"),
     Edit("kvm bootstrap.enabled false", section("bootstrap", enabled=False), stack="kvm", expect={"kvm4-bootstrap*": "delete"}),
     Edit("kvm sshKey", key("sshKey", OTHER_KEY), warns=("sshKey",), stack="kvm"),
     Edit("kvm clusterName", key("clusterName", "kvm5"), refused="ocp:clusterName", stack="kvm"),
@@ -161,7 +167,8 @@ STANDALONE_EDITS = [
     Edit("standalone nameservers", key("nameservers", ["10.20.0.2"]), warns=("nameservers",), stack="standalone", expect={"ocp4-network-subnet": "update"}),
     Edit("standalone masters.flavor", section("masters", flavor="master.xl"), warns=("masters.flavor",), stack="standalone"),
     Edit("standalone workers.count 2 -> 3", section("workers", count=3), stack="standalone", expect={"ocp4-workers-worker-2*": "create"}),
-    Edit("standalone workers.count 2 -> 1", section("workers", count=1), stack="standalone", expect={"ocp4-workers-worker-1*": "delete"}),
+    Edit("standalone workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), stack="standalone", expect={"ocp4-workers-worker-1*": "delete"}),
+    Edit("standalone workers.count 2 -> 0", section("workers", count=0), refused="ocp:workers.count: 0, but the routers run on worker slots", stack="standalone"),
     Edit("standalone bootstrap.enabled false", section("bootstrap", enabled=False), stack="standalone", expect={"ocp4-bootstrap*": "delete"}),
     Edit("standalone openstack.mode", section("openstack", mode="integrated"), refused="ocp:openstack.mode", stack="standalone"),
     Edit("standalone networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes", stack="standalone"),
@@ -229,6 +236,49 @@ def test_nothing_disrupts_nodes_or_the_network_unless_asked():
     assert result.disruptive == set()
     assert result.changes["installer-run"].action == "same"
     assert "environment" in result.changes["installer-run"].ignored
+
+
+def test_fewer_router_nodes_than_routers_says_how_to_lower_them():
+    base, state = deployed(DEV_EDITS[0])
+    result = preview(state, section("workers", count=1)(base))
+    (warning,) = [w for w in result.warnings if w.startswith("ocp:workers.count:")]
+    assert "leaves 1 router node(s) (" in warning and "-worker-0) for the 2 routers" in warning and "1 would stay Pending" in warning
+    assert warning.endswith("""`oc patch ingresscontroller/default -n openshift-ingress-operator --type merge -p '{"spec":{"replicas":1}}'`""")
+
+
+@pytest.mark.parametrize("workers,routers", [(2, 2), (5, 3), (0, 3), (1, 1)])
+def test_the_ingresscontroller_runs_one_router_per_router_node_at_install(workers, routers):
+    """Unset, the operator runs 2 (HA topology) whatever the nodes: with 1 worker one stays Pending."""
+    import yaml
+
+    from ignition import assembly
+    from tests.conftest import run
+    from tools.plan import node_outputs
+
+    program_run = run(section("workers", count=workers)(stack_config("dev")))
+    bootstrap = next(node for node in node_outputs(program_run) if node.hostname.endswith("-bootstrap"))
+    manifest = next(f for f in bootstrap.ignition["storage"]["files"] if f["path"].endswith("default-ingresscontroller.yaml"))
+    spec = yaml.safe_load(assembly.file_contents(manifest))["spec"]
+    slots = spec["nodePlacement"]["nodeSelector"]["matchExpressions"][0]["values"]
+    assert spec["replicas"] == routers
+    assert all(("-master-" if workers == 0 else "-worker-") in slot for slot in slots)
+
+
+def test_the_workers_server_group_outlives_the_worker_count():
+    """Compact at install, 2 workers, then none again: the group stays the same one (the
+    Machine API finds it by name; a second of one name breaks it)."""
+    compact = section("workers", count=0)(stack_config("dev"))
+    installed = deploy(compact)
+    group = "ocp4-workers-server-group"
+    assert group in {r["name"] for r in installed}
+    engine = deployed_from(installed)
+    scaled = run_program(section("workers", count=2)(compact), engine=engine)
+    assert next(c for c in engine.all_changes() if c.name == group).action == "same"
+    result = preview(scaled.state(), compact)
+    assert result.error is None, result.error
+    assert result.changes[group].action == "same"
+    assert result.names("delete") >= {"ocp4-workers-worker-0", "ocp4-workers-worker-1"}
+    assert not [name for name in result.names("delete", "replace", "create") if "server-group" in name]
 
 
 def test_the_same_config_twice_gives_identical_inputs():

@@ -2,10 +2,12 @@
 (cluster/cleanup.py says what and in what order) before the network it blocks is deleted.
 
 A local command whose `delete` is the script and which does nothing else: its create is a
-no-op and every input is in `ignore_changes`, so no `pulumi up` runs it again or replaces
-it (a replacement would run the delete on a live cluster). It depends on the network,
-subnet, router, router interface and security groups (through their components) and on
-nothing that references it, so the engine deletes it, running the script, before them.
+no-op and every input but `delete` is in `ignore_changes`. A new script updates it in place
+(pulumi-command runs the create, `true`, on update; only `triggers` would replace it, and a
+replacement would run the delete on a live cluster), so a destroy runs this program's
+current script. It depends on the network, subnet, router, router interface and security
+groups (through their components), and the masters and workers depend on it: the engine
+runs it after deleting them and before deleting the network and groups.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from components.installer import RUN_ONCE
 from components.openstack.common import ClusterContext
 
 
+# Every input of the command but its script: none of them may run it again.
+KEEPS_SCRIPT_CURRENT = [name for name in RUN_ONCE if name != "delete"]
+
+
 class Cleanup(pulumi.ComponentResource):
+    command: command.local.Command
+
     def __init__(
         self,
         name: str,
@@ -29,13 +37,13 @@ class Cleanup(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:Cleanup", name, None, opts)
-        command.local.Command(
+        self.command = command.local.Command(
             f"{name}-on-destroy",
             create="true",
             delete=cleanup_script(),
             interpreter=["/bin/bash", "-c"],
             environment=cluster.infra_id.apply(lambda infra_id: {"OS_CLOUD": cluster.openstack.cloud, "INFRA_ID": infra_id}),
             logging=command.local.Logging.STDOUT_AND_STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(blocked), ignore_changes=RUN_ONCE),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(blocked), ignore_changes=KEEPS_SCRIPT_CURRENT),
         )
         self.register_outputs({})

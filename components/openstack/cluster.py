@@ -55,9 +55,8 @@ class OpenStackCluster(pulumi.ComponentResource):
         network = Network(f"{name}-network", cluster, child)
         security = SecurityGroups(f"{name}-security", cluster, child)
         vips = VipPorts(f"{name}-vips", cluster, network.subnet, security, child)
-        if config.integrated:
-            # On destroy, before the network and groups go: what the cluster made itself.
-            Cleanup(f"{name}-cleanup", cluster, [network, security], child)
+        # On destroy, after the nodes and before the network and groups go: what the cluster made itself.
+        cleanup = Cleanup(f"{name}-cleanup", cluster, [network, security], child) if config.integrated else None
         if plan.bootstrap_enabled:
             Bootstrap(
                 f"{name}-bootstrap",
@@ -69,17 +68,19 @@ class OpenStackCluster(pulumi.ComponentResource):
                 installer.assets.apply(lambda assets: assets.identity),
                 child,
             )
+        # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
+        # as the Machine API finds it by name and breaks on two of one name.
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
-            if role.nodes:
-                MachineSet(
-                    component,
-                    role,
-                    cluster,
-                    network.subnet,
-                    {node.name: security.of(cluster, node) for node in role.nodes},
-                    nodes.user_data_of(role.nodes),
-                    child,
-                )
+            MachineSet(
+                component,
+                role,
+                cluster,
+                network.subnet,
+                {node.name: security.of(cluster, node) for node in role.nodes},
+                nodes.user_data_of(role.nodes),
+                child,
+                servers_after=[cleanup.command] if cleanup else [],
+            )
         self.outputs = ClusterOutputs.build(
             config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip
         )

@@ -185,7 +185,9 @@ class MachineSet(pulumi.ComponentResource):
         security_groups: dict[str, pulumi.Input[Sequence[str]]],
         user_data: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
+        servers_after: Sequence[pulumi.Resource] = (),
     ):
+        """`servers_after`: what the servers are created after and deleted before (the destroy cleanup)."""
         super().__init__(machine_role.type_token, name, None, opts)
         role_name, nodes, role = machine_role.name, machine_role.nodes, machine_role.settings
         vips, one_at_a_time = machine_role.vips, machine_role.one_at_a_time
@@ -201,7 +203,7 @@ class MachineSet(pulumi.ComponentResource):
             port = node_port(node_name, cluster, node, subnet, security_groups[node.name], vips, self)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
-            after = [self.servers[-1]] if one_at_a_time and self.servers else []
+            after = [*servers_after, *([self.servers[-1]] if one_at_a_time and self.servers else [])]
             self.servers.append(
                 server(
                     node_name,
