@@ -24,7 +24,7 @@ EPHEMERAL_PORTS = range(32768, 61000)
 # Images of the on-node networking, by their names in the release payload's image-references
 # (`oc adm release info --image-for=<name>`), and what each provides.
 IMAGE_NAMES = {
-    "keepalived-ipfailover": "keepalived (and curl for its checks)",
+    "keepalived-ipfailover": "keepalived (and curl and ss for its checks)",
     "haproxy-router": "/usr/sbin/haproxy",
     "coredns": "/usr/bin/coredns",
 }

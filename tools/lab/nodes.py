@@ -60,6 +60,8 @@ class LabPlan:
     network: IPv4Network
     gateway: IPv4Address
     nodes: tuple[LabNode, ...]  # those that run keepalived, bootstrap first
+    # A worker slot no node has: the address of a node created while the lab runs.
+    spare_worker: IPv4Address
 
     @property
     def label(self) -> str:
@@ -101,4 +103,7 @@ def load_plan(stack: str | None, config_file: str | None, shape: str, out: Path)
             f"no node of stack {stack_name} runs this program's keepalived: the lab needs a stack whose nodes get "
             "the on-node networking (ocp:openstack.mode standalone, or libvirt), e.g. --stack standalone"
         )
-    return LabPlan(stack_name, shape, addresses.network, addresses.gateway, tuple(nodes))
+    spare = addresses.worker_slots[addresses.worker_count :]
+    if not spare:
+        raise PlanError(f"stack {stack_name} has no free worker slot for a new node: raise ocp:workers.maxCount")
+    return LabPlan(stack_name, shape, addresses.network, addresses.gateway, tuple(nodes), spare[0].ip)

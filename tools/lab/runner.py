@@ -27,6 +27,7 @@ from tools.plan import ROOT
 # Each command the lab runs, and the Debian package that has it.
 REQUIRED = {
     "ip": "iproute2",
+    "ss": "iproute2",
     "keepalived": "keepalived",
     "haproxy": "haproxy",
     "nft": "nftables",

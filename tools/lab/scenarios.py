@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
 
+from cluster.networking import MCS_HTTP_PORT
 from tools.lab.client import Probe, Sample, first_success
 from tools.lab.clock import LabTimeout, wait_until
 from tools.lab.services import HAPROXY, KEEPALIVED, STANDINS, NodeServices
@@ -63,9 +64,18 @@ class Observation:
     """One scenario's measurement: the client's requests through one VIP (to `target`: the
     VIP's own URL, or another served through it) and its holders."""
 
-    def __init__(self, bed: Testbed, scenario: str, vip: str, baseline: bool = True, target: str | None = None):
+    def __init__(
+        self,
+        bed: Testbed,
+        scenario: str,
+        vip: str,
+        baseline: bool = True,
+        target: str | None = None,
+        source: str | None = None,
+    ):
         self.bed, self.vip, self.baseline = bed, vip, baseline
         self.target = target or vip
+        self.source = source  # the namespace requests come from; the client's when None
         self.result = Result(scenario, vip)
         self._probe: Probe | None = None
         self._samples: list[Sample] = []
@@ -74,7 +84,7 @@ class Observation:
         self._second_window: tuple[float, float] | None = None
 
     def __enter__(self) -> Observation:
-        self._probe = self.bed.probe(self.target)
+        self._probe = self.bed.probe(self.target, source=self.source)
         if self.baseline:
             self.result.holder_before = _only(self.bed.holders.current(self.vip))
             started = time.monotonic()
@@ -97,6 +107,16 @@ class Observation:
                     "end": sample.end - self.result.fault_at,
                 }
                 output.write(json.dumps(relative) + "\n")
+
+    @property
+    def samples(self) -> list[Sample]:
+        """Every request, once the observation ended."""
+        return list(self._samples)
+
+    @property
+    def in_force_at(self) -> float:
+        """When the fault's action returned: requests started from then on saw its effect."""
+        return self._in_force_at
 
     @property
     def holder(self) -> str:
@@ -405,19 +425,52 @@ def backend_dies(bed: Testbed) -> Result:
     return observation.finish()
 
 
-def mcs_dies(bed: Testbed) -> Result:
-    """The API VIP holder's machine config server stops, its API runs on: the VIP moves to a
-    master whose MCS answers, and a new node's first fetch of /config/worker through the VIP
-    (haproxy spreads it over the masters' MCSs) goes on succeeding meanwhile."""
-    with Observation(bed, "mcs-dies", "api", target="mcs") as observation:
+def new_node(bed: Testbed) -> Result:
+    """A node created after the bootstrap is gone fetches its first config,
+    `http://<API VIP>:22624/config/worker`, as its pointer config says. Only the holder's own
+    MCS can answer: OVN-Kubernetes' rules reject every connection a node opens to an MCS (the
+    lab's nodes have them), which the scenario shows first from the holder itself. Then the
+    holder's MCS stops while the new node keeps fetching: the VIP moves to a master whose MCS
+    listens, and the fetches succeed again, answered by that master."""
+    holder = _only(bed.holders.current("api"))
+    if holder is None:
+        return Result("new-node", "api", notes=["no single holder of the API VIP to start from"])
+    others = [node.ip for node in bed.plan.of_role("master") if node.name != holder]
+    # What the old design did from a node: keepalived's curl of the local MCS, haproxy's
+    # connections to every master's MCS (itself and the others), a client on the holder via the VIP.
+    own = bed.plan_node(holder).ip
+    tried = [f"http://127.0.0.1:{MCS_HTTP_PORT}/healthz", f"http://{own}:{MCS_HTTP_PORT}/healthz"]
+    tried += [f"http://{ip}:{MCS_HTTP_PORT}/healthz" for ip in others[:1]]
+    tried.append(bed.fetch_urls["mcs"])
+    refused = sum(1 for url in tried if not bed.connects(holder, url))
+    newcomer = bed.add_node("new-worker", bed.plan.spare_worker)
+    with Observation(bed, "new-node", "api", target="mcs", source=newcomer) as observation:
         node = bed.nodes[observation.holder]
+        time.sleep(1.0)  # a second of fetches answered by the holder first
         observation.fault(lambda: node.standins.set(MCS, STOPPED))
-        observation.wait_answers()
-        observation.expect_no_outage()
         observation.wait_moved()
+        observation.wait_answers()
         time.sleep(TAIL)
     node.restore()
-    return observation.finish()
+    result = observation.finish()
+    result.figures["node_connections_to_mcs_refused"] = float(refused)
+    result.figures["node_connections_to_mcs_tried"] = float(len(tried))
+    served = [(sample.start, sample.detail.split()[1]) for sample in observation.samples if sample.ok]
+    # Fetches started while the stand-in was being stopped may still have been answered by it.
+    before = [name for start, name in served if start < result.fault_at]
+    after = [name for start, name in served if start >= observation.in_force_at]
+    result.figures["fetches_before"] = float(len(before))
+    result.figures["fetches_after"] = float(len(after))
+    result.notes.append(
+        f"/config/worker answered by {', '.join(sorted(set(before))) or 'nobody'} before the fault, "
+        f"by {', '.join(sorted(set(after))) or 'nobody'} after"
+    )
+    result.figures["answered_only_by_the_holder"] = float(
+        set(before) == {result.holder_before}
+        and set(after) == {result.holder_after}
+        and result.holder_after != result.holder_before
+    )
+    return result
 
 
 def keepalived_restart(bed: Testbed) -> Result:
@@ -480,7 +533,7 @@ SCENARIOS = {
         Scenario("api-unhealthy", api_unhealthy, ("bring-up", "bootstrap-done")),
         Scenario("link-cut", link_cut, ("bring-up", "bootstrap-done")),
         Scenario("backend-dies", backend_dies, ("bring-up", "bootstrap-done")),
-        Scenario("mcs-dies", mcs_dies, ("bring-up", "bootstrap-done")),
+        Scenario("new-node", new_node, ("bring-up", "bootstrap-done")),
         Scenario("keepalived-restart", keepalived_restart, ("bring-up", "bootstrap-done")),
         Scenario("ingress", ingress_moves, ("bring-up",)),
     )

@@ -5,7 +5,11 @@ role (NICS: nothing in the rendered files names one) and the node's address in t
 network; a namespace for the client at the gateway's address (where traffic from outside
 would come from); all joined by a bridge in a namespace of its own (tools.netns). A node's
 address can move from its NIC to a bridge br-ex in its namespace, as OVN-Kubernetes moves it
-(`move_address`). Nothing is added to the host's own network namespace.
+(`move_address`). Every node's namespace has OVN-Kubernetes' rules that reject connections
+from the node to the machine config server (tools.lab.ovnk): the bootstrap's too, which runs
+no OVN-Kubernetes, so that no check anywhere may connect to an MCS. A node can join later
+(`add_node`), without those rules, as a node at first boot. Nothing is added to the host's own
+network namespace.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from cluster.addresses import Role
 from cluster.networking import API_PORT, MCS_HTTP_PORT
 from tools import netns
+from tools.lab import ovnk
 from tools.lab.client import Probe
 from tools.lab.nodes import LabNode, LabPlan
 from tools.lab.services import INGRESS_PORT, NodeServices
@@ -99,6 +104,7 @@ class Testbed:
             # No flooding to a node's port: its br-ex (after `move_address`) would take frames meant
             # for another node (a cut one) and answer for the VIP through its redirect.
             self._ports[node.name] = lab.attach(namespace, NICS[node.role], f"{node.ip}/{prefix}", flood=False)
+            ovnk.block_mcs(namespace)
             self.nodes[node.name] = NodeServices(lab, node, namespace, workdir, tls)
         self.client = lab.namespace("client")
         lab.attach(self.client, CLIENT_INTERFACE, f"{plan.gateway}/{prefix}")
@@ -114,12 +120,26 @@ class Testbed:
     def close(self) -> None:
         self.holders.stop()
 
-    def probe(self, *targets: str) -> Probe:
-        """Start the client's request loops against `targets` ("api", "ingress", "mcs")."""
+    def add_node(self, label: str, address: IPv4Address) -> str:
+        """A new worker's namespace at `address`, on the lab's network: a node booting for the
+        first time (no OVN-Kubernetes yet, so no rules). Returns the namespace."""
+        namespace = self.lab.namespace(label)
+        self.lab.attach(namespace, NICS["worker"], f"{address}/{self.plan.network.prefixlen}", flood=False)
+        return namespace
+
+    def connects(self, node: str, url: str) -> bool:
+        """Whether a process on `node` itself gets a TCP connection for `url` (curl: any answer
+        counts; exit 7 is "could not connect")."""
+        result = self.lab.run(self.namespaces[node], ["curl", "-s", "-o", "/dev/null", "--max-time", "2", url])
+        return result.returncode != 7
+
+    def probe(self, *targets: str, source: str | None = None) -> Probe:
+        """Start request loops against `targets` ("api", "ingress", "mcs") from the client's
+        namespace, or from `source`'s."""
         urls = {**self.urls, **self.fetch_urls}
         command = Probe.command({target: urls[target] for target in targets}, REQUEST_INTERVAL, PROBE_LIMIT_S)
         process = self.lab.start(
-            self.client,
+            source or self.client,
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
