@@ -125,7 +125,9 @@ EFFECTS: dict[str, Effect] = {
         "warn",
         "standalone mode and libvirt (integrated mode refuses these keys but routerNodes: the machine-config-operator "
         "runs the VIPs): running nodes keep the files they were installed with; new nodes get the new value. Change it "
-        "on running nodes with a MachineConfig",
+        "on running nodes with a MachineConfig. Masters installed while haproxy fronted the machine config server "
+        "(haproxyMcsPort) keep redirecting `<API VIP>:22624` to it, which OVN-Kubernetes breaks: no worker added later "
+        "boots until they get this version's files (docs/networking.md says how)",
     ),
     "clusterNetwork": Effect("refuse", "every pod address comes from it: a running cluster's network cannot be re-addressed this way"),
     "serviceNetwork": Effect("refuse", "every service address comes from it: a running cluster's network cannot be re-addressed this way"),
