@@ -414,6 +414,36 @@ def test_the_prepender_puts_the_node_first(tmp_path: Path, shell: str):
     assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.30.0.1\n"
 
 
+def test_the_prepender_catches_up_with_a_change_made_while_it_ran(tmp_path: Path):
+    """NetworkManager rewrites its file while the service runs (the path unit's start request
+    then merges into the running job): the script notices and writes the newer servers."""
+    need("sh", "awk", "mktemp")
+    config = standalone_config()
+    node = plan_addresses(config).masters[0]
+    script = tmp_path / "local-dns-prepender"
+    script.write_bytes(files_of(config, node)[PREPENDER])
+    upstream, target = tmp_path / "nm-resolv.conf", tmp_path / "etc" / "resolv.conf"
+    target.parent.mkdir()
+    upstream.write_text(UPSTREAM)
+    # awk that, on its first run, stands in for NetworkManager writing meanwhile.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    awk = bin_dir / "awk"
+    awk.write_text(
+        f"#!/bin/sh\n[ -e {tmp_path}/written ] || {{ : >{tmp_path}/written; echo 'nameserver 10.40.0.1' >{upstream}; }}\n"
+        f'exec {shutil.which("awk")} "$@"\n'
+    )
+    awk.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin",
+        "NM_RESOLV_CONF": str(upstream),
+        "RESOLV_CONF": str(target),
+        "TMPDIR": str(tmp_path),
+    }
+    subprocess.run(["sh", str(script)], env=env, check=True)
+    assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.40.0.1\n"
+
+
 def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
     need("ignition-validate")
     config = standalone_config()
