@@ -115,7 +115,7 @@ EFFECTS: dict[str, Effect] = {
     "bootstrap.helper": Effect("warn", _BOOTSTRAP),
     "openstack.apiFloatingIp": Effect("apply", "creates, associates or releases the API floating IP"),
     "openstack.ingressFloatingIp": Effect("apply", "creates, associates or releases the Ingress floating IP"),
-    "openstack.sshAllowedCidr": Effect("apply", "replaces the helper's SSH rule; nodes are untouched"),
+    "openstack.sshAllowedCidr": Effect("apply", "replaces the helper's and the bootstrap's SSH rules; nodes are untouched"),
     "openstack.apiAllowedCidrs": Effect("apply", "adds or removes one 6443 rule per source on the master group; nodes are untouched"),
     "openstack.ingressAllowedCidrs": Effect("apply", "adds or removes the 80/443 rules of each source on the router nodes' group; nodes are untouched"),
     "openstack.nodePortAllowedCidrs": Effect("apply", "adds or removes the NodePort rules of each source on both node groups; nodes are untouched"),
@@ -139,7 +139,7 @@ EFFECTS: dict[str, Effect] = {
     "openstack.skipPreflight": Effect("inert", "only decides whether this run checks the cloud first; nothing in the cloud changes"),
     "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place; nodes are untouched"),
     "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
-    "installer.oc": Effect("inert", "the installer already ran; used again only for a new generation"),
+    "installer.oc": Effect("inert", "the installer already ran (again only for a new generation); integrated 4.19+: reads the pointer of workers added once the bootstrap is gone"),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
 }

@@ -3,9 +3,9 @@
 Everything between nodes, SSH included, is limited to the machine network (a bastion inside
 is the way in). Beyond it only what clients must reach: the API and Ingress from
 `openstack.apiAllowedCidrs` / `ingressAllowedCidrs` (default the world), NodePorts from
-`openstack.nodePortAllowedCidrs` (default none), ICMP, and the bootstrap helper's SSH from
-`openstack.sshAllowedCidr`. The helper serves its config to the bootstrap's address alone.
-`exposure_table` lists every rule that reaches beyond the machine network, with its reason.
+`openstack.nodePortAllowedCidrs` (default none), ICMP, and SSH to the bootstrap helper and
+the bootstrap from `openstack.sshAllowedCidr` (both gone with the bootstrap). The helper
+serves its config to the bootstrap's address alone. `exposure_table` lists every rule that reaches beyond the machine network, with its reason.
 """
 
 from __future__ import annotations
@@ -170,6 +170,17 @@ def helper_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     ) + [Rule("tcp", 22, 22, ssh_from, "SSH, for uploading the bootstrap ignition", why)]
 
 
+def bootstrap_rules(config: ClusterConfig) -> list[Rule]:
+    """The bootstrap alone (a group of its own, so no master admits it): SSH from where `pulumi up`
+    runs, for `openshift-install gather bootstrap`. Inside the machine network the master group
+    admits it already: nothing."""
+    ssh_from = config.helper_ssh_cidr
+    if ssh_from.subnet_of(config.machine_network):
+        return []
+    why = "`openshift-install gather bootstrap` from where `pulumi up` runs (ocp:openstack.sshAllowedCidr)"
+    return [Rule("tcp", 22, 22, ssh_from, "SSH, for openshift-install gather bootstrap", why)]
+
+
 def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[Rule]]:
     """Every OpenStack security group this configuration creates, by suffix; none on libvirt."""
     if config.platform != "openstack":
@@ -177,6 +188,8 @@ def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[
     groups = {"master": master_rules(config, plan), "worker": worker_rules(config), "ingress": ingress_rules(config)}
     if plan.bootstrap_enabled:
         groups["helper"] = helper_rules(config, plan)
+        if bootstrap_rules(config):
+            groups["bootstrap"] = bootstrap_rules(config)
     return groups
 
 

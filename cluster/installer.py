@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shlex
 from fnmatch import fnmatch
 from collections.abc import Mapping
@@ -60,6 +61,14 @@ KEPT_BUNDLE = ".ocp-pulumi-bundle"
 CLUSTER_CONFIG_MANIFEST = "/opt/openshift/manifests/cluster-config.yaml"
 # Several certificates in the configs are valid 24 hours; leave time to boot.
 MAX_BOOTSTRAP_AGE_HOURS = 20
+# The ClusterVersion the bootstrap hands over: its channel (stable-4.19) names the release's minor.
+CVO_OVERRIDES_MANIFEST = "/opt/openshift/manifests/cvo-overrides.yaml"
+# From this minor on, once any MachineSet exists, the MCO re-signs the machine config server's
+# certificate with a CA of its own and rewrites the user-data secrets (MCO release-4.19
+# pkg/controller/certrotation): the installer's worker pointer then fails TLS on new nodes.
+MCS_CA_ROTATION_MINOR = 19
+# Where the running cluster keeps the worker pointer it trusts (all releases this program installs).
+WORKER_POINTER_SECRET = ("openshift-machine-api", "worker-user-data-managed", "userData")
 
 
 def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> dict[str, Any]:
@@ -293,6 +302,47 @@ def run_environment(
     return environment
 
 
+def worker_pointer_script() -> str:
+    """A worker's pointer config on stdout, run once, when its server is made: the installer's
+    (POINTER_SOURCE=install), or the one the running cluster serves, read through its API with
+    the stack's kubeconfig. No server without it: a failure names what to do."""
+    namespace, name, key = WORKER_POINTER_SECRET
+    return f"""set -eu
+if [ "$POINTER_SOURCE" = install ]; then printf '%s' "$INSTALL_POINTER"; exit 0; fi
+umask 077
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+printf '%s' "$KUBECONFIG_DATA" > "$scratch/kubeconfig"
+refuse() {{
+  echo "ocp:workers.count: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc, or leave ocp:workers.count as it was" >&2
+  exit 3
+}}
+if ! encoded=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get secret {name} -n {namespace} -o 'jsonpath={{.data.{key}}}' 2>"$scratch/error"); then
+  refuse "reading it through the cluster's API failed: $(tr '\\n' ' ' < "$scratch/error" | cut -c1-400)"
+fi
+pointer=$(printf '%s' "$encoded" | base64 -d 2>/dev/null) || refuse "its {key} is not base64"
+case "$pointer" in '{{'*'"ignition"'*) ;; *) refuse "its {key} is not an Ignition config";; esac
+printf '%s' "$pointer"
+"""
+
+
+def worker_pointer_environment(
+    config: ClusterConfig, assets: InstallerAssets, server: str, from_cluster: bool
+) -> dict[str, str]:
+    """The environment of `worker_pointer_script` for one worker (a secret: the kubeconfig)."""
+    if not from_cluster:
+        return {"POINTER_SOURCE": "install", "INSTALL_POINTER": json.dumps(assets.worker, sort_keys=True, separators=(",", ":"))}
+    kubeconfig = yaml.safe_load(assets.kubeconfig) or {}
+    api = next((c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []), "")
+    return {
+        "POINTER_SOURCE": "cluster",
+        "KUBECONFIG_DATA": assets.kubeconfig,
+        "OC": config.installer.oc,
+        "SERVER": server,
+        "API_URL": api,
+    }
+
+
 def upi_manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
     """What the run script leaves of `create manifests` in integrated mode (for the mocks)."""
     return {name: data for name, data in files.items() if not any(fnmatch(name, p) for p in UPI_REMOVED_MANIFESTS)}
@@ -300,6 +350,19 @@ def upi_manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
 
 def installer_dir(config: ClusterConfig, stack: str) -> str:
     return config.installer.dir or f"assets/{stack}"
+
+
+def gather_bootstrap_command(config: ClusterConfig, plan: AddressPlan, stack: str, bootstrap_host: str) -> str:
+    """`openshift-install gather bootstrap` as it runs where `pulumi up` runs: SSH to the
+    bootstrap, and through it to the masters; the log bundle lands in the installer's --dir."""
+    installer = config.installer
+    directory = installer.assets_dir or installer_dir(config, stack)
+    words = [installer.binary or "openshift-install", "gather", "bootstrap", "--dir", directory, "--bootstrap", bootstrap_host]
+    for master in plan.masters:
+        words += ["--master", str(master.ip)]
+    if config.bootstrap.helper.ssh_private_key_file:
+        words += ["--key", config.bootstrap.helper.ssh_private_key_file]
+    return shlex.join(words)
 
 
 # --------------------------------------------------------------------------- the installer's output
@@ -352,6 +415,24 @@ class InstallerAssets:
                 manifest = yaml.safe_load(file_contents(entry) or b"{}") or {}
                 return yaml.safe_load(manifest.get("data", {}).get("install-config", "")) or {}
         return {}
+
+    @property
+    def release_minor(self) -> int | None:
+        """The OpenShift 4 minor the installer installs, from the ClusterVersion channel it sets
+        (`stable-4.19`); None where the channel names none (OKD's `stable-4`, `stable-scos-4`)."""
+        for entry in self.bootstrap.get("storage", {}).get("files", []):
+            if entry.get("path") == CVO_OVERRIDES_MANIFEST:
+                document = yaml.safe_load(file_contents(entry) or b"{}") or {}
+                match = re.fullmatch(r"[a-z-]+-4\.(\d+)", str((document.get("spec") or {}).get("channel", "")))
+                return int(match.group(1)) if match else None
+        return None
+
+    def worker_pointer_from_cluster(self, bootstrap_enabled: bool) -> bool:
+        """Whether a worker created now must get the pointer the running cluster serves instead of
+        the installer's: once the bootstrap is gone (day 2) on a release whose MCO may have rotated
+        the machine config server's CA (4.19+, or a release the configs do not name)."""
+        minor = self.release_minor
+        return not bootstrap_enabled and (minor is None or minor >= MCS_CA_ROTATION_MINOR)
 
     @property
     def bootstrap_manifests(self) -> list[str]:

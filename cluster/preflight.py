@@ -161,10 +161,13 @@ def footprint(
         bootstrap, helper, cluster = existing.bootstrap, existing.helper, existing.cluster
     uses = _servers(config, masters, workers, bootstrap, helper)
     sized = [(use, flavors.get(use.flavor)) for use in uses]
-    groups = {name: rules for name, rules in security_groups(config, plan).items() if name != "helper" or helper}
+    # The helper's and the bootstrap's groups are there while they are.
+    present = {"helper": helper, "bootstrap": bootstrap}
+    groups = {name: rules for name, rules in security_groups(config, plan).items() if present.get(name, True)}
     openstack = config.openstack
     created_fips = sum(choice == "create" for choice in (openstack.api_floating_ip, openstack.ingress_floating_ip)) if openstack else 0
-    helper_fip = helper and config.bootstrap.helper.floating_ip
+    # With a helper floating IP `pulumi up` runs outside: the bootstrap gets one too (for the gather).
+    helper_fip = int(helper and config.bootstrap.helper.floating_ip) + int(bootstrap and config.bootstrap.helper.floating_ip)
     # The nodes' and VIPs' ports carry the infra ID's tag (what `existing` counts); the ports
     # Nova makes on the extra networks (one per node and network) and the network's own do not.
     tagged_ports = sum(use.count for use in uses) + (2 if cluster else 0) if existing is None else existing.ports

@@ -25,6 +25,7 @@ class ClusterOutputs:
         assets: pulumi.Output[InstallerAssets],
         api_floating_ip: pulumi.Input[str | None] = None,
         ingress_floating_ip: pulumi.Input[str | None] = None,
+        bootstrap_gather: pulumi.Input[str] | None = None,
     ) -> ClusterOutputs:
         # Clients outside reach the cluster by floating IP where there is one, else by VIP.
         reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
@@ -45,6 +46,9 @@ class ClusterOutputs:
             "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),
             "kubeadminPassword": pulumi.Output.secret(assets.apply(lambda a: a.kubeadmin_password)),
         }
+        if bootstrap_gather is not None:
+            # While the bootstrap exists: `openshift-install gather bootstrap`, ready to run.
+            values["bootstrapGather"] = bootstrap_gather
         return cls(values)
 
     def as_dict(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Literal
 
@@ -128,10 +129,17 @@ def node_ignition(
         return NodeIgnition(user_data=assembly.dumps(shim), served=served)
     pointer = assets.master if node.role == "master" else assets.worker
     if config.integrated:
-        return NodeIgnition(user_data=assembly.dumps(assembly.with_additions(pointer, additions)))
+        return NodeIgnition(user_data=integrated_pointer_user_data(config, node, assets.infra_id, assembly.dumps(pointer)))
     source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
     config_ = assembly.pointer_config(pointer, source, additions)
     return NodeIgnition(user_data=assembly.dumps(config_))
+
+
+def integrated_pointer_user_data(config: ClusterConfig, node: Node, infra_id: str, pointer: str) -> str:
+    """Integrated mode: a pointer config (the installer's, or the one the running cluster serves
+    for new workers, components/openstack/pointers.py) unchanged, plus the hostname."""
+    # As node_additions gives an integrated node: its hostname alone.
+    return assembly.dumps(assembly.with_additions(json.loads(pointer), assembly.hostname(server_name(config, node, infra_id))))
 
 
 def all_node_ignitions(

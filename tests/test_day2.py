@@ -86,9 +86,9 @@ DEV_EDITS = [
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
     Edit("workers.resize", both(section("workers", flavor="worker.xl", resize=[0, 1])), warns=("workers.flavor",), expect={"ocp4-workers-worker-0": "resize", "ocp4-workers-worker-1": "resize"}),
-    Edit("workers.count 2 -> 5", section("workers", count=5), expect={f"ocp4-workers-worker-{i}{s}": "create" for i in (2, 3, 4) for s in ("", "-port")}),
+    Edit("workers.count 2 -> 5", section("workers", count=5), expect={f"ocp4-worker{s}-worker-{i}{p}": "create" for i in (2, 3, 4) for s, p in (("s", ""), ("s", "-port"), ("-pointers", ""))}),
     # 2 workers of 3 router slots: 2 routers (ingress_placement); 1 worker leaves one Pending
-    Edit("workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete"}),
+    Edit("workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete", "ocp4-worker-pointers-worker-1": "delete"}),
     Edit("workers.count 3 -> 2 of 2 routers", section("workers", count=2), base=section("workers", count=3), expect={"ocp4-worker*-worker-2": "delete", "ocp4-workers-worker-2-port": "delete"}),
     Edit("bootstrap.enabled false", section("bootstrap", enabled=False), expect={"ocp4-bootstrap*": "delete"}),
     Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
@@ -106,9 +106,9 @@ DEV_EDITS = [
     Edit("workers.rootVolume.availabilityZones other zones", section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-2"]}), warns=("workers.rootVolume.availabilityZones",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("workers.rootVolume size and type, with zones", section("workers", rootVolume={"size": 200, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.rootVolume",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
     Edit("workers.image, with root volume zones", section("workers", image="rhcos-4.17", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), warns=("workers.image",), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]})),
-    Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create"}),
+    Edit("workers.count 2 -> 3 with root volume zones", section("workers", count=3, rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), base=section("workers", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["storage-1"]}), expect={"ocp4-workers-worker-2*": "create", "ocp4-worker-pointers-worker-2": "create"}),
     # The workers' server group exists from install, so the first worker joins it: not a second one.
-    Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers-worker-0*": "create"}),
+    Edit("workers.count 0 -> 1 (compact + first worker)", section("workers", count=1), base=section("workers", count=0), expect={"ocp4-workers-worker-0*": "create", "ocp4-worker-pointers-worker-0": "create"}),
     # cannot change on a running cluster
     Edit("clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName"),
     Edit("workers.count 2 -> 0, routers on workers", section("workers", count=0), refused="ocp:workers.count: 0, but the routers run on worker slots (decided at install, when workers.count was 2)"),

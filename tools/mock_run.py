@@ -168,8 +168,8 @@ class ClusterMocks(pulumi.runtime.Mocks):
         if args.typ == "command:local:Command" and args.name == "installer-run":
             state["stdout"] = self._installer_run(unwrap(args.inputs["environment"]))
             state["stderr"] = ""
-        elif args.typ == "command:local:Command":  # the cleanup: its create is a no-op
-            state["stdout"], state["stderr"] = "", ""
+        elif args.typ == "command:local:Command":  # run as pulumi-command runs it (the cleanup's is a no-op)
+            state["stdout"], state["stderr"] = self._local_command(args.name, unwrap(args.inputs))
         elif args.typ == "command:remote:Command":
             state["stdout"], state["stderr"] = "", ""
         elif args.typ == "openstack:networking/floatingIp:FloatingIp":
@@ -180,6 +180,16 @@ class ClusterMocks(pulumi.runtime.Mocks):
             state["floatingIp"] = unwrap(args.inputs["floatingIp"])
         digest = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()[:12]
         return f"{args.name}-{digest}", state
+
+    @staticmethod
+    def _local_command(name: str, inputs: dict[str, Any]) -> tuple[str, str]:
+        """The command's create, run here with its environment; a failure fails the resource."""
+        interpreter = inputs.get("interpreter") or ["/bin/sh", "-c"]
+        environment = {"PATH": os.environ["PATH"], **(inputs.get("environment") or {})}
+        result = subprocess.run([*interpreter, inputs["create"]], env=environment, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise pulumi.RunError(f"{name}: {result.stderr.strip()}")
+        return result.stdout, result.stderr
 
     def _installer_run(self, environment: dict[str, str]) -> str:
         """What cluster.installer.run_script prints: made by the real installer where it runs here,

@@ -4,8 +4,10 @@ The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB), and this
 needs neither Swift nor Glance: a small helper VM on the tenant network serves it over HTTP
 to the bootstrap's address alone, at a path derived from the cluster's secret, and nothing
 else; `pulumi up` copies it there over SSH (pulumi-command) from `openstack.sshAllowedCidr`,
-and the bootstrap's shim user_data merges it, verified by sha512. Both go when
-bootstrap.enabled is false, and the copy of the config with them.
+and the bootstrap's shim user_data merges it, verified by sha512. For diagnosis the bootstrap
+admits SSH from there too (and has a floating IP when the helper has one): the `bootstrapGather`
+output runs `openshift-install gather bootstrap`. All of it goes when bootstrap.enabled is
+false, and the copy of the config with it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pulumi_command as command
 import pulumi_openstack as openstack
 import yaml
 
-from cluster.firewall import helper_rules
+from cluster.firewall import bootstrap_rules, helper_rules
 from cluster.identity import ClusterIdentity
+from cluster.installer import gather_bootstrap_command
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
 from components.openstack.security import security_group
@@ -136,6 +139,9 @@ class BootstrapHelper(pulumi.ComponentResource):
 
 
 class Bootstrap(pulumi.ComponentResource):
+    # `openshift-install gather bootstrap`, ready to run where `pulumi up` runs.
+    gather_command: pulumi.Output[str]
+
     def __init__(
         self,
         name: str,
@@ -155,7 +161,26 @@ class Bootstrap(pulumi.ComponentResource):
             identity.apply(lambda identity: bootstrap_helper_url(plan, config.bootstrap.helper.port, identity))
         )
         helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self))
+        # SSH for `openshift-install gather bootstrap` from where `pulumi up` runs, to the bootstrap
+        # alone (UPI: a floating IP on the bootstrap port); both go with the bootstrap.
+        rules = bootstrap_rules(config)
+        if rules:
+            ssh_group = security_group(name, cluster, "bootstrap", rules, self)
+            security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
         port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self)
+        ssh_host: pulumi.Input[str] = str(node.ip)
+        if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network
+            ssh_host = openstack.networking.FloatingIp(
+                f"{name}-fip",
+                pool=cluster.openstack.external_network,
+                port_id=port.id,
+                description=cluster.server_name(node),
+                tags=cluster.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            ).address
+        self.gather_command = pulumi.Output.from_input(ssh_host).apply(
+            lambda host: gather_bootstrap_command(config, plan, pulumi.get_stack(), host)
+        )
         role = config.masters.model_copy(
             update={
                 "flavor": config.bootstrap.flavor or config.masters.flavor,
@@ -165,4 +190,4 @@ class Bootstrap(pulumi.ComponentResource):
         )
         # The bootstrap may only boot once its config is in place on the helper.
         server(f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[helper.upload]))
-        self.register_outputs({})
+        self.register_outputs({"gatherCommand": self.gather_command})

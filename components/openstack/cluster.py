@@ -16,6 +16,7 @@ from components.openstack.cleanup import Cleanup
 from components.openstack.common import ClusterContext
 from components.openstack.machines import MachineSet, control_plane, workers
 from components.openstack.network import Network
+from components.openstack.pointers import WorkerPointers
 from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
 from components.outputs import ClusterOutputs
@@ -57,8 +58,9 @@ class OpenStackCluster(pulumi.ComponentResource):
         vips = VipPorts(f"{name}-vips", cluster, network.subnet, security, child)
         # On destroy, after the nodes and before the network and groups go: what the cluster made itself.
         cleanup = Cleanup(f"{name}-cleanup", cluster, [network, security], child) if config.integrated else None
+        gather = None
         if plan.bootstrap_enabled:
-            Bootstrap(
+            gather = Bootstrap(
                 f"{name}-bootstrap",
                 cluster,
                 network.subnet,
@@ -67,7 +69,10 @@ class OpenStackCluster(pulumi.ComponentResource):
                 nodes.served(plan.bootstrap),
                 installer.assets.apply(lambda assets: assets.identity),
                 child,
-            )
+            ).gather_command
+        user_data = nodes.user_data_of(plan.nodes)
+        if config.integrated:  # new workers boot from the pointer the running cluster trusts
+            user_data |= WorkerPointers(f"{name}-worker-pointers", cluster, plan.workers, installer.assets, child).user_data
         # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
         # as the Machine API finds it by name and breaks on two of one name.
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
@@ -77,11 +82,11 @@ class OpenStackCluster(pulumi.ComponentResource):
                 cluster,
                 network.subnet,
                 {node.name: security.of(cluster, node) for node in role.nodes},
-                nodes.user_data_of(role.nodes),
+                {node.name: user_data[node.name] for node in role.nodes},
                 child,
                 servers_after=[cleanup.command] if cleanup else [],
             )
         self.outputs = ClusterOutputs.build(
-            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip
+            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather
         )
         self.register_outputs(self.outputs.as_dict())

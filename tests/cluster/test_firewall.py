@@ -68,19 +68,29 @@ def test_restricted_sources_replace_the_world_and_the_machine_network_is_not_rep
         ("worker", "tcp 30000-32767", "192.0.2.0/28"),
         ("worker", "udp 30000-32767", "192.0.2.0/28"),
         ("helper", "tcp 22", "192.168.122.0/24"),
+        ("bootstrap", "tcp 22", "192.168.122.0/24"),
     }
 
 
 def test_a_helper_without_floating_ip_is_reached_from_the_machine_network_only():
     config, plan, groups = groups_of(SHAPES["helper inside"])
     assert {(r.ports, str(r.source)) for r in groups["helper"]} == {("tcp 8080", "10.0.0.10/32"), ("tcp 22", "10.0.0.0/16")}
-    assert all(row.group != "helper" for row in exposure_table(config, plan))
+    assert all(row.group not in ("helper", "bootstrap") for row in exposure_table(config, plan))
+    # The master group admits SSH from the machine network to the bootstrap already: no group of its own.
+    assert "bootstrap" not in groups
+
+
+def test_the_bootstrap_admits_ssh_from_ssh_allowed_cidr_alone_for_the_gather():
+    config, plan, groups = groups_of(SHAPES["restricted"])
+    assert [(r.ports, str(r.source)) for r in groups["bootstrap"]] == [("tcp 22", "192.168.122.0/24")]
+    # Not through the master group, which every master carries.
+    assert not any(r.port_min == 22 and str(r.source) == "192.168.122.0/24" for r in groups["master"])
 
 
 def test_no_bootstrap_no_helper_group():
     config, plan, groups = groups_of(SHAPES["no bootstrap"])
     assert set(groups) == {"master", "worker", "ingress"}
-    assert all(row.group != "helper" for row in exposure_table(config, plan))
+    assert all(row.group not in ("helper", "bootstrap") for row in exposure_table(config, plan))
 
 
 def test_the_world_reaches_nothing_but_icmp_api_and_ingress_on_the_dev_stack():

@@ -15,6 +15,7 @@ from cluster.config import load_config
 from cluster.day2 import stack_settings
 from cluster.installer import (
     ASSET_FILES,
+    CVO_OVERRIDES_MANIFEST,
     DIR_MARKER,
     KEPT_BUNDLE,
     RELEASE_COMPONENTS,
@@ -25,6 +26,9 @@ from cluster.installer import (
     run_script,
     unbundle,
     update_script,
+    upi_manifests,
+    worker_pointer_environment,
+    worker_pointer_script,
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
 from tools import sample_installer
@@ -155,3 +159,56 @@ def test_integrated_configs_that_still_hold_the_installers_machines_are_refused(
         "(openshift/99_openshift-cluster-api_master-machines-0.yaml, openshift/99_openshift-cluster-api_master-machines-1.yaml"
     )
     assert "the Machine API would make servers beside this program's" in problem
+
+
+def _integrated_assets(release: str | None, monkeypatch) -> InstallerAssets:
+    if release:
+        monkeypatch.setenv("SAMPLE_INSTALLER_RELEASE", release)
+    config = load_config(stack_config("dev"))
+    text = render_install_config(config, plan_addresses(config), PULL_SECRET)
+    files = sample_installer.ignition_configs(text, upi_manifests(sample_installer.manifests(text)))
+    return InstallerAssets.from_files(files)
+
+
+@pytest.mark.parametrize(
+    "release,minor,day_2_from_cluster",
+    [(None, 19, True), ("4.18.9", 18, False), ("4.20.1", 20, True), ("4.14.0", 14, False)],
+)
+def test_the_release_is_read_from_the_configs_and_decides_where_day_2_workers_get_their_pointer(
+    release, minor, day_2_from_cluster, monkeypatch
+):
+    assets = _integrated_assets(release, monkeypatch)
+    assert assets.release_minor == minor
+    assert assets.worker_pointer_from_cluster(bootstrap_enabled=False) is day_2_from_cluster
+    # While the bootstrap exists the cluster is being installed: the installer's pointer, always.
+    assert assets.worker_pointer_from_cluster(bootstrap_enabled=True) is False
+
+
+def test_a_channel_without_a_minor_reads_the_pointer_from_the_cluster(monkeypatch):
+    # OKD's channels (stable-4, stable-scos-4) name no minor: the cluster's own pointer is right on every release.
+    assets = _integrated_assets(None, monkeypatch)
+    files = assets.bootstrap["storage"]["files"]
+    for entry in files:
+        if entry["path"] == CVO_OVERRIDES_MANIFEST:
+            entry["contents"]["source"] = "data:,spec%3A%0A%20%20channel%3A%20stable-scos-4%0A"
+    assert assets.release_minor is None and assets.worker_pointer_from_cluster(bootstrap_enabled=False)
+
+
+def test_the_worker_pointer_script_passes_shellcheck(tmp_path):
+    import shutil
+
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    script = tmp_path / "pointer.sh"
+    script.write_text(worker_pointer_script())
+    result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_the_installers_pointer_needs_no_cluster(monkeypatch):
+    assets = _integrated_assets(None, monkeypatch)
+    config = load_config(stack_config("dev"))
+    environment = worker_pointer_environment(config, assets, "w", from_cluster=False)
+    assert set(environment) == {"POINTER_SOURCE", "INSTALL_POINTER"}  # no kubeconfig kept for it
+    result = subprocess.run(["/bin/sh", "-c", worker_pointer_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True)
+    assert result.returncode == 0 and json.loads(result.stdout) == assets.worker

@@ -36,16 +36,16 @@ def facts(quotas: dict[str, Quota], existing: Existing | None = None) -> CloudFa
 
 def test_the_dev_footprint():
     config, plan = setup(stack_config("dev"))
-    # 3 masters, 2 workers, the bootstrap and its helper; 4 groups (master, worker, ingress, helper).
+    # 3 masters, 2 workers, the bootstrap and its helper; 5 groups (master, worker, ingress, helper, bootstrap).
     assert footprint(config, plan, FLAVORS) == {
         "instances": 7,
         "cores": 3 * 4 + 2 * 2 + 4 + 1,
         "ram": 3 * 16384 + 2 * 8192 + 16384 + 2048,
         "server_groups": 2,
         "ports": 7 + 2 + 2,  # a port per server, the VIP ports, the router interface and DHCP port
-        "security_groups": 4,
-        "security_group_rules": 50,  # 42 of cluster.firewall's, and Neutron's 2 egress rules per group
-        "floating_ips": 3,  # API, Ingress, helper
+        "security_groups": 5,
+        "security_group_rules": 53,  # 43 of cluster.firewall's, and Neutron's 2 egress rules per group
+        "floating_ips": 4,  # API, Ingress, helper, bootstrap
         "volumes": 0,
         "gigabytes": 0,
     }
@@ -54,8 +54,9 @@ def test_the_dev_footprint():
 def test_rules_count_neutrons_two_default_egress_rules_per_group():
     config, plan = setup(stack_config("dev"))
     torn_down = setup(with_section(stack_config("dev"), "bootstrap", enabled=False))
-    # the helper group: its two rules and the two egress rules Neutron adds
-    assert footprint(config, plan, FLAVORS)["security_group_rules"] - footprint(*torn_down, FLAVORS)["security_group_rules"] == 4
+    # the helper's group (two rules) and the bootstrap's (SSH), each with the two egress rules Neutron adds
+    assert footprint(config, plan, FLAVORS)["security_group_rules"] - footprint(*torn_down, FLAVORS)["security_group_rules"] == 7
+    assert footprint(config, plan, FLAVORS)["floating_ips"] - footprint(*torn_down, FLAVORS)["floating_ips"] == 2
 
 
 def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
@@ -91,10 +92,10 @@ def test_what_exists_is_not_needed_again():
 def test_limit_only_quotas_hold_the_whole_footprint_and_unlimited_is_no_limit():
     config, plan = setup(stack_config("dev"))
     existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
-    assert problems(config, plan, facts({"floating_ips": Quota(3), "instances": Quota(-1, 500)}, existing)) == []
-    assert problems(config, plan, facts({"floating_ips": Quota(2)}, existing)) == [
-        'ocp:openstack.cloud: the stack needs 3 floating IPs and the network quota in cloud "openstack" allows 2: '
-        "raise it (`openstack quota set --floating-ips 3 <project>`) or make the stack smaller"
+    assert problems(config, plan, facts({"floating_ips": Quota(4), "instances": Quota(-1, 500)}, existing)) == []
+    assert problems(config, plan, facts({"floating_ips": Quota(3)}, existing)) == [
+        'ocp:openstack.cloud: the stack needs 4 floating IPs and the network quota in cloud "openstack" allows 3: '
+        "raise it (`openstack quota set --floating-ips 4 <project>`) or make the stack smaller"
     ]
 
 

@@ -21,6 +21,7 @@ import yaml
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.firewall import exposure_table
+from ignition import assembly
 from tests.conftest import PULL_SECRET, diff, inputs_by_name, run, stack_config, with_section
 from tools.mock_run import ProgramRun, is_secret, unwrap
 
@@ -58,13 +59,15 @@ def test_resource_counts_of_the_dev_stack(dev_run):
     counts = Counter(r.type for r in dev_run.resources)
     assert counts[INSTANCE] == 7  # bootstrap, helper, 3 masters, 2 workers
     assert counts[PORT] == 9  # 2 VIP ports + helper + bootstrap + 5 nodes
-    assert counts["openstack:networking/floatingIp:FloatingIp"] == 3  # API, Ingress, helper
+    assert counts["openstack:networking/floatingIp:FloatingIp"] == 4  # API, Ingress, helper, bootstrap
     assert counts["openstack:compute/serverGroup:ServerGroup"] == 2
-    assert counts["openstack:networking/secGroup:SecGroup"] == 4  # master, worker, ingress, helper
+    assert counts["openstack:networking/secGroup:SecGroup"] == 5  # master, worker, ingress, helper, bootstrap
     for type_ in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface"):
         assert counts[f"openstack:networking/{type_}"] == 1
-    # the installer and the destroy cleanup; the helper's upload
-    assert counts["command:local:Command"] == 2 and counts["command:remote:Command"] == 1
+    # the installer, the destroy cleanup and each worker's pointer (among others); the helper's upload
+    local = {r.name for r in dev_run.of_type("command:local:Command")}
+    assert {"installer-run", "ocp4-cleanup-on-destroy", "ocp4-worker-pointers-worker-0", "ocp4-worker-pointers-worker-1"} <= local
+    assert counts["command:remote:Command"] == 1
 
 
 def test_components_and_parents(dev_run):
@@ -80,6 +83,7 @@ def test_components_and_parents(dev_run):
         "ocp4-bootstrap-helper": "ocp:openstack:BootstrapHelper",
         "ocp4-control-plane": "ocp:openstack:ControlPlane",
         "ocp4-workers": "ocp:openstack:Workers",
+        "ocp4-worker-pointers": "ocp:openstack:WorkerPointers",
     }
     urns = {r.urn: r for r in dev_run.resources}
     for resource in dev_run.resources:
@@ -356,6 +360,7 @@ DEV_EXPOSURE = {
     ("ingress", "tcp 80", WORLD),
     ("ingress", "tcp 443", WORLD),
     ("helper", "tcp 22", "192.168.122.0/24"),
+    ("bootstrap", "tcp 22", "192.168.122.0/24"),
 }
 
 
@@ -370,6 +375,7 @@ def test_exposure_table_of_the_dev_stack(dev_run):
     assert "routes" in why["ingress", "tcp 443"] and "ingressAllowedCidrs" in why["ingress", "tcp 443"]
     assert "path MTU" in why["master", "icmp"]
     assert "sshAllowedCidr" in why["helper", "tcp 22"]
+    assert "gather bootstrap" in why["bootstrap", "tcp 22"] and "sshAllowedCidr" in why["bootstrap", "tcp 22"]
 
 
 def test_allowed_cidrs_restrict_api_ingress_and_open_node_ports():
@@ -393,6 +399,7 @@ def test_allowed_cidrs_restrict_api_ingress_and_open_node_ports():
         ("worker", "tcp 30000-32767", "192.0.2.0/28"),
         ("worker", "udp 30000-32767", "192.0.2.0/28"),
         ("helper", "tcp 22", "192.168.122.0/24"),
+        ("bootstrap", "tcp 22", "192.168.122.0/24"),
     }
 
 
@@ -434,7 +441,8 @@ def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
 
     ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in dev_run.of_type(GROUP)}
     ports = groups(dev_run)
-    assert ports["api"] == ports["master-0"] == ports["bootstrap"] == [ids["master"]]
+    assert ports["api"] == ports["master-0"] == [ids["master"]]
+    assert ports["bootstrap"] == [ids["master"], ids["bootstrap"]]  # and SSH for the gather, to it alone
     assert ports["ingress"] == [ids["ingress"]]
     assert ports["worker-0"] == ports["worker-1"] == [ids["worker"], ids["ingress"]]  # router slots
     beyond = groups(run(with_section(stack_config("dev"), "workers", count=4)))
@@ -584,3 +592,193 @@ def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
     assert {change.action for change in servers.values()} == {"same"}
     assert all(change.ignored == ("configDrive",) for change in servers.values())
     assert not result.disruptive
+
+
+# --------------------------------------------------------------------------- bootstrap diagnosis
+
+
+def test_the_bootstrap_gather_runs_from_where_pulumi_runs(dev_run):
+    import shlex
+
+    from tools import toolchain
+
+    bootstrap_port = dev_run.by_name("ocp4-bootstrap-node-port")
+    fip = dev_run.by_name("ocp4-bootstrap-fip")
+    assert unwrap(fip.inputs["portId"]) == bootstrap_port.id and unwrap(fip.inputs["pool"]) == "external"
+    address = fip.outputs["address"]
+    assert dev_run.outputs["bootstrapGather"] == (
+        f"openshift-install gather bootstrap --dir assets/dev --bootstrap {address} "
+        "--master 10.0.0.20 --master 10.0.0.21 --master 10.0.0.22"
+    )
+    # Every flag it uses is one the real installer's `gather bootstrap` has.
+    installer = toolchain.binary("openshift-install")
+    if installer is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    usage = subprocess.run([str(installer), "gather", "bootstrap", "--help"], capture_output=True, text=True, timeout=60).stdout
+    flags = {word for word in shlex.split(dev_run.outputs["bootstrapGather"]) if word.startswith("--")}
+    assert flags and all(re.search(rf"^\s+{flag} ", usage, re.M) for flag in flags | {"--key"}), usage
+
+
+def test_a_bootstrap_reached_from_inside_gets_no_floating_ip_and_no_group_of_its_own(tmp_path):
+    config = with_section(with_section(stack_config("dev"), "bootstrap", helper={"floatingIp": False}), "openstack", sshAllowedCidr=None)
+    program_run = run(config)
+    assert not [r for r in program_run.resources if r.name in ("ocp4-bootstrap-fip", "ocp4-bootstrap-bootstrap")]
+    assert program_run.outputs["bootstrapGather"].split(" --bootstrap ")[1].startswith("10.0.0.10 ")
+    (tmp_path / "id_ed25519").write_text("a key\n")
+    key = with_section(stack_config("dev"), "bootstrap", helper={"sshPrivateKeyFile": str(tmp_path / "id_ed25519")})
+    assert run(key).outputs["bootstrapGather"].endswith(f" --key {tmp_path / 'id_ed25519'}")
+
+
+def test_the_bootstrap_floating_ip_ssh_and_gather_go_with_the_bootstrap():
+    from tests.conftest import deploy
+    from tools.mock_run import deployed_from, run_program
+
+    engine = deployed_from(deploy(stack_config("dev")))
+    torn_down = run_program(with_section(stack_config("dev"), "bootstrap", enabled=False), engine=engine)
+    deleted = {change.name for change in engine.all_changes() if change.action == "delete"}
+    assert {"ocp4-bootstrap-fip", "ocp4-bootstrap-bootstrap", "ocp4-bootstrap-bootstrap-tcp-22-192.168.122.0_24"} <= deleted
+    assert "bootstrapGather" not in torn_down.outputs
+
+
+# --------------------------------------------------------------------------- new workers' pointer (MCS CA rotation, 4.19+)
+
+
+STAND_IN_OC = """#!/bin/sh
+# Stands in for `oc get secret` against the running cluster: checks the kubeconfig it is given,
+# records the call, answers with the test's secret or its failure.
+echo "$*" >> {log}
+for a in "$@"; do case "$a" in --kubeconfig=*) kubeconfig=${{a#--kubeconfig=}};; esac; done
+grep -q '^clusters:' "$kubeconfig" || {{ echo "stand-in oc: no kubeconfig" >&2; exit 1; }}
+if [ -f {failure} ]; then cat {failure} >&2; exit 1; fi
+cat {answer}
+"""
+UNREACHABLE = "Unable to connect to the server: dial tcp: lookup api.ocp4.osd2019.local on 127.0.0.53:53: no such host"
+
+
+def rotated_pointer() -> dict:
+    """What the 4.19 MCO writes into worker-user-data-managed once it rotated the MCS CA: the
+    pointer at the API VIP, trusting its own machine-config-server-ca bundle."""
+    from tests.certs import OTHER_CA
+
+    ca = "data:text/plain;charset=utf-8;base64," + base64.b64encode(OTHER_CA.encode()).decode()
+    return {
+        "ignition": {
+            "config": {"merge": [{"source": "https://10.0.0.5:22623/config/worker"}]},
+            "security": {"tls": {"certificateAuthorities": [{"source": ca}]}},
+            "version": "3.2.0",
+        }
+    }
+
+
+@pytest.fixture
+def cluster_api(tmp_path):
+    """A stand-in `oc` (path, calls log, answer file, failure file) the test controls."""
+    files = {name: tmp_path / name for name in ("oc", "calls", "answer", "failure")}
+    files["answer"].write_text(base64.b64encode(json.dumps(rotated_pointer()).encode()).decode())
+    files["oc"].write_text(STAND_IN_OC.format(log=files["calls"], failure=files["failure"], answer=files["answer"]))
+    files["oc"].chmod(0o755)
+    return files
+
+
+def stack_file(tmp_path, step: str, config: dict[str, str]) -> str:
+    """The dev stack's file as edited at one step (one stack: the name is in every URN)."""
+    path = tmp_path / step / "Pulumi.dev.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump({"config": {key: yaml.safe_load(value) if key != "ocp:pullSecret" else value for key, value in config.items()}}))
+    return str(path)
+
+
+def plan(*args: str) -> subprocess.CompletedProcess:
+    from tests.conftest import ROOT
+
+    return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def installer_configs(tmp_path, release: str | None, monkeypatch) -> str:
+    """The dev stack's configs as `openshift-install` of that release leaves them after the UPI
+    edits (the fake installer, shaped like 4.19.0-ec.5 but for its channel), for installer.assetsDir."""
+    from cluster.installer import render_install_config, upi_manifests
+    from tools import sample_installer
+
+    if release:
+        monkeypatch.setenv("SAMPLE_INSTALLER_RELEASE", release)
+    settings = load_config(stack_config("dev"))
+    text = render_install_config(settings, plan_addresses(settings), PULL_SECRET)
+    directory = tmp_path / "assets"
+    sample_installer.write_files(sample_installer.ignition_configs(text, upi_manifests(sample_installer.manifests(text))), directory)
+    return str(directory)
+
+
+def day2_scale_up(tmp_path, cluster_api, release: str | None, monkeypatch) -> tuple[subprocess.CompletedProcess, dict, str]:
+    """Install the dev stack (2 workers) from configs of that release, remove the bootstrap, then
+    add worker-2: with the offline plan, as a user would preview it."""
+    assets = installer_configs(tmp_path, release, monkeypatch)
+    installed = stack_config("dev", installer={"assetsDir": assets, "oc": str(cluster_api["oc"])})
+    deployed = tmp_path / "plan-installed"
+    first = plan("--config-file", stack_file(tmp_path, "installed", installed), "--out", str(deployed))
+    assert first.returncode == 0, first.stderr
+    torn_down = with_section(installed, "bootstrap", enabled=False)
+    second = plan("--config-file", stack_file(tmp_path, "torn", torn_down), "--from", str(deployed), "--out", str(tmp_path / "plan-torn"))
+    assert second.returncode == 0, second.stderr
+    scaled = with_section(torn_down, "workers", count=3)
+    result = plan("--config-file", stack_file(tmp_path, "scaled", scaled), "--from", str(tmp_path / "plan-torn"), "--out", str(tmp_path / "plan-scaled"))
+    infra_id = json.loads((deployed / "outputs.json").read_text())["infraId"]
+    return result, json.loads((deployed / "nodes" / f"{infra_id}-worker-0" / "user_data").read_text()), infra_id
+
+
+def test_a_worker_added_on_day_2_of_a_4_19_cluster_boots_from_the_pointer_the_cluster_serves(tmp_path, cluster_api, monkeypatch):
+    result, installed_worker, infra_id = day2_scale_up(tmp_path, cluster_api, None, monkeypatch)
+    assert result.returncode == 0, result.stderr
+    new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
+    # The cluster's pointer as the secret holds it, plus the hostname; not the installer's.
+    assert new["ignition"]["security"] == rotated_pointer()["ignition"]["security"]
+    assert new["ignition"]["config"] == rotated_pointer()["ignition"]["config"]
+    assert new["ignition"]["security"] != installed_worker["ignition"]["security"]
+    hostname = next(f for f in new["storage"]["files"] if f["path"] == "/etc/hostname")
+    assert assembly.file_contents(hostname) == f"{infra_id}-worker-2\n".encode()
+    # Read once, through the cluster's API, for the new worker alone: the running ones never ask.
+    calls = cluster_api["calls"].read_text().splitlines()
+    assert len(calls) == 1
+    assert re.fullmatch(
+        r"--kubeconfig=\S+ --request-timeout=30s get secret worker-user-data-managed -n openshift-machine-api -o jsonpath=\{\.data\.userData\}",
+        calls[0],
+    )
+    changes = {c["name"]: c for c in json.loads((tmp_path / "plan-scaled/changes.json").read_text())}
+    changed = {name for name, c in changes.items() if c["action"] != "same"}
+    assert {"ocp4-workers-worker-2", "ocp4-worker-pointers-worker-2"} <= changed
+    assert all(name.startswith("ocp4-workers-worker-2") or name == "ocp4-worker-pointers-worker-2" for name in changed), changed
+    assert "nothing replaces, rebuilds, resizes or deletes a node or the network" in result.stdout
+    # The pointer is a secret: never in the plan's resources, only in the node's own user_data.
+    resources = (tmp_path / "plan-scaled/resources.json").read_text()
+    assert rotated_pointer()["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"] not in resources
+
+
+def test_a_4_19_scale_up_that_cannot_read_the_cluster_is_refused_with_what_to_do(tmp_path, cluster_api, monkeypatch):
+    cluster_api["failure"].write_text(UNREACHABLE + "\n")
+    result, _, infra_id = day2_scale_up(tmp_path, cluster_api, None, monkeypatch)
+    assert result.returncode == 2 and not (tmp_path / "plan-scaled").exists()
+    message = result.stderr
+    assert f"ocp:workers.count: {infra_id}-worker-2 cannot be created" in message
+    assert "secret openshift-machine-api/worker-user-data-managed" in message and UNREACHABLE in message
+    assert "Make the API (https://api.ocp4.osd2019.local:6443) reachable" in message
+    assert "client-key-data" not in message and "BEGIN" not in message
+    # No server for it: the same edit under the mock engine registers none.
+    from tests.conftest import deploy, preview
+    from tools.mock_run import deployed_from, run_program
+
+    installed = stack_config("dev", installer={"assetsDir": installer_configs(tmp_path / "mock", None, monkeypatch), "oc": str(cluster_api["oc"])})
+    torn_down = with_section(installed, "bootstrap", enabled=False)
+    state = run_program(torn_down, engine=deployed_from(deploy(installed))).state()
+    refused = preview(state, with_section(torn_down, "workers", count=3))
+    assert refused.error is not None and "worker-2 cannot be created" in refused.error
+    assert "ocp4-workers-worker-2" not in {r.name for r in refused.registered}
+
+
+def test_a_worker_added_on_day_2_of_a_4_18_cluster_keeps_the_installers_pointer(tmp_path, cluster_api, monkeypatch):
+    # No MCS CA rotation before 4.19: the installer's pointer (root CA, valid ten years) stays right.
+    cluster_api["failure"].write_text(UNREACHABLE + "\n")  # the cluster is not even asked
+    result, installed_worker, infra_id = day2_scale_up(tmp_path, cluster_api, "4.18.9", monkeypatch)
+    assert result.returncode == 0, result.stderr
+    new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
+    assert new["ignition"] == installed_worker["ignition"]
+    assert not cluster_api["calls"].exists()

@@ -82,9 +82,9 @@ CASES = [
     ("ram", {"quotas": {"ram": [65536, 0]}}, {}, "the stack adds 83968 MiB RAM and the compute quota"),
     ("server groups", {"quotas": {"serverGroups": [10, 9]}}, {}, "the stack adds 2 server groups and the compute quota in cloud \"openstack\" has 1 left"),
     ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 11 ports and the network quota in cloud \"openstack\" has 6 left"),
-    ("security groups", {"quotas": {"securityGroups": 3}}, {}, "the stack needs 4 security groups and the network quota in cloud \"openstack\" allows 3"),
-    ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 50 security group rules and the network quota"),
-    ("floating IPs", {"quotas": {"floatingIps": 2}}, {}, "the stack needs 3 floating IPs and the network quota in cloud \"openstack\" allows 2"),
+    ("security groups", {"quotas": {"securityGroups": 4}}, {}, "the stack needs 5 security groups and the network quota in cloud \"openstack\" allows 4"),
+    ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 53 security group rules and the network quota"),
+    ("floating IPs", {"quotas": {"floatingIps": 3}}, {}, "the stack needs 4 floating IPs and the network quota in cloud \"openstack\" allows 3"),
     ("volumes", {"quotas": {"volumes": 3}}, {"masters": {"rootVolume": {"size": 100, "type": "ssd"}}}, "the stack needs 4 volumes and the volume quota"),
     ("gigabytes", {"quotas": {"gigabytes": 300}}, {"masters": {"rootVolume": {"size": 100, "type": "ssd"}}}, "the stack needs 400 GB of volumes and the volume quota"),
 ]
@@ -134,7 +134,7 @@ def test_every_problem_at_once():
         ["ocp:workers.flavor", 'flavor "worker" has 4 GiB RAM; a worker needs at least 8 GiB'],
         ["ocp:bootstrap.helper.image", 'image "centos-stream-9" does not exist in cloud "openstack"'],
         ["ocp:masters.availabilityZones", 'zone "az9" does not exist in cloud "openstack" (compute zones'],
-        ["ocp:openstack.cloud", 'the stack needs 3 floating IPs and the network quota in cloud "openstack" allows 1'],
+        ["ocp:openstack.cloud", 'the stack needs 4 floating IPs and the network quota in cloud "openstack" allows 1'],
     ]
 
 
@@ -202,7 +202,9 @@ def test_scaling_workers_needs_room_for_the_new_ones_only(room, workers, refused
     else:
         assert error is None, error
         created = {c.name for c in engine.all_changes() if c.action == "create"}
-        assert created == {f"ocp4-workers-worker-{i}{suffix}" for i in range(2, workers) for suffix in ("", "-port")}
+        assert created == {f"ocp4-workers-worker-{i}{suffix}" for i in range(2, workers) for suffix in ("", "-port")} | {
+            f"ocp4-worker-pointers-worker-{i}" for i in range(2, workers)
+        }
 
 
 def test_bootstrap_teardown_needs_no_room():

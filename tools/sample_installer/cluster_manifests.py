@@ -13,7 +13,7 @@ from tools.sample_installer.install_config import _Cluster
 from tools.sample_installer.kube import _config_map, _config_object, _meta, _secret, _tls_secret
 from tools.sample_installer.openstack import _openstack_manifests
 from tools.sample_installer.pki import _PKI
-from tools.sample_installer.release import CHANNEL, FAKE_MARKER, IGNITION_VERSION, INSTALLER_VERSION
+from tools.sample_installer.release import FAKE_MARKER, IGNITION_VERSION, INSTALLER_VERSION, channel
 from tools.sample_installer.render import _json, _load, _pointer_ignition, _yaml
 from tools.sample_installer.x509 import NOT_AFTER, NOT_BEFORE
 
@@ -217,7 +217,7 @@ def _manifests(cluster: _Cluster, pki: _PKI, password_hash: str) -> dict[str, di
             "apiVersion": "config.openshift.io/v1",
             "kind": "ClusterVersion",
             "metadata": {"name": "version", "namespace": "openshift-cluster-version"},
-            "spec": {"channel": CHANNEL, "clusterID": cluster.cluster_id},
+            "spec": {"channel": channel(), "clusterID": cluster.cluster_id},
         },
         "manifests/kube-cloud-config.yaml": _secret("kube-cloud-cfg", "kube-system", {"config": ""}, timestamp=False),
         "manifests/kube-system-configmap-root-ca.yaml": _config_map(

@@ -7,6 +7,7 @@ toolchain builds that one: tests/tools/test_installer_contract.py holds the fake
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 from cluster.installer import RELEASE_COMPONENTS
@@ -15,8 +16,16 @@ IGNITION_VERSION = "3.2.0"
 RELEASE_VERSION = "4.19.0-ec.5"
 RELEASE_IMAGE = f"quay.io/openshift-release-dev/ocp-release:{RELEASE_VERSION}-x86_64"
 INSTALLER_VERSION = "v1.4.19-ec5"
-# ClusterVersion's channel the installer sets: stable-<major>.<minor> of its release.
-CHANNEL = "stable-" + ".".join(RELEASE_VERSION.split(".")[:2])
+# Tests of behaviour that differs by release set this to shape the configs like another
+# release's (e.g. 4.18.0): its channel, which is where the program reads the release from.
+RELEASE_VARIABLE = "SAMPLE_INSTALLER_RELEASE"
+
+
+def channel() -> str:
+    """The ClusterVersion channel the installer sets, stable-<major>.<minor> of its release:
+    4.19.0-ec.5's, or that of $SAMPLE_INSTALLER_RELEASE."""
+    version = os.environ.get(RELEASE_VARIABLE) or RELEASE_VERSION
+    return "stable-" + ".".join(version.split(".")[:2])
 # Kept as written when this was one file: it is in every certificate of the committed samples.
 FAKE_MARKER = "FAKE tools/sample_installer.py"
 

@@ -1,0 +1,59 @@
+"""WorkerPointers: each integrated worker's user_data, from the pointer config it must boot from.
+
+While the bootstrap exists the cluster is being installed: a worker gets the installer's
+pointer. A worker made once the bootstrap is gone, on OpenShift 4.19 or later, gets the one the
+running cluster serves (secret openshift-machine-api/worker-user-data-managed): from 4.19 the
+MCO re-signs its config server's certificate with a CA of its own once any MachineSet exists,
+and the installer's pointer would fail TLS (cluster/installer.py, MCS_CA_ROTATION_MINOR).
+
+One local command per worker, made with it and deleted with it, prints that pointer; it runs
+once (every input ignored after), so a running worker never needs the API again and a worker
+made later reads the cluster as it is then. Its output is a secret and never logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_command as command
+
+from cluster.addresses import Node, server_name
+from cluster.installer import InstallerAssets, worker_pointer_environment, worker_pointer_script
+from components.installer import RUN_ONCE
+from components.openstack.common import ClusterContext
+from ignition.nodes import integrated_pointer_user_data
+
+
+class WorkerPointers(pulumi.ComponentResource):
+    user_data: dict[str, pulumi.Output[str]]
+
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        workers: Sequence[Node],
+        assets: pulumi.Output[InstallerAssets],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:openstack:WorkerPointers", name, None, opts)
+        config, bootstrap_enabled = cluster.config, cluster.plan.bootstrap_enabled
+        self.user_data = {}
+        for node in workers:
+
+            def environment(assets: InstallerAssets, node: Node = node) -> dict[str, str]:
+                server = server_name(config, node, assets.infra_id)
+                return worker_pointer_environment(config, assets, server, assets.worker_pointer_from_cluster(bootstrap_enabled))
+
+            pointer = command.local.Command(
+                f"{name}-{node.role}-{node.index}",
+                create=worker_pointer_script(),
+                environment=pulumi.Output.secret(assets.apply(environment)),
+                add_previous_output_in_env=False,
+                logging=command.local.Logging.STDERR,
+                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE),
+            )
+            self.user_data[node.name] = pulumi.Output.all(pulumi.Output.secret(pointer.stdout), assets).apply(
+                lambda values, node=node: integrated_pointer_user_data(config, node, values[1].infra_id, values[0])
+            )
+        self.register_outputs({})
