@@ -37,6 +37,7 @@ def test_plan_of_the_dev_stack(tmp_path):
         ["ingress", "tcp", "80", "from"],
         ["ingress", "tcp", "443", "from"],
         ["helper", "tcp", "22", "from"],
+        ["bootstrap", "tcp", "22", "from"],
     ]
     resources = json.loads((out / "resources.json").read_text())
     assert {"type", "name", "parent", "inputs"} <= set(resources[0])
