@@ -102,10 +102,11 @@ def installer_note(run: ProgramRun, settings: ClusterConfig) -> str | None:
         return None
     if real_installer.binary() is None:
         why = f"the real one is not built: {toolchain.HOW}"
-    elif settings.integrated:
-        why = "the real one validates platform openstack against a cloud, and none is at hand"
+    elif run.installer == real_installer.version():
+        against = " against the local cloud (tools.localcloud)" if settings.integrated else ""
+        return f"installer configs: made by the real {run.installer}{against}"
     else:
-        return f"installer configs: made by the real {run.installer}"
+        why = "the real one validates platform openstack against a cloud, and none is at hand: `python -m tools.localcloud up` brings one"
     return f"installer configs: made by {run.installer} ({why})"
 
 

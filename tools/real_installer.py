@@ -2,8 +2,10 @@
 script (cluster/installer.py `run_script`), run with the toolchain's binary as pulumi-command
 would run it. Test harness, not product.
 
-Platform none only: there `create ignition-configs` needs nothing from outside. Platform
-openstack validates against a cloud (none here yet), so those runs keep the fake installer.
+Platform none always: there `create ignition-configs` needs nothing from outside. Platform
+openstack validates flavors, images, networks and quotas against the cloud the stack names, so
+it runs only while the local cloud (tools/localcloud) is up and its clouds.yaml has that cloud;
+otherwise those runs keep the fake installer.
 One step of the script cannot run here: `oc adm release info` asks the release's registry for
 the on-node networking's images, so a stand-in `oc` answers with the fake release's digests.
 
@@ -20,8 +22,11 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+import yaml
+
 from cluster.installer import run_script
 from tools import toolchain
+from tools.localcloud import cloud as localcloud
 from tools.sample_installer import release_images
 
 # What the script's environment gets from here, not from the program.
@@ -36,7 +41,17 @@ def binary() -> Path | None:
 
 def serves(environment: Mapping[str, str]) -> bool:
     """Whether the real installer can make these configs here."""
-    return binary() is not None and environment.get("PLATFORM") == "none" and "INSTALL_CONFIG" in environment
+    if binary() is None or "INSTALL_CONFIG" not in environment:
+        return False
+    return environment.get("PLATFORM") == "none" or (environment.get("PLATFORM") == "openstack" and _cloud(environment) is not None)
+
+
+def _cloud(environment: Mapping[str, str]) -> Path | None:
+    """The local cloud's clouds.yaml when it is up and holds the cloud the stack names."""
+    clouds_yaml = localcloud.answering()
+    if clouds_yaml is None or environment.get("OS_CLOUD") not in (yaml.safe_load(clouds_yaml.read_text()) or {}).get("clouds", {}):
+        return None
+    return clouds_yaml
 
 
 @cache
@@ -93,6 +108,8 @@ def _run(items: dict[str, str]) -> str:
             "OC": str(stand_in_oc(Path(scratch))),
             "INSTALLER_DIR": str(Path(scratch) / "assets"),
         }
+        if items.get("PLATFORM") == "openstack":
+            environment["OS_CLIENT_CONFIG_FILE"] = str(_cloud(items))
         result = subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise RuntimeError(f"openshift-install failed ({result.returncode}): {result.stderr.strip()[-3000:]}")

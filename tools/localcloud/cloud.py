@@ -6,13 +6,14 @@ import json
 import shlex
 import tempfile
 import time
+from pathlib import Path
 
 import yaml
 
 from tools.localcloud import configuration, venv
 from tools.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
 from tools.localcloud.processes import Failed, port_taken, recorded, rss_mib, running, stop
-from tools.localcloud.services import DEBIAN_PACKAGES, ORDER, Cloud, missing_programs, process_names
+from tools.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
 from tools.mock_cloud import DEFAULT as DESCRIPTION
 
 
@@ -26,6 +27,9 @@ def up(layout: Layout, say) -> None:
     configuration.render(layout)
     cloud = Cloud(layout, say)
     for service in ORDER:
+        if all(running(layout, name) for name in PROCESSES[service]):
+            say(f"{service} already running")
+            continue
         began = time.monotonic()
         getattr(cloud, service)()
         say(f"{service} up ({time.monotonic() - began:.1f} s); log {layout.logs}/{service}*.log")
@@ -78,6 +82,14 @@ def _cli_dir(layout: Layout):
     if not link.is_symlink():
         link.symlink_to(layout.bin("openstack"))
     return directory
+
+
+def answering(layout: Layout | None = None) -> Path | None:
+    """The clouds.yaml of the local cloud when it is up (its Keystone, started by `up`, answers), else None."""
+    layout = layout or Layout.default()
+    if not layout.clouds_yaml.exists() or not running(layout, "keystone") or not running(layout, "nova"):
+        return None
+    return layout.clouds_yaml if port_taken(PORTS["keystone"]) else None
 
 
 def environment(layout: Layout) -> str:

@@ -223,6 +223,8 @@ storage_availability_zone = nova
 # Not default_volume_type: a type that does not exist fails every create with a 500.
 glance_api_servers = {url("glance")}
 osapi_volume_workers = 1
+# The filters the API accepts (volume list --property is `metadata`): without the file, none.
+resource_query_filters_file = {layout.etc / 'cinder' / 'resource_filters.json'}
 
 [database]
 connection = {database(layout, "cinder")}
@@ -278,7 +280,7 @@ def render(layout: Layout) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o600)
-    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini")):
+    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json")):
         shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
     for service in ("glance", "neutron", "nova", "cinder"):
         (layout.data / service / "lock").mkdir(parents=True, exist_ok=True)

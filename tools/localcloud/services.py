@@ -270,24 +270,20 @@ class Cloud:
         )
 
 
-# Start order; `down` stops all at once (what a service is waiting for may already be gone).
-ORDER = ("mariadb", "rabbitmq", "keystone", "placement", "glance", "neutron", "nova", "cinder")
+# Start order, with the processes each step starts; `down` stops all at once (what a service is
+# waiting for may already be gone).
+PROCESSES = {
+    "mariadb": ("mariadb",),
+    "rabbitmq": ("epmd", "rabbitmq"),
+    "keystone": ("keystone",),
+    "placement": ("placement",),
+    "glance": ("glance",),
+    "neutron": ("neutron",),
+    "nova": ("nova", "nova-conductor", "nova-scheduler", *COMPUTE_HOSTS.values()),
+    "cinder": ("cinder", "cinder-scheduler", "cinder-volume"),
+}
+ORDER = tuple(PROCESSES)
 
 
 def process_names() -> list[str]:
-    return [
-        "mariadb",
-        "epmd",
-        "rabbitmq",
-        "keystone",
-        "placement",
-        "glance",
-        "neutron",
-        "nova",
-        "nova-conductor",
-        "nova-scheduler",
-        *COMPUTE_HOSTS.values(),
-        "cinder",
-        "cinder-scheduler",
-        "cinder-volume",
-    ]
+    return [name for names in PROCESSES.values() for name in names]

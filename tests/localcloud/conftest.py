@@ -1,0 +1,82 @@
+"""Tests against the local OpenStack (tools/localcloud), marked `localcloud`. The package's
+fixture brings the cloud up once for these tests and takes it down after them, unless it was
+already up (then it stays, as the developer left it). The fast suite alone:
+`venv/bin/python -m pytest -m "not localcloud and not e2e"`; CI runs everything.
+
+What goes wrong is in the cloud's logs: `python -m tools.localcloud status` names the directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.localcloud.cloud import answering
+from tools.localcloud.layout import CLOUD, Layout
+from tools.localcloud.processes import running
+from tools.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/tests/localcloud/" in str(item.path):
+            item.add_marker(pytest.mark.localcloud)
+
+
+def localcloud(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.localcloud", *argv], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="package")
+def cloud() -> Layout:
+    missing = missing_programs()
+    if missing:
+        pytest.skip(f"the local cloud needs {', '.join(missing)} (apt-get install {' '.join(DEBIAN_PACKAGES)}; .ci/run does)")
+    layout = Layout.default()
+    already = [name for name in process_names() if running(layout, name)]
+    started = localcloud("up")
+    assert started.returncode == 0, f"`python -m tools.localcloud up` failed:\n{started.stdout[-4000:]}\nlogs: {layout.logs}"
+    yield layout
+    if not already:
+        stopped = localcloud("down")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+@pytest.fixture(scope="package")
+def cloud_env(cloud: Layout) -> dict[str, str]:
+    """The environment a shell gets from `eval "$(python -m tools.localcloud env)"`: the `openstack` CLI on PATH."""
+    assert answering(cloud) is not None
+    exports = localcloud("env").stdout
+    environment = dict(os.environ)
+    for line in exports.splitlines():
+        if line.startswith("export "):
+            key, _, value = line.removeprefix("export ").partition("=")
+            environment[key] = value.replace("$PATH", os.environ["PATH"]).strip("'")
+    assert environment["OS_CLOUD"] == CLOUD
+    return environment
+
+
+def sdk(cloud: Layout, code: str, **values) -> object:
+    """Runs `code` with openstacksdk in the services' virtualenv, `tenant` and `admin` connected,
+    `values` as variables; returns what the code puts in `result` (JSON)."""
+    program = (
+        "import json, sys, openstack\n"
+        "tenant = openstack.connect(cloud='openstack'); admin = openstack.connect(cloud='localcloud-admin')\n"
+        "globals().update(json.loads(sys.argv[1])); result = None\n"
+        f"{code}\n"
+        "print(json.dumps(result))\n"
+    )
+    done = subprocess.run(
+        [str(cloud.bin("python")), "-c", program, json.dumps(values)],
+        env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])

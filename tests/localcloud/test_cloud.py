@@ -1,0 +1,70 @@
+"""The local cloud holds what the committed stacks expect, exactly as the mock cloud describes it
+(samples/cloud/dev.yaml, which the offline plan's preflight reads): read back through the real
+APIs, as the tenant the stacks name (clouds.yaml entry `openstack`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import yaml
+
+from cluster.config import load_config
+from cluster.preflight import EXTENSIONS_COMMAND, TAG_EXTENSIONS
+from tests.conftest import stack_config
+from tests.localcloud.conftest import ROOT, localcloud
+from tools.localcloud.cloud import answering
+from tools.localcloud.processes import running
+from tools.localcloud.services import process_names
+from tools.mock_cloud import DEFAULT, load
+
+
+def described_by_the_cloud(cloud) -> dict:
+    done = subprocess.run(
+        [str(cloud.bin("python")), str(ROOT / "tools/localcloud/operator.py"), "describe"],
+        env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_the_local_cloud_is_what_the_mock_cloud_describes(cloud):
+    mock = load(DEFAULT)
+    real = described_by_the_cloud(cloud)
+    # Neutron lists many more extensions than the description names; the named ones must be there.
+    assert set(mock.pop("networkExtensions")) <= set(real.pop("networkExtensions"))
+    for key in ("computeZones", "volumeZones", "volumeTypes"):
+        mock[key] = sorted(mock[key])
+    assert real == mock
+
+
+def test_the_cloud_has_what_the_committed_stacks_name(cloud):
+    real = described_by_the_cloud(cloud)
+    for stack in ("dev", "standalone"):
+        config = load_config(stack_config(stack))
+        for pool in (config.masters, config.workers):
+            assert pool.flavor in real["flavors"] and real["images"][pool.image] is True
+        helper = config.bootstrap.helper
+        assert helper.flavor in real["flavors"] and real["images"][helper.image] is True
+        assert real["networks"][config.openstack.external_network] is True
+
+
+def test_the_preflight_lists_neutron_extensions_with_the_real_cli(cloud_env):
+    # What the program runs as a local command in integrated mode (cluster/preflight.py).
+    listed = subprocess.run(["bash", "-c", EXTENSIONS_COMMAND], env=cloud_env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert set(TAG_EXTENSIONS) & set(listed.stdout.split())
+
+
+def test_up_again_is_a_no_op_for_running_processes(cloud):
+    before = {name: running(cloud, name) for name in process_names()}
+    again = localcloud("up")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert {name: running(cloud, name) for name in process_names()} == before
+    assert all(before.values())
+    assert answering(cloud) == cloud.clouds_yaml
+    entries = yaml.safe_load(cloud.clouds_yaml.read_text())["clouds"]
+    assert all(entry["auth"]["auth_url"].startswith("http://127.0.0.1:") for entry in entries.values())
