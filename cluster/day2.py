@@ -94,7 +94,8 @@ EFFECTS: dict[str, Effect] = {
     "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
     "workers.count": Effect(
         "apply",
-        "adds or removes workers (the highest slots first); nothing else changes. Fewer router nodes than the "
+        "adds or removes workers (the highest slots first; each is drained and its Node deleted before its server "
+        "goes, see Day 2); nothing else changes. Fewer router nodes than the "
         "routers set at install warns, with the `oc patch` that lowers them; 0 is refused when the routers run on workers",
     ),
     "workers.maxCount": Effect("warn", "running nodes keep the DNS names and addresses reserved at install; workers beyond the old maxCount are not in their CoreDNS hosts"),
@@ -139,7 +140,12 @@ EFFECTS: dict[str, Effect] = {
     "openstack.skipPreflight": Effect("inert", "only decides whether this run checks the cloud first; nothing in the cloud changes"),
     "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place; nodes are untouched"),
     "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
-    "installer.oc": Effect("inert", "the installer already ran (again only for a new generation); integrated 4.19+: reads the pointer of workers added once the bootstrap is gone"),
+    "installer.oc": Effect(
+        "apply",
+        "the installer already ran (again only for a new generation); the oc that drains a worker before its server "
+        "goes (each worker's drain command takes it in place, running nothing); integrated 4.19+: reads the pointer of "
+        "workers added once the bootstrap is gone",
+    ),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
 }

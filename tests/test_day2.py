@@ -86,10 +86,10 @@ DEV_EDITS = [
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
     Edit("workers.resize", both(section("workers", flavor="worker.xl", resize=[0, 1])), warns=("workers.flavor",), expect={"ocp4-workers-worker-0": "resize", "ocp4-workers-worker-1": "resize"}),
-    Edit("workers.count 2 -> 5", section("workers", count=5), expect={f"ocp4-worker{s}-worker-{i}{p}": "create" for i in (2, 3, 4) for s, p in (("s", ""), ("s", "-port"), ("-pointers", ""))}),
+    Edit("workers.count 2 -> 5", section("workers", count=5), expect={f"ocp4-worker{s}-worker-{i}{p}": "create" for i in (2, 3, 4) for s, p in (("s", ""), ("s", "-port"), ("s", "-drain"), ("-pointers", ""))}),
     # 2 workers of 3 router slots: 2 routers (ingress_placement); 1 worker leaves one Pending
-    Edit("workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete", "ocp4-worker-pointers-worker-1": "delete"}),
-    Edit("workers.count 3 -> 2 of 2 routers", section("workers", count=2), base=section("workers", count=3), expect={"ocp4-worker*-worker-2": "delete", "ocp4-workers-worker-2-port": "delete"}),
+    Edit("workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), expect={"ocp4-workers-worker-1": "delete", "ocp4-workers-worker-1-port": "delete", "ocp4-workers-worker-1-drain": "delete", "ocp4-worker-pointers-worker-1": "delete"}),
+    Edit("workers.count 3 -> 2 of 2 routers", section("workers", count=2), base=section("workers", count=3), expect={"ocp4-worker*-worker-2": "delete", "ocp4-workers-worker-2-port": "delete", "ocp4-workers-worker-2-drain": "delete"}),
     Edit("bootstrap.enabled false", section("bootstrap", enabled=False), expect={"ocp4-bootstrap*": "delete"}),
     Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
     Edit("openstack.apiFloatingIp create -> none", section("openstack", apiFloatingIp="none"), expect={"ocp4-vips-api-fip": "delete"}),
@@ -98,7 +98,8 @@ DEV_EDITS = [
     Edit("installer.binary", section("installer", binary="/opt/ocp/openshift-install")),
     Edit("openstack.skipPreflight", section("openstack", skipPreflight=True)),
     Edit("installer.dir", section("installer", dir="assets/elsewhere")),
-    Edit("installer.oc", section("installer", oc="/opt/ocp/oc")),
+    # The oc that drains a worker: each drain command takes it in place (its create, `true`, runs).
+    Edit("installer.oc", section("installer", oc="/opt/ocp/oc"), expect={"ocp4-workers-worker-*-drain": "update"}),
     Edit("installer.assetsDir instead of a run", key("installer", {"assetsDir": "samples/installer/ocp4"})),
     Edit("openstack.apiAllowedCidrs", section("openstack", apiAllowedCidrs=["198.51.100.0/24"]), expect={"ocp4-security-master-tcp-6443-world": "delete", "ocp4-security-master-tcp-6443-198.51.100.0_24": "create"}),
     Edit("openstack.ingressAllowedCidrs", section("openstack", ingressAllowedCidrs=["198.51.100.0/24"]), expect={f"ocp4-security-*-tcp-{port}-{source}": action for port in (80, 443) for source, action in (("world", "delete"), ("198.51.100.0_24", "create"))}),

@@ -64,6 +64,7 @@ class LibvirtCluster(pulumi.ComponentResource):
                     nodes.user_data_of(nodes_of_role),
                     autostart=True,
                     opts=child,
+                    drained_with=installer.assets if token == "ocp:libvirt:Workers" else None,
                 )
         # No floating IPs on libvirt: clients reach the VIPs on the machine network (docs/libvirt.md).
         self.outputs = ClusterOutputs.build(config, plan, installer.assets)

@@ -25,6 +25,8 @@ import pulumi_libvirt as libvirt
 
 from cluster.addresses import Node
 from cluster.config import RoleBase
+from cluster.installer import InstallerAssets
+from components.drain import drain_command
 from components.libvirt.common import GIB, Attachment, ClusterContext, mac_address
 
 
@@ -52,6 +54,7 @@ class Machine(pulumi.ComponentResource):
         user_data: pulumi.Input[str],
         autostart: bool,
         opts: pulumi.ResourceOptions | None = None,
+        drained_with: pulumi.Output[InstallerAssets] | None = None,
     ):
         super().__init__("ocp:libvirt:Machine", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
@@ -103,6 +106,8 @@ class Machine(pulumi.ComponentResource):
                 ),
             ),
         )
+        if drained_with is not None:  # no cloud controller: without it the Node stays NotReady for ever
+            drain_command(f"{name}-drain", cluster.config, node.name, drained_with, self.domain, self)
         self.register_outputs({"domainId": self.domain.id, "mac": mac_address(node.ip), "ip": str(node.ip)})
 
 
@@ -123,7 +128,9 @@ class MachineSet(pulumi.ComponentResource):
         user_data: dict[str, pulumi.Output[str]],
         autostart: bool,
         opts: pulumi.ResourceOptions | None = None,
+        drained_with: pulumi.Output[InstallerAssets] | None = None,
     ):
+        """`drained_with`: the installer's configs whose kubeconfig drains each node before its domain goes (workers)."""
         super().__init__(type_token, name, None, opts)
         self.machines = [
             Machine(
@@ -136,6 +143,7 @@ class MachineSet(pulumi.ComponentResource):
                 user_data[node.name],
                 autostart,
                 pulumi.ResourceOptions(parent=self),
+                drained_with,
             )
             for node in nodes
         ]

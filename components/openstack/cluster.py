@@ -85,6 +85,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 {node.name: user_data[node.name] for node in role.nodes},
                 child,
                 servers_after=[cleanup.command] if cleanup else [],
+                drained_with=installer.assets if role.name == "worker" else None,
             )
         self.outputs = ClusterOutputs.build(
             config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather

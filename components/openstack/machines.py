@@ -11,6 +11,8 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import Node
 from cluster.config import RoleBase
+from cluster.installer import InstallerAssets
+from components.drain import drain_command
 from components.openstack.common import ClusterContext, Subnet
 
 
@@ -186,8 +188,11 @@ class MachineSet(pulumi.ComponentResource):
         user_data: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
         servers_after: Sequence[pulumi.Resource] = (),
+        drained_with: pulumi.Output[InstallerAssets] | None = None,
     ):
-        """`servers_after`: what the servers are created after and deleted before (the destroy cleanup)."""
+        """`servers_after`: what the servers are created after and deleted before (the destroy
+        cleanup). `drained_with`: the installer's configs whose kubeconfig drains each node
+        before its server goes (workers)."""
         super().__init__(machine_role.type_token, name, None, opts)
         role_name, nodes, role = machine_role.name, machine_role.nodes, machine_role.settings
         vips, one_at_a_time = machine_role.vips, machine_role.one_at_a_time
@@ -216,4 +221,6 @@ class MachineSet(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, depends_on=after),
                 )
             )
+            if drained_with is not None:
+                drain_command(f"{node_name}-drain", cluster.config, cluster.server_name(node), drained_with, self.servers[-1], self)
         self.register_outputs({"servers": [instance.id for instance in self.servers]})

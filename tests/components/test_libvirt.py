@@ -85,7 +85,7 @@ def test_resource_counts_of_the_kvm_stack(kvm_run):
         PROVIDER: 1,
         "pulumi:providers:command": 1,
         "ocp:installer:Installer": 1,
-        "command:local:Command": 1,
+        "command:local:Command": 3,  # the installer, each worker's drain
         "ocp:libvirt:Network": 1,
         NETWORK: 1,
         "ocp:libvirt:BaseVolume": 1,
@@ -117,10 +117,11 @@ def test_every_resource_hangs_off_the_cluster_with_names_derived_from_it(kvm_run
         while chain.parent in by_urn:
             chain = by_urn[chain.parent]
         assert chain is cluster or chain.name == "installer"
-    # Each node's disk, ignition and domain share one Machine parent.
+    # Each node's disk, ignition and domain share one Machine parent; a worker's drain too.
     for machine in kvm_run.of_type("ocp:libvirt:Machine"):
         children = sorted(r.type for r in kvm_run.resources if r.parent == machine.urn)
-        assert children == sorted([VOLUME, IGNITION, DOMAIN])
+        drain = ["command:local:Command"] if "-workers-" in machine.name else []
+        assert children == sorted([VOLUME, IGNITION, DOMAIN, *drain])
 
 
 def test_provider_is_explicit_with_the_configured_uri(kvm_run):
@@ -476,14 +477,14 @@ def test_scaling_workers_changes_only_worker_resources(scaled, before, after):
     assert changed - {"kvm4-bootstrap-node-ignition"} == set(), "existing workers must stay untouched"
 
 
-def test_scaling_adds_a_disk_an_ignition_and_a_domain_per_worker(scaled):
+def test_scaling_adds_a_disk_an_ignition_a_domain_and_a_drain_per_worker(scaled):
     added, _, _ = diff(scaled[2], scaled[5])
     assert added == {
-        f"kvm4-workers-worker-{i}{suffix}" for i in (2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain")
+        f"kvm4-workers-worker-{i}{suffix}" for i in (2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain", "-drain")
     }
     _, removed, _ = diff(scaled[5], scaled[1])
     assert removed == {
-        f"kvm4-workers-worker-{i}{suffix}" for i in (1, 2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain")
+        f"kvm4-workers-worker-{i}{suffix}" for i in (1, 2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain", "-drain")
     }
 
 
@@ -574,3 +575,14 @@ def test_offline_plan_of_the_kvm_stack(tmp_path):
     assert (bootstrap / "files/etc/hostname").read_text() == "kvm4-bootstrap\n"
     assert (out / "nodes/kvm4-worker-1/files/etc/hostname").read_text() == "kvm4-worker-1\n"
     assert "[secret]" in (out / "resources.json").read_text()
+
+
+def test_workers_are_drained_before_their_domains_go(kvm_run):
+    """No cloud controller on libvirt: without `oc delete node` a removed worker's Node stays NotReady."""
+    from tests.components.test_drain import drains
+
+    found = drains(kvm_run)
+    assert sorted(found) == ["kvm4-workers-worker-0-drain", "kvm4-workers-worker-1-drain"]
+    for name, (domain, command) in found.items():
+        assert domain.name == name.replace("-drain", "-domain")
+        assert unwrap(command.inputs)["environment"]["NODE"] == unwrap(domain.inputs["name"])
