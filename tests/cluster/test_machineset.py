@@ -41,3 +41,17 @@ def test_the_credentials_are_found_under_the_installers_name_for_the_cloud():
 def test_workers_without_an_image_of_their_own_boot_the_default_not_the_masters():
     config = with_section(with_section(stack_config("dev"), "masters", image="rhcos-4.17"), "workers", image=None)
     assert provider_of(config)["image"] == "rhcos"
+
+
+def test_its_server_group_is_the_one_the_stack_keeps_at_any_worker_count():
+    """MAPO looks the group up by name and makes one when none exists: the name must be the
+    workers' group of the stack, which exists at 0 workers too (never a second of one name)."""
+    from tests.conftest import run
+    from tools.mock_run import unwrap
+
+    compact = run(with_section(stack_config("dev"), "workers", count=0))
+    infra_id = compact.outputs["infraId"]
+    groups = {unwrap(r.inputs["name"]) for r in compact.of_type("openstack:compute/serverGroup:ServerGroup")}
+    provider = worker_machineset(load_config(with_section(stack_config("dev"), "workers", count=0)), infra_id)
+    name = provider["spec"]["template"]["spec"]["providerSpec"]["value"]["serverGroupName"]
+    assert name == f"{infra_id}-worker" and name in groups
