@@ -90,8 +90,15 @@ for server in $(printf '%s\n' "$servers" | not_ours | sort -u); do
 done
 
 # Volumes of PVCs, now that no server holds them.
+# A plain delete: Cinder's default policy keeps force-delete for admins. One still detaching
+# gets a second try.
 for volume in $(list openstack volume list --property "cinder.csi.openstack.org/cluster=${INFRA_ID}" -f value -c ID); do
-  delete "volume ${volume}" openstack volume delete --force "$volume"
+  if ! openstack volume delete "$volume" >/dev/null 2>&1; then
+    sleep "${CLEANUP_RETRY_SECONDS:-10}"
+    delete "volume ${volume}" openstack volume delete "$volume"
+  else
+    echo "cleanup: deleted volume ${volume}"
+  fi
 done
 
 # Ports the Machine API made for its servers (tagged; Nova does not delete ports it was given).
