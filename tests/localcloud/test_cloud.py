@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 
 import yaml
 
@@ -15,7 +17,7 @@ from cluster.preflight import EXTENSIONS_COMMAND, TAG_EXTENSIONS
 from tests.conftest import stack_config
 from tests.localcloud.conftest import ROOT, localcloud
 from tools.localcloud.cloud import answering
-from tools.localcloud.processes import running
+from tools.localcloud.processes import members, recorded, running
 from tools.localcloud.services import process_names
 from tools.mock_cloud import DEFAULT, load
 
@@ -68,3 +70,20 @@ def test_up_again_is_a_no_op_for_running_processes(cloud):
     assert answering(cloud) == cloud.clouds_yaml
     entries = yaml.safe_load(cloud.clouds_yaml.read_text())["clouds"]
     assert all(entry["auth"]["auth_url"].startswith("http://127.0.0.1:") for entry in entries.values())
+
+
+def test_up_after_a_crash_restarts_what_died(cloud):
+    # Placement dies as in a crash: its whole session, KILLed (processes `up` started, by PID file).
+    session, started = recorded(cloud, "placement")
+    for pid in members(session, started):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10  # a KILLed process is gone once the kernel has torn it down
+    while running(cloud, "placement") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert running(cloud, "placement") is None
+    others = {name: running(cloud, name) for name in process_names() if name != "placement"}
+    again = localcloud("up")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "placement: was not running (stale PID file cleared)" in again.stdout
+    assert running(cloud, "placement") not in (None, session)
+    assert {name: running(cloud, name) for name in others} == others

@@ -12,7 +12,7 @@ import yaml
 
 from tools.localcloud import configuration, venv
 from tools.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
-from tools.localcloud.processes import Failed, port_taken, recorded, rss_mib, running, stop
+from tools.localcloud.processes import Failed, log_tail, port_taken, recorded, rss_mib, running, stop
 from tools.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
 from tools.mock_cloud import DEFAULT as DESCRIPTION
 
@@ -43,6 +43,9 @@ def up(layout: Layout, say) -> None:
         for line in cloud.operator("prepare", description.name).splitlines():
             say(line.removeprefix("localcloud: "))
     say(f"prepared as {DESCRIPTION.relative_to(DESCRIPTION.parents[2])} describes ({time.monotonic() - began:.1f} s)")
+    dead = [name for name in process_names() if not running(layout, name)]
+    if dead:
+        raise Failed(f"{', '.join(dead)} exited after starting; see {', '.join(str(layout.log(name)) for name in dead)}:\n{log_tail(layout, dead[0])}")
 
 
 def _clear_stale(layout: Layout, say) -> None:

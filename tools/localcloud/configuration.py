@@ -152,8 +152,9 @@ vni_ranges = 1:1000
 
 def nova(layout: Layout) -> str:
     return f"""{_common(layout, "nova")}
-# Servers are rows in the database: nothing boots.
-compute_driver = fake.FakeDriver
+# Servers are rows in the database: nothing boots. This fake keeps its node's identity in
+# state_path/compute_id as real drivers do (FakeDriver makes a new one per start: no restart).
+compute_driver = fake.FakeDriverWithoutFakeNodes
 host = {COMPUTE_HOSTS["nova"]}
 my_ip = {HOST}
 enabled_apis = osapi_compute
@@ -199,9 +200,10 @@ send_service_user_token = true
 {_auth(layout, "nova")}"""
 
 
-def nova_compute_host(host: str) -> str:
-    """The extra configuration of one compute process: its host name."""
-    return f"[DEFAULT]\nhost = {host}\n"
+def nova_compute_host(layout: Layout, host: str) -> str:
+    """The extra configuration of one compute process: its host name, and a state directory of its
+    own (Nova keeps the compute node's identity there and refuses to start on another's)."""
+    return f"[DEFAULT]\nhost = {host}\nstate_path = {layout.data / 'nova' / host}\n"
 
 
 def cinder(layout: Layout) -> str:
@@ -275,7 +277,7 @@ def render(layout: Layout) -> None:
         layout.clouds_yaml: clouds_yaml(layout),
     }
     for host in COMPUTE_HOSTS.values():
-        files[layout.etc / "nova" / f"{host}.conf"] = nova_compute_host(host)
+        files[layout.etc / "nova" / f"{host}.conf"] = nova_compute_host(layout, host)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -284,3 +286,5 @@ def render(layout: Layout) -> None:
         shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
     for service in ("glance", "neutron", "nova", "cinder"):
         (layout.data / service / "lock").mkdir(parents=True, exist_ok=True)
+    for host in COMPUTE_HOSTS.values():
+        (layout.data / "nova" / host).mkdir(parents=True, exist_ok=True)
