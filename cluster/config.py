@@ -654,15 +654,34 @@ def _zones(c: Any) -> Iterable[str]:
 
 
 def _root_volume_zones(c: Any) -> Iterable[str]:
-    # The installer's rule: node i's volume zone pairs with its compute zone, or one zone serves all.
+    # The installer's rules: with compute zones a root volume names its zones too; node i's
+    # volume zone pairs with its compute zone, or one zone serves all.
     for role in ("masters", "workers"):
         section = getattr(c, role)
         volume_zones = section.root_volume.availability_zones if section.root_volume else ()
+        if section.root_volume and section.availability_zones and not volume_zones:
+            yield (
+                f"ocp:{role}.rootVolume.availabilityZones: required with ocp:{role}.availabilityZones (the installer "
+                "refuses root volumes without zones when servers have zones): list the Cinder zones "
+                "(`openstack availability zone list --volume`), one for all nodes or one per compute zone, e.g. [nova]"
+            )
         if len(volume_zones) > 1 and len(volume_zones) != len(section.availability_zones):
             yield (
                 f"ocp:{role}.rootVolume.availabilityZones lists {len(volume_zones)} zones and "
                 f"ocp:{role}.availabilityZones {len(section.availability_zones)}: node N's volume is made in the "
                 "zone at the same place as its server's, so list one volume zone for all nodes or as many as compute zones"
+            )
+
+
+def _fips_ssh_keys(c: Any) -> Iterable[str]:
+    # The installer's rule: FIPS mode takes only RSA and ECDSA keys.
+    if c.fips:
+        kinds = sorted({line.split()[0] for line in c.ssh_key.splitlines() if line.strip()} - {"ssh-rsa"})
+        others = [kind for kind in kinds if not kind.startswith("ecdsa-sha2-nistp")]
+        if others:
+            yield (
+                f"ocp:sshKey: {', '.join(others)} keys cannot be used with ocp:fips true (the installer refuses them): "
+                "write RSA or ECDSA keys ('ssh-keygen -t ecdsa'), or leave fips out"
             )
 
 
@@ -795,6 +814,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _workers_within_reserve,
     _zones,
     _root_volume_zones,
+    _fips_ssh_keys,
     _machine_network_clear,
     _cluster_networks_apart,
     _integrated_only,

@@ -22,6 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
 # The program reads the clouds.yaml entry's cacert in integrated mode: never this machine's own.
 os.environ["OS_CLIENT_CONFIG_FILE"] = str(ROOT / "tests" / "no-clouds.yaml")
+# Integrated stacks' configs come from the fake installer, whether or not a local cloud is up;
+# tests/localcloud turns the real one on where it asks for the cloud.
+os.environ["OCP_PLAN_LOCALCLOUD"] = "off"
+# A real ECDSA public key: FIPS mode takes RSA and ECDSA keys only, not the stacks' ed25519 one.
+ECDSA_SSH_KEY = (
+    "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBHwiFmJ7CYNurCuYIzQniyoIS+3NeYeLF"
+    "yxjxcPjQiwJDhV0oe+Yr69d5SF68drBNgo6v4SmA0kU42z3Xwjzfcw= lab@fips"
+)
 PULL_SECRET = '{"auths":{"registry.example.com":{"auth":"dGVzdDp0ZXN0","email":"test@example.com"}}}'
 
 

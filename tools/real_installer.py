@@ -5,7 +5,9 @@ would run it. Test harness, not product.
 Platform none always: there `create ignition-configs` needs nothing from outside. Platform
 openstack validates flavors, images, networks and quotas against the cloud the stack names, so
 it runs only while the local cloud (tools/localcloud) is up and its clouds.yaml has that cloud;
-otherwise those runs keep the fake installer.
+otherwise those runs keep the fake installer. `OCP_PLAN_LOCALCLOUD=off` keeps the fake for
+them even then (the test suite sets it: its results must not depend on whether a developer's
+local cloud happens to be up; tests/localcloud asks for the cloud explicitly).
 One step of the script cannot run here: `oc adm release info` asks the release's registry for
 the on-node networking's images, so a stand-in `oc` answers with the fake release's digests.
 
@@ -33,6 +35,8 @@ from tools.sample_installer import release_images
 OWN_KEYS = ("OPENSHIFT_INSTALL", "OC", "INSTALLER_DIR")
 # Only the install record depends on these: the caller writes its own (tools/mock_run.py).
 RECORD_KEYS = ("GENERATION", "INSTALL_FACTS")
+# "off": integrated stacks keep the fake installer even while the local cloud is up.
+LOCALCLOUD_SWITCH = "OCP_PLAN_LOCALCLOUD"
 
 
 def binary() -> Path | None:
@@ -47,7 +51,9 @@ def serves(environment: Mapping[str, str]) -> bool:
 
 
 def _cloud(environment: Mapping[str, str]) -> Path | None:
-    """The local cloud's clouds.yaml when it is up and holds the cloud the stack names."""
+    """The local cloud's clouds.yaml when it is up, wanted and holds the cloud the stack names."""
+    if os.environ.get(LOCALCLOUD_SWITCH) == "off":
+        return None
     clouds_yaml = localcloud.answering()
     if clouds_yaml is None or environment.get("OS_CLOUD") not in (yaml.safe_load(clouds_yaml.read_text()) or {}).get("clouds", {}):
         return None

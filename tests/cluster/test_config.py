@@ -16,7 +16,7 @@ from cluster.addresses import plan_addresses
 from cluster.config import KNOWN_KEYS, STRUCTURED_KEYS, ConfigError, load_config
 from cluster.installer import install_config
 from tests.certs import OTHER_CA, TEST_CA
-from tests.conftest import PULL_SECRET, ROOT, run_recording, stack_config, with_section
+from tests.conftest import ECDSA_SSH_KEY, PULL_SECRET, ROOT, run_recording, stack_config, with_section
 from tools import toolchain
 from tools.mock_run import unwrap
 from tools.plan import main as plan_main
@@ -374,3 +374,30 @@ def test_a_key_whose_label_disagrees_with_its_data_is_refused_though_the_install
 def test_what_the_program_takes_the_installer_takes(tmp_path):
     config = load_config(bad("additionalTrustBundle", TEST_CA + OTHER_CA))
     assert installer_refuses(tmp_path, "additionalTrustBundle", config.additional_trust_bundle) is None
+
+
+def test_fips_takes_rsa_and_ecdsa_keys_only_as_the_installer_does(tmp_path):
+    refused = installer_refuses(tmp_path, "fips", True)
+    assert refused is not None and "SSH key type ssh-ed25519 unavailable when FIPS is enabled" in refused, refused
+    with pytest.raises(ConfigError) as error:
+        load_config(bad("fips", "true"))
+    assert [problem for problem in error.value.problems if problem.startswith("ocp:sshKey: ")] == [
+        "ocp:sshKey: ssh-ed25519 keys cannot be used with ocp:fips true (the installer refuses them): "
+        "write RSA or ECDSA keys ('ssh-keygen -t ecdsa'), or leave fips out"
+    ]
+    assert load_config({**bad("fips", "true"), "ocp:sshKey": ECDSA_SSH_KEY}).fips
+
+
+def test_root_volumes_of_servers_with_zones_name_their_zones_too():
+    # The installer refuses it ("root volume availability zones must be specified when compute
+    # availability zones are specified"; tests/localcloud runs it against a cloud).
+    config = with_section(DEV, "masters", rootVolume={"size": 120, "type": "ssd"}, availabilityZones=["az1", "az2"])
+    with pytest.raises(ConfigError) as error:
+        load_config(config)
+    assert error.value.problems == [
+        "ocp:masters.rootVolume.availabilityZones: required with ocp:masters.availabilityZones (the installer refuses "
+        "root volumes without zones when servers have zones): list the Cinder zones (`openstack availability zone "
+        "list --volume`), one for all nodes or one per compute zone, e.g. [nova]"
+    ]
+    with_zones = with_section(config, "masters", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["nova"]})
+    assert load_config(with_zones).masters.root_volume.availability_zones == ("nova",)

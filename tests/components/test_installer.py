@@ -8,7 +8,7 @@ from cluster.config import load_config
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
 from tests.certs import OTHER_CA, TEST_CA, THIRD_CA
-from tests.conftest import PULL_SECRET, ROOT, run, run_recording, stack_config, with_section
+from tests.conftest import ECDSA_SSH_KEY, PULL_SECRET, ROOT, run, run_recording, stack_config, with_section
 from tools.mock_run import is_secret, unwrap
 
 
@@ -136,6 +136,7 @@ def test_install_config_options_users_ask_for():
         clusterNetwork={"cidr": "10.132.0.0/14", "hostPrefix": 24},
         serviceNetwork="172.31.0.0/16",
         fips="true",
+        sshKey=ECDSA_SSH_KEY,
         capabilities={"baselineCapabilitySet": "None", "additionalEnabledCapabilities": ["marketplace"]},
         imageDigestSources=[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab/ocp/release"]}],
     )

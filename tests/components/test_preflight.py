@@ -202,7 +202,7 @@ def test_scaling_workers_needs_room_for_the_new_ones_only(room, workers, refused
     else:
         assert error is None, error
         created = {c.name for c in engine.all_changes() if c.action == "create"}
-        assert created == {f"ocp4-workers-worker-{i}{suffix}" for i in range(2, workers) for suffix in ("", "-port")} | {
+        assert created == {f"ocp4-workers-worker-{i}{suffix}" for i in range(2, workers) for suffix in ("", "-port", "-drain")} | {
             f"ocp4-worker-pointers-worker-{i}" for i in range(2, workers)
         }
 

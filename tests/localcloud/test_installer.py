@@ -8,6 +8,7 @@ quotas are not checked at this step."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -55,7 +56,10 @@ def test_create_manifests_refuses_an_external_network_the_cloud_lacks(installer,
 
 def test_the_offline_plan_of_dev_uses_the_real_installer_while_the_local_cloud_is_up(installer, cloud, tmp_path):
     out = tmp_path / "plan"
-    planned = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    environment = {key: value for key, value in os.environ.items() if key != real_installer.LOCALCLOUD_SWITCH}
+    planned = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(out)], cwd=ROOT, env=environment, capture_output=True, text=True
+    )
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert f"installer configs: made by the real {real_installer.version()} against the local cloud (tools.localcloud)" in planned.stdout
     bootstrap = next(path for path in (out / "nodes").iterdir() if path.name.endswith("-bootstrap"))
