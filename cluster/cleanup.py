@@ -112,7 +112,8 @@ for group in $(list openstack server group list -f value -c ID -c Name | awk -v 
 done
 
 # The image registry's Swift container, where the cloud has an object store.
-if openstack catalog show object-store >/dev/null 2>&1; then
+# (`catalog show` of a missing service exits 0: the catalog's types say it.)
+if openstack catalog list -f value -c Type 2>/dev/null | grep -qx object-store; then
   for container in $(list openstack container list --prefix "${INFRA_ID}-image-registry-" -f value -c Name); do
     delete "container ${container}" openstack container delete --recursive "$container"
   done

@@ -86,8 +86,10 @@ elif noun == "server" and verb == "group" and args[2] == "delete":
     cloud["groups"].remove(group)
     save()
 elif noun == "catalog" and verb == "show":
-    cloud.get("object_store") or fail("service " + target + " not found")
-    print(target)
+    # As the real CLI (seen against tools.localcloud): a missing service is no error.
+    print(target if cloud.get("object_store") else "service " + target + " not found")
+elif noun == "catalog" and verb == "list":
+    print("\n".join(["identity", "compute", "network", "volumev3", "image", *(["object-store"] if cloud.get("object_store") else [])]))
 elif noun == "container" and verb == "list":
     cloud.get("object_store") or fail("public endpoint for object-store service not found")
     for container in cloud["containers"]:
