@@ -14,6 +14,11 @@ WHOLE_LAB_LIMIT_S = 300
 STRAY_REQUESTS = 1
 # keepalived's mcs_listening check on a master: fall 2, every second, plus the interval's phase.
 MCS_NOTICED_S = 3.0
+# keepalived's second gratuitous ARP burst after taking a VIP (vrrp_garp_master_delay, default
+# 5 s). A node that sent to the old holder a moment before may ignore the first burst (Linux
+# keeps a neighbour entry updated less than `locktime`, 1 s, ago): seen as answers 5 s after
+# the move in 1 of about 10 new-node runs. A real node's Ignition retries for far longer.
+GARP_REPEAT_S = 5.0
 
 
 def test_the_lab_ran_every_scenario_and_left_nothing_behind(lab_run: LabRun):
@@ -83,7 +88,8 @@ def test_a_new_node_gets_its_config_through_the_vip_from_whoever_holds_it(lab_ru
     assert result.figures["answered_only_by_the_holder"] == 1
     # The check notices a closed MCS after two failures a second apart (up to 3 s), then a
     # priority drop (not 0) waits out Master_Down_Interval.
-    assert result.answers_s is not None and result.answers_s <= MCS_NOTICED_S + lab_run.budget_s
+    assert result.moved_s is not None and result.moved_s <= MCS_NOTICED_S + lab_run.budget_s
+    assert result.answers_s is not None and result.answers_s <= result.moved_s + GARP_REPEAT_S + 1.0
     assert result.failed_outside <= STRAY_REQUESTS
 
 
