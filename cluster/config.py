@@ -676,8 +676,8 @@ def _root_volume_zones(c: Any) -> Iterable[str]:
 def _fips_ssh_keys(c: Any) -> Iterable[str]:
     # The installer's rule: FIPS mode takes only RSA and ECDSA keys.
     if c.fips:
-        kinds = sorted({line.split()[0] for line in c.ssh_key.splitlines() if line.strip()} - {"ssh-rsa"})
-        others = [kind for kind in kinds if not kind.startswith("ecdsa-sha2-nistp")]
+        kinds = {line.split()[0] for line in c.ssh_key.splitlines() if line.strip()}
+        others = sorted(kind for kind in kinds if kind != "ssh-rsa" and not kind.startswith("ecdsa-sha2-nistp"))
         if others:
             yield (
                 f"ocp:sshKey: {', '.join(others)} keys cannot be used with ocp:fips true (the installer refuses them): "

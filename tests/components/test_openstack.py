@@ -21,9 +21,12 @@ import yaml
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.firewall import exposure_table
+from cluster.installer import render_install_config, upi_manifests
 from ignition import assembly
-from tests.conftest import PULL_SECRET, diff, inputs_by_name, run, stack_config, with_section
-from tools.mock_run import ProgramRun, is_secret, unwrap
+from tests.certs import OTHER_CA
+from tests.conftest import PULL_SECRET, ROOT, STACK_FILES, deploy, diff, inputs_by_name, preview, run, stack_config, with_section
+from tools import sample_installer, toolchain
+from tools.mock_run import ProgramRun, deployed_from, is_secret, run_program, unwrap
 
 PORT = "openstack:networking/port:Port"
 INSTANCE = "openstack:compute/instance:Instance"
@@ -319,7 +322,6 @@ def test_every_input_carrying_a_secret_is_secret(dev_run):
 
 
 def test_stack_files_keep_no_plaintext_secrets():
-    from tests.conftest import STACK_FILES
 
     for path in STACK_FILES:
         assert "ocp:pullSecret: {" not in path.read_text() and "auths" not in path.read_text()
@@ -575,7 +577,6 @@ def test_nodes_read_nova_metadata_from_a_config_drive(dev_run):
 
 
 def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
-    from tests.conftest import deploy, preview
 
     config = stack_config("dev")
     state = deploy(config)
@@ -598,7 +599,6 @@ def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
 def test_the_bootstrap_gather_runs_from_where_pulumi_runs(dev_run):
     import shlex
 
-    from tools import toolchain
 
     bootstrap_port = dev_run.by_name("ocp4-bootstrap-node-port")
     fip = dev_run.by_name("ocp4-bootstrap-fip")
@@ -628,8 +628,6 @@ def test_a_bootstrap_reached_from_inside_gets_no_floating_ip_and_no_group_of_its
 
 
 def test_the_bootstrap_floating_ip_ssh_and_gather_go_with_the_bootstrap():
-    from tests.conftest import deploy
-    from tools.mock_run import deployed_from, run_program
 
     engine = deployed_from(deploy(stack_config("dev")))
     torn_down = run_program(with_section(stack_config("dev"), "bootstrap", enabled=False), engine=engine)
@@ -656,7 +654,6 @@ UNREACHABLE = "Unable to connect to the server: dial tcp: lookup api.ocp4.osd201
 def rotated_pointer() -> dict:
     """What the 4.19 MCO writes into worker-user-data-managed once it rotated the MCS CA: the
     pointer at the API VIP, trusting its own machine-config-server-ca bundle."""
-    from tests.certs import OTHER_CA
 
     ca = "data:text/plain;charset=utf-8;base64," + base64.b64encode(OTHER_CA.encode()).decode()
     return {
@@ -687,7 +684,6 @@ def stack_file(tmp_path, step: str, config: dict[str, str]) -> str:
 
 
 def plan(*args: str) -> subprocess.CompletedProcess:
-    from tests.conftest import ROOT
 
     return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True)
 
@@ -695,8 +691,6 @@ def plan(*args: str) -> subprocess.CompletedProcess:
 def installer_configs(tmp_path, release: str | None, monkeypatch) -> str:
     """The dev stack's configs as `openshift-install` of that release leaves them after the UPI
     edits (the fake installer, shaped like 4.19.0-ec.5 but for its channel), for installer.assetsDir."""
-    from cluster.installer import render_install_config, upi_manifests
-    from tools import sample_installer
 
     if release:
         monkeypatch.setenv("SAMPLE_INSTALLER_RELEASE", release)
@@ -761,8 +755,6 @@ def test_a_4_19_scale_up_that_cannot_read_the_cluster_is_refused_with_what_to_do
     assert "Make the API (https://api.ocp4.osd2019.local:6443) reachable" in message
     assert "client-key-data" not in message and "BEGIN" not in message
     # No server for it: the same edit under the mock engine registers none.
-    from tests.conftest import deploy, preview
-    from tools.mock_run import deployed_from, run_program
 
     installed = stack_config("dev", installer={"assetsDir": installer_configs(tmp_path / "mock", None, monkeypatch), "oc": str(cluster_api["oc"])})
     torn_down = with_section(installed, "bootstrap", enabled=False)

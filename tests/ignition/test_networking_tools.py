@@ -374,21 +374,23 @@ options edns0 trust-ad
 """
 
 
+def prepender(tmp_path: Path, config, node, path: str = "/usr/sbin:/usr/bin:/sbin:/bin") -> tuple[Path, Path, Path, dict[str, str]]:
+    """The node's resolv.conf prepender in `tmp_path`: (script, NetworkManager's file, the
+    resolv.conf it writes, its environment with `path` as PATH)."""
+    script = tmp_path / "local-dns-prepender"
+    script.write_bytes(files_of(config, node)[PREPENDER])
+    upstream, target = tmp_path / "nm-resolv.conf", tmp_path / "etc" / "resolv.conf"
+    target.parent.mkdir()
+    env = {"PATH": path, "NM_RESOLV_CONF": str(upstream), "RESOLV_CONF": str(target), "TMPDIR": str(tmp_path)}
+    return script, upstream, target, env
+
+
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_the_prepender_puts_the_node_first(tmp_path: Path, shell: str):
     need(shell, "awk", "mktemp")
     config = standalone_config()
     node = plan_addresses(config).masters[1]
-    script = tmp_path / "local-dns-prepender"
-    script.write_bytes(files_of(config, node)[PREPENDER])
-    upstream, target = tmp_path / "nm-resolv.conf", tmp_path / "etc" / "resolv.conf"
-    target.parent.mkdir()
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "NM_RESOLV_CONF": str(upstream),
-        "RESOLV_CONF": str(target),
-        "TMPDIR": str(tmp_path),
-    }
+    script, upstream, target, env = prepender(tmp_path, config, node)
 
     # At boot, before NetworkManager wrote anything: nothing to do, and no failure.
     assert "does not exist yet" in subprocess.run([shell, str(script)], env=env, check=True, capture_output=True, text=True).stdout
@@ -420,13 +422,10 @@ def test_the_prepender_catches_up_with_a_change_made_while_it_ran(tmp_path: Path
     need("sh", "awk", "mktemp")
     config = standalone_config()
     node = plan_addresses(config).masters[0]
-    script = tmp_path / "local-dns-prepender"
-    script.write_bytes(files_of(config, node)[PREPENDER])
-    upstream, target = tmp_path / "nm-resolv.conf", tmp_path / "etc" / "resolv.conf"
-    target.parent.mkdir()
+    bin_dir = tmp_path / "bin"
+    script, upstream, target, env = prepender(tmp_path, config, node, f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin")
     upstream.write_text(UPSTREAM)
     # awk that, on its first run, stands in for NetworkManager writing meanwhile.
-    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     awk = bin_dir / "awk"
     awk.write_text(
@@ -434,12 +433,6 @@ def test_the_prepender_catches_up_with_a_change_made_while_it_ran(tmp_path: Path
         f'exec {shutil.which("awk")} "$@"\n'
     )
     awk.chmod(0o755)
-    env = {
-        "PATH": f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin",
-        "NM_RESOLV_CONF": str(upstream),
-        "RESOLV_CONF": str(target),
-        "TMPDIR": str(tmp_path),
-    }
     subprocess.run(["sh", str(script)], env=env, check=True)
     assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.40.0.1\n"
 
