@@ -3,8 +3,10 @@
     python3 toolchain/build.py            # what `bash .ci/toolchain` runs
 
 Everything comes from toolchain/pins.toml. Each binary is built from a small module of our
-own (toolchain/modules/<name>: go.mod, go.sum, tools.go), which this script rewrites when
-the pins moved (that needs the module proxy; commit the result). Builds go into a cache
+own (toolchain/modules/<name>: go.mod, go.sum, and tools.go naming the upstream main package,
+or main.go, a main of our own, for a plugin whose upstream main cannot be had), which this
+script rewrites when the pins moved (that needs the module proxy; commit the result). Each
+provider plugin built is installed into .toolchain/pulumi-home at the version its SDK asks for. Builds go into a cache
 outside the clone, one directory per component keyed by everything that shapes the binary,
 so a second checkout on the same machine only lays out .toolchain/ (seconds). Pinned
 modules the proxy refuses are reported as missing, with the proxy's answer; they fail
@@ -52,10 +54,12 @@ class Component:
     plugin: str | None = None
     plugin_version: str | None = None
     wanted: str | None = None
+    own_main: bool = False  # main.go of ours in the module directory instead of an upstream main package
+    replace: tuple[str, ...] = ()  # `old => new version` lines to repeat, beyond the upstream module's own
     extra: dict[str, str] = field(default_factory=dict)
 
     def fill(self, text: str) -> str:
-        return text.format(module=self.module, version=self.version, **self.extra)
+        return text.format(module=self.module, version=self.version, plugin_version=self.plugin_version, **self.extra)
 
     @property
     def buildable(self) -> bool:
@@ -144,7 +148,7 @@ def wanted_go_mod(component: Component, upstream_go_mod: str | None) -> str:
     lines += [f"\t{component.module} {component.version}"]
     lines += [f"\t{path} {component.fill(version)}" for path, version in sorted(component.require.items())]
     lines += [")"]
-    replaces = upstream_replaces(upstream_go_mod or "")
+    replaces = [*component.replace, *(line for line in upstream_replaces(upstream_go_mod or "") if line not in component.replace)]
     if replaces:
         lines += ["", "replace (", *[f"\t{line}" for line in replaces], ")"]
     return "\n".join(lines) + "\n"
@@ -187,14 +191,19 @@ def pinned_requirement(go_mod: str, module: str) -> str | None:
     return match.group(1) if match else None
 
 
+def module_files(component: Component) -> tuple[str, ...]:
+    return ("go.mod", "go.sum", "main.go" if component.own_main else "tools.go")
+
+
 def module_is_current(component: Component) -> bool:
     directory = component.module_dir
     go_mod = directory / "go.mod"
-    if not (go_mod.is_file() and (directory / "go.sum").is_file() and (directory / "tools.go").is_file()):
+    if not all((directory / name).is_file() for name in module_files(component)):
         return False
     text = go_mod.read_text()
     pins = {component.module: component.version, **{p: component.fill(v) for p, v in component.require.items()}}
-    return all(pinned_requirement(text, path) == version for path, version in pins.items())
+    replaced = upstream_replaces(text)
+    return all(pinned_requirement(text, path) == version for path, version in pins.items()) and all(line in replaced for line in component.replace)
 
 
 def sync_module(component: Component) -> bool:
@@ -205,7 +214,11 @@ def sync_module(component: Component) -> bool:
     directory.mkdir(parents=True, exist_ok=True)
     print(f"toolchain: {component.name}: the pins moved, rewriting {directory.relative_to(ROOT)} (commit it)")
     env = go_env(component, readonly=False)
-    (directory / "tools.go").write_text(tools_go(component))
+    if component.own_main:
+        if not (directory / "main.go").is_file():
+            raise BuildError(f"{component.name}: {directory / 'main.go'} is missing (written by hand, committed)")
+    else:
+        (directory / "tools.go").write_text(tools_go(component))
     (directory / "go.sum").unlink(missing_ok=True)
     (directory / "go.mod").write_text(wanted_go_mod(component, None))
     upstream = module_source(component, env) / "go.mod"
@@ -222,11 +235,16 @@ def cache_root() -> Path:
     return Path(base)
 
 
+LATER_FIELDS = {"own_main": False, "replace": ()}
+
+
 def cache_key(component: Component, go_version_text: str) -> str:
     digest = hashlib.sha256()
-    for part in (RECIPE, go_version_text, json.dumps(component.__dict__, sort_keys=True, default=list)):
+    # Fields added later count only when set, so that adding one does not rebuild what was built before.
+    shaping = {key: value for key, value in component.__dict__.items() if key not in LATER_FIELDS or value != LATER_FIELDS[key]}
+    for part in (RECIPE, go_version_text, json.dumps(shaping, sort_keys=True, default=list)):
         digest.update(part.encode() + b"\0")
-    for name in ("go.mod", "go.sum", "tools.go"):
+    for name in module_files(component):
         digest.update((component.module_dir / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -243,7 +261,7 @@ def build(component: Component, target: Path) -> float:
         args = ["build", "-trimpath", "-ldflags", ldflags, "-o", str(bin_dir / component.binary)]
         if component.tags:
             args += ["-tags", ",".join(component.tags)]
-        go([*args, f"{component.module}/{component.package}"], component.module_dir, env)
+        go([*args, "." if component.own_main else f"{component.module}/{component.package}"], component.module_dir, env)
         source = module_source(component, env) if component.beside or component.data else None
         for relative in component.beside:
             copied = bin_dir / Path(relative).name
@@ -322,6 +340,8 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
             )
             wrapper.chmod(0o755)
             continue
+        if status[name].get("plugin"):  # type: ignore[union-attr]
+            continue  # into PULUMI_HOME below, never on PATH
         for executable in sorted((directory / "bin").iterdir()):
             _place(executable, bin_dir / executable.name)
     for sub in ("pulumi-home", "state"):
@@ -329,6 +349,26 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
     switches = "".join(f"# {why[0].upper()}{why[1:]}.\nexport {name}=true\n" for name, why in CLI_SWITCHES.items())
     (LAYOUT / "env").write_text(ENV_FILE.format(root=ROOT, switches=switches))
     (LAYOUT / "status.json").write_text(json.dumps(status, indent=2, sort_keys=True) + "\n")
+    for name, directory in built.items():
+        plugin = status[name].get("plugin")  # type: ignore[union-attr]
+        if plugin:
+            install_plugin(*plugin.split(), next((directory / "bin").iterdir()))
+
+
+def install_plugin(kind_name: str, version: str, binary: Path) -> None:
+    """`pulumi plugin install resource <name> <version> --file <binary>` into .toolchain/pulumi-home."""
+    env = {**os.environ, "PULUMI_HOME": str(LAYOUT / "pulumi-home"), **dict.fromkeys(CLI_SWITCHES, "true")}
+    pulumi = LAYOUT / "bin" / "pulumi"
+    if not pulumi.is_file():
+        raise BuildError(f"cannot install the {kind_name} plugin: {pulumi} is not built")
+    result = subprocess.run(
+        [str(pulumi), "plugin", "install", "resource", kind_name, version, "--file", str(binary), "--reinstall"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise BuildError(f"pulumi plugin install resource {kind_name} {version}: {result.stderr.strip()[-1000:]}")
 
 
 def main() -> int:
@@ -376,7 +416,11 @@ def main() -> int:
         built[component.name] = target
         entry["path"] = str(target)
         status[component.name] = entry
-    lay_out(built, status)
+    try:
+        lay_out(built, status)
+    except BuildError as error:
+        print(f"toolchain: {error}", file=sys.stderr)
+        return 1
     print(f"toolchain: laid out {LAYOUT.relative_to(ROOT)}/ (bin: {', '.join(sorted(p.name for p in (LAYOUT / 'bin').iterdir()))}); `. .toolchain/env` to use it")
     for line in missing:
         print(f"toolchain: missing {line}")

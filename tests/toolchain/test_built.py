@@ -95,3 +95,22 @@ def test_a_second_run_on_this_machine_only_lays_out_the_checkout():
     assert result.returncode == 0, result.stderr
     assert "building" not in result.stdout and "built before" in result.stdout
     assert seconds < 60, f"{seconds:.0f} s"
+
+
+def test_each_plugin_built_is_installed_at_its_sdks_version_and_answers_the_engine():
+    need("pulumi")
+    built = [c for c in PINS.values() if c.plugin and c.buildable]
+    assert built, "no provider plugin is built"
+    listed = json.loads(sourced("pulumi plugin ls --json").stdout or "[]")
+    installed = {(p["name"], p["kind"], p["version"]): p for p in listed}
+    for component in built:
+        plugin = installed.get((component.plugin, "resource", component.plugin_version))
+        assert plugin, f"{component.plugin} {component.plugin_version} is not in .toolchain/pulumi-home: {sorted(installed)}"
+        # The engine starts a plugin, which prints the port it serves gRPC on, then stops it.
+        executable = ROOT / ".toolchain" / "pulumi-home" / "plugins" / f"resource-{component.plugin}-v{component.plugin_version}" / f"pulumi-resource-{component.plugin}"
+        started = subprocess.Popen([executable], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert started.stdout.readline().strip().isdigit()
+        finally:
+            started.kill()
+            started.wait()
