@@ -18,6 +18,7 @@ Secrets are compared by value in memory and shown only as "(secret) changed".
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -94,18 +95,47 @@ class Change:
 def with_ignored(inputs: Mapping[str, Any], deployed: Mapping[str, Any], ignore: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
     """The inputs the engine diffs: ignored properties take their deployed value. Returns
     them and the ignored properties whose value the program did change."""
-    effective = dict(inputs)
+    effective = copy.deepcopy(dict(inputs))
     suppressed = []
     for path in ignore:
-        key = path.split(".")[0].split("[")[0]
-        if effective.get(key) != deployed.get(key):
-            suppressed.append(key)
+        steps = _steps(path)
+        if _get(effective, steps) != _get(deployed, steps):
+            suppressed.append(path)
         # As the engine's PropertyPath.Reset: the deployed value, or none if it had none.
-        if key in deployed:
-            effective[key] = deployed[key]
-        else:
-            effective.pop(key, None)
+        _reset(effective, steps, _get(deployed, steps))
     return effective, sorted(suppressed)
+
+
+_ABSENT = object()
+
+
+def _steps(path: str) -> list[str | int]:
+    """`a.b[0].c` -> ["a", "b", 0, "c"]."""
+    return [int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", path)]
+
+
+def _get(value: Any, steps: list[str | int]) -> Any:
+    for step in steps:
+        if isinstance(step, int) and isinstance(value, list) and step < len(value):
+            value = value[step]
+        elif isinstance(step, str) and isinstance(value, Mapping) and step in value:
+            value = value[step]
+        else:
+            return _ABSENT
+    return value
+
+
+def _reset(value: Any, steps: list[str | int], deployed: Any) -> None:
+    """Sets the value at `steps` to the deployed one (or removes it), where its parent exists."""
+    parent = _get(value, steps[:-1])
+    last = steps[-1]
+    if isinstance(last, str) and isinstance(parent, dict):
+        if deployed is _ABSENT:
+            parent.pop(last, None)
+        else:
+            parent[last] = copy.deepcopy(deployed)
+    elif isinstance(last, int) and isinstance(parent, list) and last < len(parent) and deployed is not _ABSENT:
+        parent[last] = copy.deepcopy(deployed)
 
 
 def changed_paths(old: Any, new: Any, path: str = "") -> list[str]:

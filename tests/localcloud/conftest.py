@@ -17,7 +17,10 @@ import pytest
 
 from tools.localcloud.cloud import answering
 from tools.localcloud.layout import CLOUD, Layout
-from tools.localcloud.processes import running
+from tools.localcloud.libvirt import PROCESS, Libvirt
+from tools.localcloud.libvirt import missing_programs as libvirt_missing
+from tools.localcloud.processes import recorded, running
+from tools.netns import host_links
 from tools.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,3 +83,40 @@ def sdk(cloud: Layout, code: str, **values) -> object:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
+
+
+# --- the local libvirt (tools/localcloud/libvirt.py) ---
+
+
+def localvirt(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.localcloud", *argv, "--libvirt"], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="package")
+def local_libvirt() -> Libvirt:
+    missing = libvirt_missing()
+    if missing:
+        pytest.skip(f"the local libvirt needs {', '.join(missing)} (.ci/run installs them)")
+    if os.geteuid() != 0:
+        pytest.skip("the local libvirt needs root")
+    layout = Layout.default()
+    already = running(layout, PROCESS)
+    links = host_links()
+    started = localvirt("up")
+    assert started.returncode == 0, f"`python -m tools.localcloud up --libvirt` failed:\n{started.stdout[-3000:]}{started.stderr[-3000:]}"
+    yield Libvirt(layout)
+    if not already:
+        stopped = localvirt("down")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert not recorded(layout, PROCESS)
+        assert not Path("/run/netns", Libvirt(layout).namespace).exists()
+    assert host_links() == links, "the local libvirt changed the host's links"
+
+
+def libvirt_exports(local_libvirt: Libvirt) -> dict[str, str]:
+    done = localvirt("env")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {
+        key: value.strip("'")
+        for key, _, value in (line.removeprefix("export ").partition("=") for line in done.stdout.splitlines() if line.startswith("export "))
+    }

@@ -7,6 +7,11 @@ up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Key
 down    stops exactly the processes `up` started (their PID files), keeping the data.
 status  each process: running or not, PID, RSS; where the logs are.
 env     the exports a shell needs: `eval "$(venv/bin/python -m tools.localcloud env)"`.
+
+--libvirt: the same four for the local libvirt instead (tools/localcloud/libvirt.py): libvirtd
+        confined to a network namespace of its own, the pool `default`, a stand-in boot image, and
+        the domain type this host runs; `env --libvirt` prints LIBVIRT_DEFAULT_URI, OCP_LIBVIRT_IMAGE
+        and OCP_LIBVIRT_DOMAIN_TYPE for a stack's ocp:libvirt.uri, .image and .domainType.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import sys
 import time
 
+from tools.localcloud import libvirt
 from tools.localcloud.cloud import down, environment, status, up
 from tools.localcloud.layout import Layout
 from tools.localcloud.processes import Failed
@@ -27,10 +33,14 @@ def say(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.localcloud", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("up", "down", "status", "env"))
-    command = parser.parse_args(argv).command
+    parser.add_argument("--libvirt", action="store_true", help="the local libvirt instead of the local OpenStack")
+    arguments = parser.parse_args(argv)
+    command = arguments.command
     layout = Layout.default()
     began = time.monotonic()
     try:
+        if arguments.libvirt:
+            return _libvirt(command, layout, began)
         if command == "up":
             up(layout, say)
             say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m tools.localcloud env)"` then `openstack server list`')
@@ -44,6 +54,22 @@ def main(argv: list[str] | None = None) -> int:
     except Failed as error:
         say(f"failed: {error}")
         return 1
+    return 0
+
+
+def _libvirt(command: str, layout: Layout, began: float) -> int:
+    if command == "up":
+        local = libvirt.up(layout, say)
+        say(
+            f'libvirt up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m tools.localcloud env --libvirt)"` then `virsh list --all` ({local.uri})'
+        )
+    elif command == "down":
+        stopped = libvirt.down(layout, say)
+        say(f"stopped {len(stopped)} in {time.monotonic() - began:.0f} s; definitions, pool and image kept in {libvirt.Libvirt(layout).root}")
+    elif command == "status":
+        print(libvirt.status(layout))
+    else:
+        print(libvirt.environment(layout))
     return 0
 
 
