@@ -334,6 +334,21 @@ class OpenStack(Model):
     ssh_allowed_cidr: Cidr | None = None
 
 
+DOMAIN_TYPES = ("kvm", "qemu")
+
+
+def _domain_type(value: Any) -> Any:
+    if value not in DOMAIN_TYPES:
+        raise ValueError(
+            f"{value!r} is not a domain type: write kvm (hardware virtualisation, the default) or qemu "
+            "(software emulation, far slower: for a host without usable KVM)"
+        )
+    return value
+
+
+DomainType = Annotated[Literal["kvm", "qemu"], BeforeValidator(_domain_type)]
+
+
 class Libvirt(Model):
     """libvirt/KVM: which host, where the disks live, the image they start from, the network they join."""
 
@@ -349,6 +364,9 @@ class Libvirt(Model):
     # existing libvirt network or a host bridge, by name, whose DHCP is the owner's to arrange.
     network: NonEmpty | None = None
     bridge: NonEmpty | None = None
+    # kvm: hardware virtualisation. qemu: software emulation (TCG), far slower, for hosts without
+    # usable KVM; components/libvirt/common.py picks each one's CPU mode.
+    domain_type: DomainType = "kvm"
 
     @field_validator("image")
     @classmethod

@@ -71,6 +71,11 @@ EFFECTS: dict[str, Effect] = {
     "libvirt.pool": Effect("refuse", "every disk and ignition file lives in that pool"),
     "libvirt.network": Effect("refuse", "every node's NIC is on that network"),
     "libvirt.bridge": Effect("refuse", "every node's NIC is on that bridge"),
+    "libvirt.domainType": Effect(
+        "refuse",
+        "the provider cannot change a domain's type or CPU mode in place: every domain would be replaced, all masters "
+        f"at once: {_NEW_CLUSTER}",
+    ),
     "installer.generation": Effect("refuse", "a new generation means a new PKI and infra ID that the running masters do not have"),
     "networking.apiVrid": Effect("refuse", _AGREE),
     "networking.ingressVrid": Effect("refuse", _AGREE),
@@ -194,7 +199,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     problems: list[str] = []
     warnings: list[str] = []
     if record is not None and record.stack is not None:
-        installed = dict(record.stack)
+        installed = _with_keys_older_records_lack(dict(record.stack))
         if record.generation != config.installer.generation:
             problems.append(
                 f"ocp:installer.generation: {config.installer.generation}, but this cluster's configs are generation "
@@ -238,6 +243,14 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
             "otherwise start over: `pulumi destroy`, then `pulumi up` makes new configs"
         )
     return Review(tuple(problems), tuple(warnings))
+
+
+def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
+    """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
+    then was kvm, so a change to qemu is refused there too."""
+    if "libvirt.uri" in installed:
+        installed.setdefault("libvirt.domainType", "kvm")
+    return installed
 
 
 _SECRET_KEYS = ("pullSecret",)

@@ -15,6 +15,7 @@ from pulumi.runtime.config import CONFIG, get_config_env
 from cluster.addresses import AddressPlan, plan_addresses
 from cluster.config import ClusterConfig, ConfigError, load_config, pem_bundle_problem
 from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
+from cluster.preflight import libvirt_host_problems
 
 
 def now() -> float:
@@ -35,7 +36,8 @@ def read_config() -> tuple[ClusterConfig, AddressPlan]:
 
 
 def check_local_files(config: ClusterConfig, stack: str) -> None:
-    """Files the program reads or writes on the machine that runs it; a problem stops it before any resource."""
+    """Files the program reads or writes on the machine that runs it, and /dev/kvm for kvm domains there; a
+    problem stops it before any resource."""
     problems = []
     installer = config.installer
     if installer.assets_dir is not None:
@@ -53,6 +55,7 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
                 "by emptying its directory: name a new directory (default assets/<stack>)"
             )
     problems += clouds_yaml_ca(config)[1]
+    problems += libvirt_host_problems(config)
     key_file = config.bootstrap.helper.ssh_private_key_file
     if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
         if not Path(key_file).expanduser().is_file():

@@ -8,15 +8,20 @@ day-2 table states these effects; cluster/day2.py classifies every key.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+from cluster import preflight
 from cluster.config import ClusterConfig
 from cluster.day2 import EFFECTS, effect_of
+from cluster.installer import RECORD_FILE, bundle, unbundle
 from tests.certs import TEST_CA
 from tests.conftest import Preview, deploy, preview, stack_config, with_section
 from tools.mock_run import deployed_from, run_program
@@ -149,6 +154,8 @@ KVM_EDITS = [
     Edit("kvm libvirt.uri", section("libvirt", uri="qemu+ssh://other/system"), refused="ocp:libvirt.uri", stack="kvm"),
     Edit("kvm libvirt.network", section("libvirt", network="default"), refused="ocp:libvirt.network", stack="kvm"),
     Edit("kvm libvirt.bridge", section("libvirt", bridge="br0"), refused="ocp:libvirt.bridge", stack="kvm"),
+    Edit("kvm libvirt.domainType", section("libvirt", domainType="qemu"), refused='ocp:libvirt.domainType: was "kvm" at install, now "qemu"', stack="kvm"),
+    Edit("kvm libvirt.domainType qemu -> kvm", section("libvirt", domainType="kvm"), refused='ocp:libvirt.domainType: was "qemu" at install, now "kvm"', stack="kvm", base=section("libvirt", domainType="qemu")),
     Edit("kvm masters.memoryMib", section("masters", memoryMib=32768), warns=("masters.memoryMib",), stack="kvm"),
     Edit("kvm masters.diskGib", section("masters", diskGib=200), warns=("masters.diskGib",), stack="kvm"),
     Edit("kvm workers.vcpus", section("workers", vcpus=8), warns=("workers.vcpus",), stack="kvm"),
@@ -177,6 +184,14 @@ STANDALONE_EDITS = [
 ]
 
 EDITS = DEV_EDITS + KVM_EDITS + STANDALONE_EDITS
+
+
+@pytest.fixture(scope="module", autouse=True)
+def usable_kvm():
+    """The kvm edits must not depend on this machine's KVM: a device that opens read-write stands in for /dev/kvm."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preflight, "KVM_DEVICE", Path(os.devnull))
+        yield
 _deployed: dict[tuple[str, str], list] = {}
 
 
@@ -287,6 +302,30 @@ def test_the_same_config_twice_gives_identical_inputs():
     result = preview(state, base)
     assert {name: c.action for name, c in result.changes.items() if c.action != "same"} == {}
     assert result.warnings == []
+
+
+def _without_in_record(state: list[dict], key: str) -> list[dict]:
+    """The state of a stack whose install record was written before `key` existed."""
+    state = copy.deepcopy(state)
+    (run,) = [resource for resource in state if resource["name"] == "installer-run"]
+    files = unbundle(run["outputs"]["stdout"])
+    record = json.loads(files[RECORD_FILE])
+    del record["stack"][key]
+    files[RECORD_FILE] = json.dumps(record).encode()
+    run["outputs"]["stdout"] = bundle(files)
+    return state
+
+
+def test_a_kvm_stack_installed_before_the_domain_type_key_keeps_its_domains():
+    base, state = deployed(next(edit for edit in KVM_EDITS if edit.id == "kvm libvirt.domainType"))
+    older = _without_in_record(state, "libvirt.domainType")
+    unchanged = preview(older, base, "kvm")
+    assert unchanged.error is None and unchanged.warnings == []
+    assert {name: c.action for name, c in unchanged.changes.items() if c.action != "same"} == {}
+    # Every domain then was kvm: qemu would replace them all.
+    emulated = preview(older, with_section(base, "libvirt", domainType="qemu"), "kvm")
+    assert emulated.error is not None and 'ocp:libvirt.domainType: was "kvm" at install, now "qemu"' in emulated.error
+    assert {r.type for r in emulated.registered if r.custom} <= COMMAND_TYPES
 
 
 def _leaf_keys(model: type, prefix: str = "") -> set[str]:

@@ -25,6 +25,19 @@ def mac_address(ip: IPv4Address) -> str:
     return ":".join(f"{octet:02x}" for octet in (*MAC_PREFIX, *ip.packed[1:]))
 
 
+def domain_kind(domain_type: str) -> tuple[str | None, str]:
+    """The domain's `type` input (None: left out) and its CPU mode, for ocp:libvirt.domainType.
+
+    RHCOS 4.13+ needs x86-64-v2, which QEMU's default CPU model lacks. kvm: host-passthrough,
+    and no `type`, as before the key existed: the provider's default is kvm, and `type` and
+    `cpu` are ForceNew, so a running kvm domain must see neither change. qemu (TCG): libvirt
+    refuses host-passthrough there; host-model becomes a named model TCG runs, with x86-64-v2.
+    """
+    if domain_type == "qemu":
+        return "qemu", "host-model"
+    return None, "host-passthrough"
+
+
 @dataclass(frozen=True)
 class Attachment:
     """Where a node's NIC plugs in: exactly one of a network id (ours), a network name, a bridge."""

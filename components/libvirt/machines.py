@@ -27,7 +27,7 @@ from cluster.addresses import Node
 from cluster.config import RoleBase
 from cluster.installer import InstallerAssets
 from components.drain import drain_command
-from components.libvirt.common import GIB, Attachment, ClusterContext, mac_address
+from components.libvirt.common import GIB, Attachment, ClusterContext, domain_kind, mac_address
 
 
 def disk_name(node: Node) -> str:
@@ -76,13 +76,15 @@ class Machine(pulumi.ComponentResource):
             format="qcow2",
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=FIRST_BOOT_DISK)),
         )
+        domain_type, cpu_mode = domain_kind(cluster.libvirt.domain_type)
         self.domain = libvirt.Domain(
             f"{name}-domain",
             name=node.name,
+            # Only qemu passes a type: a kvm domain's inputs stay as they were before the key existed.
+            **({"type": domain_type} if domain_type else {}),
             vcpu=vcpus,
             memory=memory_mib,
-            # RHCOS 4.13+ needs x86-64-v2; QEMU's default CPU model lacks it.
-            cpu=libvirt.DomainCpuArgs(mode="host-passthrough"),
+            cpu=libvirt.DomainCpuArgs(mode=cpu_mode),
             disks=[libvirt.DomainDiskArgs(volume_id=disk.id)],
             network_interfaces=[
                 libvirt.DomainNetworkInterfaceArgs(

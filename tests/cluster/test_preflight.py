@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import ast
+import errno
+import os
 from pathlib import Path
 
+import pytest
+
+from cluster import preflight
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
-from cluster.preflight import CloudFacts, Existing, Flavor, Image, Quota, footprint, problems, wanted
+from cluster.preflight import (
+    CloudFacts,
+    Existing,
+    Flavor,
+    Image,
+    Quota,
+    footprint,
+    libvirt_host_problems,
+    libvirt_is_local,
+    problems,
+    wanted,
+)
 from tests.conftest import stack_config, with_section
 
 FLAVORS = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40), "m1.small": Flavor(1, 2048, 20)}
@@ -114,3 +130,64 @@ def test_the_pure_core_imports_no_pulumi():
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not [name for name in imported if name.startswith("pulumi")]
+
+
+# --------------------------------------------------------------------------- libvirt: KVM on this machine
+
+MISSING = Path("/nonexistent/kvm")
+
+
+def kvm(**libvirt):
+    return load_config(with_section(stack_config("kvm"), "libvirt", **libvirt))
+
+
+@pytest.mark.parametrize(
+    "uri,local",
+    [
+        ("qemu:///system", True),
+        ("qemu:///session", True),
+        ("qemu:///system?socket=/run/libvirt/virtqemud-sock", True),
+        ("qemu+unix:///system", True),
+        ("qemu+ssh://root@kvm-host/system", False),
+        ("qemu+tcp://kvm-host/system", False),
+        ("qemu://kvm-host/system", False),
+    ],
+)
+def test_which_uris_name_this_machine(uri, local):
+    assert libvirt_is_local(uri) is local
+
+
+def test_a_local_kvm_stack_needs_a_kvm_device_it_can_open(tmp_path):
+    device = tmp_path / "kvm"
+    device.write_text("")
+    assert libvirt_host_problems(kvm(), device) == []
+    (problem,) = libvirt_host_problems(kvm(), MISSING)
+    assert problem.startswith("ocp:libvirt.domainType: kvm (the default), but there is no /nonexistent/kvm on this machine")
+    assert "set ocp:libvirt.domainType: qemu (software emulation, far slower" in problem and "enable KVM" in problem
+    (problem,) = libvirt_host_problems(kvm(uri="qemu:///session?socket=/run/user/1000/libvirt/virtqemud-sock"), tmp_path)
+    assert f"but {tmp_path} cannot be opened read-write (Is a directory)" in problem
+    assert "ocp:libvirt.uri qemu:///session?socket=" in problem
+
+
+def test_no_kvm_check_for_qemu_a_remote_host_or_openstack():
+    assert libvirt_host_problems(kvm(domainType="qemu"), MISSING) == []
+    assert libvirt_host_problems(kvm(uri="qemu+ssh://root@kvm-host/system"), MISSING) == []
+    assert libvirt_host_problems(load_config(stack_config("dev")), MISSING) == []
+
+
+def test_a_device_this_user_may_not_open_is_no_proof_for_the_system_instance(monkeypatch):
+    """qemu:///system runs QEMU as libvirt's own user (in the kvm group): only the session's QEMU runs as us."""
+    real_open = os.open
+
+    def refused(path, *args, **kwargs):
+        if Path(path) == MISSING:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(preflight.os, "open", refused)
+    monkeypatch.setattr(preflight.os, "geteuid", lambda: 1000)
+    assert libvirt_host_problems(kvm(), MISSING) == []
+    (problem,) = libvirt_host_problems(kvm(uri="qemu:///session"), MISSING)
+    assert "/nonexistent/kvm cannot be opened read-write (Permission denied)" in problem
+    monkeypatch.setattr(preflight.os, "geteuid", lambda: 0)  # root refused: nobody may open it (a container's device rules)
+    assert len(libvirt_host_problems(kvm(), MISSING)) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from cluster import preflight
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
+from components.libvirt.common import domain_kind
 from ignition import assembly
 from tests.conftest import PULL_SECRET, deploy, diff, inputs_by_name, preview, run_recording, stack_config, with_section
 from tools.mock_run import ProgramRun, Resource, is_secret, run_program, unwrap
@@ -63,6 +66,15 @@ def dhcp_ranges(xslt: str) -> list[tuple[IPv4Address, IPv4Address]]:
     keep = dhcp.findall(f"{XSL}apply-templates")
     assert any(k.get("select") == "node()[not(self::range)]" for k in keep)
     return [(IPv4Address(r.get("start")), IPv4Address(r.get("end"))) for r in dhcp.findall("range")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def usable_kvm():
+    """The kvm stack's resources must not depend on this machine's KVM: a device that opens
+    read-write stands in for /dev/kvm (the check itself: tests/cluster/test_preflight.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preflight, "KVM_DEVICE", Path(os.devnull))
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +227,55 @@ def test_domain_sizes(kvm_run):
     assert (sizes["kvm4-worker-0"]["vcpu"], sizes["kvm4-worker-0"]["memory"]) == (4, 8192)
     assert all(s["cpu"] == {"mode": "host-passthrough"} for s in sizes.values())
     assert sizes["kvm4-bootstrap"]["autostart"] is False and sizes["kvm4-master-0"]["autostart"] is True
+
+
+# --------------------------------------------------------------------------- the domain type
+
+
+def domains_of(program_run: ProgramRun) -> dict[str, dict[str, Any]]:
+    return {unwrap(d.inputs["name"]): unwrap(d.inputs) for d in program_run.of_type(DOMAIN)}
+
+
+def test_one_place_decides_the_domain_type_and_cpu_mode():
+    assert domain_kind("kvm") == (None, "host-passthrough")
+    assert domain_kind("qemu") == ("qemu", "host-model")
+
+
+def test_kvm_domains_pass_no_type_and_keep_host_passthrough(kvm_run):
+    """`type` and `cpu` are ForceNew in the provider: a stack deployed before ocp:libvirt.domainType
+    existed must see neither change, whether the key is left out or says kvm."""
+    explicit = run(with_section(kvm_config(), "libvirt", domainType="kvm"))
+    for domains in (domains_of(kvm_run), domains_of(explicit)):
+        assert len(domains) == 6  # bootstrap, masters, workers
+        for inputs in domains.values():
+            assert "type" not in inputs and inputs["cpu"] == {"mode": "host-passthrough"}
+    assert json.dumps(inputs_by_name(explicit), sort_keys=True) == json.dumps(inputs_by_name(kvm_run), sort_keys=True)
+
+
+def test_qemu_gives_every_domain_type_qemu_and_host_model_and_nothing_else(kvm_run, monkeypatch):
+    monkeypatch.setattr(preflight, "KVM_DEVICE", Path("/nonexistent/kvm"))  # software emulation needs no KVM
+    kvm, qemu = domains_of(kvm_run), domains_of(run(with_section(kvm_config(), "libvirt", domainType="qemu")))
+    assert set(qemu) == set(kvm)
+    for name, inputs in qemu.items():
+        # libvirt refuses host-passthrough for a qemu domain; host-model gives TCG a named model with x86-64-v2.
+        assert inputs["type"] == "qemu" and inputs["cpu"] == {"mode": "host-model"}
+        assert {k: v for k, v in inputs.items() if k not in ("type", "cpu")} == {k: v for k, v in kvm[name].items() if k != "cpu"}
+
+
+def test_a_kvm_stack_on_this_machine_without_kvm_stops_before_any_resource(monkeypatch):
+    monkeypatch.setattr(preflight, "KVM_DEVICE", Path("/nonexistent/kvm"))
+    recorded, error = run_recording(kvm_config(), stack="kvm")
+    assert isinstance(error, pulumi.RunError), error
+    message = str(error)
+    assert message.startswith("invalid stack configuration:\n  ocp:libvirt.domainType: kvm (the default), but there is no /nonexistent/kvm")
+    assert "set ocp:libvirt.domainType: qemu (software emulation, far slower" in message and "enable KVM" in message
+    assert recorded.resources == []
+    # qemu needs no KVM; a remote host's KVM is not this machine's to check.
+    for config in (
+        with_section(kvm_config(), "libvirt", domainType="qemu"),
+        with_section(kvm_config(), "libvirt", uri="qemu+ssh://root@kvm.example.com/system"),
+    ):
+        assert run_recording(config, stack="kvm")[1] is None
 
 
 def test_sizes_default_per_role_when_left_out():
@@ -530,6 +591,8 @@ BAD_CONFIGS = [
     (with_section(KVM, "libvirt", image=""), "ocp:libvirt.image"),
     (with_section(KVM, "libvirt", network="default", bridge="br0"), "ocp:libvirt.network"),
     (with_section(KVM, "libvirt", storagePool="images"), "ocp:libvirt.storagePool: unknown key"),
+    (with_section(KVM, "libvirt", domainType="tcg"), "ocp:libvirt.domainType: 'tcg' is not a domain type: write kvm"),
+    (with_section(KVM, "libvirt", domainType="KVM"), "ocp:libvirt.domainType: 'KVM' is not a domain type"),
     (with_section(KVM, "masters", memoryMib=1024), "ocp:masters.memoryMib"),
     (with_section(KVM, "workers", maxCount=250), "ocp:workers.maxCount"),
 ]
@@ -552,6 +615,8 @@ def test_messages_say_what_to_write_instead():
     assert "remove it" in str(error)
     _, error = run_recording(with_section(KVM, "libvirt", image="/images/rhcos.qcow2.xz"), stack="kvm")
     assert "decompress" in str(error)
+    _, error = run_recording(with_section(KVM, "libvirt", domainType="tcg"), stack="kvm")
+    assert "kvm (hardware virtualisation, the default) or qemu (software emulation" in str(error)
 
 
 # --------------------------------------------------------------------------- the offline plan
@@ -565,6 +630,11 @@ def test_offline_plan_of_the_kvm_stack(tmp_path):
         capture_output=True,
         text=True,
     )
+    # A separate process, which checks the real /dev/kvm: without usable KVM here, the plan says so.
+    if preflight.libvirt_host_problems(load_config(kvm_config()), Path("/dev/kvm")):
+        assert result.returncode == 2 and "ocp:libvirt.domainType: kvm (the default), but" in result.stderr
+        assert not out.exists()
+        return
     assert result.returncode == 0, result.stderr
     assert "libvirt:index/domain:Domain" in result.stdout
     nodes = {path.name for path in (out / "nodes").iterdir()}
