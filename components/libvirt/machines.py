@@ -38,6 +38,12 @@ def disk_name(node: Node) -> str:
 FIRST_BOOT_IGNITION = ["content"]
 FIRST_BOOT_DISK = ["baseVolumeId", "size"]
 FIRST_BOOT_DOMAIN = ["coreosIgnition", "disks"]
+# What the provider reads back differs from what it was given, though nothing changed: libvirt
+# turns host-model into the custom model it chose, and a NIC's addresses are read from its DHCP
+# lease (none while the node is off, or has not asked yet). Both are fixed at install (the domain
+# type cannot change; the address plan's address per node never does). Seen with the real
+# provider and libvirtd: without this, every `pulumi up` updates every qemu domain.
+READ_BACK_DOMAIN = ["cpu", "networkInterfaces[0].addresses"]
 
 
 class Machine(pulumi.ComponentResource):
@@ -104,7 +110,7 @@ class Machine(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(
-                    ignore_changes=FIRST_BOOT_DOMAIN + ([] if node.index in size.resize else ["vcpu", "memory"])
+                    ignore_changes=FIRST_BOOT_DOMAIN + READ_BACK_DOMAIN + ([] if node.index in size.resize else ["vcpu", "memory"])
                 ),
             ),
         )
