@@ -163,6 +163,7 @@ def test_up_creates_the_kvm_stack_in_libvirt(stack):
     cluster = config["ocp:clusterName"]
     # What the program asks for (the offline plan of the same config) is what libvirt runs.
     planned = {r["inputs"]["name"]: r["inputs"] for r in deploy(stack.base, STACK) if r["type"] == "libvirt:index/domain:Domain"}
+    disk_sizes = {r["inputs"]["name"]: r["inputs"].get("size") for r in deploy(stack.base, STACK) if r["type"] == "libvirt:index/volume:Volume"}
     running = domains(stack)
     assert set(running) == set(planned) == {f"{cluster}-bootstrap", *(f"{cluster}-master-{i}" for i in range(3)), *(f"{cluster}-worker-{i}" for i in range(2))}
     for name, domain in running.items():
@@ -171,6 +172,10 @@ def test_up_creates_the_kvm_stack_in_libvirt(stack):
         xml = virsh(stack, "dumpxml", name)
         assert re.search(rf"name=opt/com.coreos/config,file={re.escape(str(stack.libvirt.pool))}/{name}\.ign", xml), xml
         assert f"<domain type='{config['ocp:libvirt'].get('domainType', 'kvm')}'" in xml
+        # Its disk: a copy-on-write layer in the pool over the base image, at the planned size.
+        assert f"<source pool='{POOL}' volume='{name}.qcow2'" in xml.replace('"', "'")
+        disk = json.loads(subprocess.run(["qemu-img", "info", "-U", "--output", "json", str(stack.libvirt.pool / f"{name}.qcow2")], capture_output=True, text=True, check=True).stdout)
+        assert disk["virtual-size"] == disk_sizes[f"{name}.qcow2"] and disk["backing-filename"].endswith(".qcow2"), disk
     expected = planned
     volumes = stack.libvirt.names("vol-list", POOL)
     for name in expected:
