@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
@@ -214,9 +215,16 @@ class Observation:
         failures = [sample for sample in self._samples if not sample.ok]
         result.failed = len(failures)
         if self._recovered_at is not None:
-            result.failed_outside = sum(
-                1 for sample in failures if sample.start >= self._recovered_at and not self._in_second_window(sample)
-            )
+            outside = [sample for sample in failures if sample.start >= self._recovered_at and not self._in_second_window(sample)]
+            result.failed_outside = len(outside)
+            if outside:  # what they got and who held the VIP then: a rare failure must explain itself
+                answers = Counter(" ".join(sample.detail.split()[:4]) for sample in outside)
+                held = Counter(",".join(sorted(self.bed.holders.at(self.vip, sample.start))) or "nobody" for sample in outside)
+                result.notes.append(
+                    f"failed after recovery: {', '.join(f'{count} x {answer}' for answer, count in answers.most_common(3))}; "
+                    f"VIP held by {', '.join(f'{holder} ({count})' for holder, count in held.most_common())}; "
+                    f"first {outside[0].start - result.fault_at:.2f} s, last {outside[-1].start - result.fault_at:.2f} s after the fault"
+                )
         for name in ("moved_s", "answers_s"):
             if (value := getattr(result, name)) is not None:
                 setattr(result, name, round(value, 2))

@@ -87,6 +87,10 @@ class Holders:
         with self._lock:
             return list(self._history[vip])
 
+    def at(self, vip: str, moment: float) -> frozenset[str]:
+        """The holders seen last before `moment`."""
+        return next((holders for seen, holders in reversed(self.history(vip)) if seen <= moment), frozenset())
+
 
 class Testbed:
     """A lab built from a plan: namespaces, links, each node's services, holders, the client."""
