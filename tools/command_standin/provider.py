@@ -250,15 +250,20 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
             return provider_pb2.CheckResponse(inputs=to_struct(news), failures=_failures(found))
         return provider_pb2.CheckResponse(inputs=to_struct(_only(news, COMMAND_INPUTS)))
 
-    def Diff(self, request, context):
+    def _olds_and_news(self, request, context) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A Command's state and new inputs, ignored top-level keys taken from the state."""
         token = request.type or urn_type(request.urn)
         if token != COMMAND:
             self._unsupported(context, token)
         state = from_struct(request.olds)
         news = from_struct(request.news)
-        for key in request.ignoreChanges:  # a top-level key, its value taken from the state
+        for key in request.ignoreChanges:
             if key in state:
                 news[key] = state[key]
+        return state, news
+
+    def Diff(self, request, context):
+        state, news = self._olds_and_news(request, context)
         news = {key: value for key, value in news.items() if key != "version" and not key.startswith("__")}
         if self.sends_old_inputs:
             old_inputs = from_struct(request.old_inputs)
@@ -306,14 +311,7 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         )
 
     def Update(self, request, context):
-        token = request.type or urn_type(request.urn)
-        if token != COMMAND:
-            self._unsupported(context, token)
-        state = from_struct(request.olds)
-        news = from_struct(request.news)
-        for key in request.ignoreChanges:
-            if key in state:
-                news[key] = state[key]
+        state, news = self._olds_and_news(request, context)
         previous = {key: state[key] for key in OUTPUTS if key in state}
         previous["stdout"] = _text(reveal(previous.get("stdout")))
         previous["stderr"] = _text(reveal(previous.get("stderr")))
