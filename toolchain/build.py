@@ -352,23 +352,23 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
     for name, directory in built.items():
         plugin = status[name].get("plugin")  # type: ignore[union-attr]
         if plugin:
-            install_plugin(*plugin.split(), next((directory / "bin").iterdir()))
+            install_plugin(*plugin.split(), next((directory / "bin").iterdir()))  # a plugin build holds its one binary
 
 
-def install_plugin(kind_name: str, version: str, binary: Path) -> None:
+def install_plugin(plugin: str, version: str, binary: Path) -> None:
     """`pulumi plugin install resource <name> <version> --file <binary>` into .toolchain/pulumi-home."""
     env = {**os.environ, "PULUMI_HOME": str(LAYOUT / "pulumi-home"), **dict.fromkeys(CLI_SWITCHES, "true")}
     pulumi = LAYOUT / "bin" / "pulumi"
     if not pulumi.is_file():
-        raise BuildError(f"cannot install the {kind_name} plugin: {pulumi} is not built")
+        raise BuildError(f"cannot install the {plugin} plugin: {pulumi} is not built")
     result = subprocess.run(
-        [str(pulumi), "plugin", "install", "resource", kind_name, version, "--file", str(binary), "--reinstall"],
+        [str(pulumi), "plugin", "install", "resource", plugin, version, "--file", str(binary), "--reinstall"],
         env=env,
         capture_output=True,
         text=True,
     )
     if result.returncode != 0:
-        raise BuildError(f"pulumi plugin install resource {kind_name} {version}: {result.stderr.strip()[-1000:]}")
+        raise BuildError(f"pulumi plugin install resource {plugin} {version}: {result.stderr.strip()[-1000:]}")
 
 
 def main() -> int:

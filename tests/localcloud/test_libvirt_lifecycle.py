@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
+import socket
+import struct
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +33,9 @@ from tests.conftest import PULL_SECRET, ROOT, deploy, preview
 from tests.localcloud.conftest import libvirt_exports
 from tests.test_day2 import KVM_EDITS
 from tools import toolchain
+from tools.command_standin import install as install_command_standin
 from tools.localcloud.libvirt import POOL, Libvirt
+from tools.netns import host_links
 from tools.real_installer import stand_in_oc
 
 STACK = "kvm"
@@ -119,8 +125,6 @@ def domains(stack: Stack) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def stack(local_libvirt, tmp_path_factory) -> Stack:
-    from tools.command_standin import install as install_command_standin
-
     exports = libvirt_exports(local_libvirt)
     work = tmp_path_factory.mktemp("kvm-lifecycle")
     project = work / "project"
@@ -154,45 +158,95 @@ def stack(local_libvirt, tmp_path_factory) -> Stack:
 
 
 def test_up_creates_the_kvm_stack_in_libvirt(stack):
+    links = host_links()
     began = time.monotonic()
     done = stack.pulumi("up", "--yes", "--skip-preview")
     seconds = time.monotonic() - began
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     print(f"pulumi up of the kvm stack: {seconds:.0f} s")
     config = {key: _structured(value) for key, value in stack.base.items()}
-    cluster = config["ocp:clusterName"]
+    cluster, domain_type = config["ocp:clusterName"], config["ocp:libvirt"].get("domainType", "kvm")
     # What the program asks for (the offline plan of the same config) is what libvirt runs.
-    planned = {r["inputs"]["name"]: r["inputs"] for r in deploy(stack.base, STACK) if r["type"] == "libvirt:index/domain:Domain"}
-    disk_sizes = {r["inputs"]["name"]: r["inputs"].get("size") for r in deploy(stack.base, STACK) if r["type"] == "libvirt:index/volume:Volume"}
+    state = deploy(stack.base, STACK)
+    planned = {r["inputs"]["name"]: r["inputs"] for r in state if r["type"] == "libvirt:index/domain:Domain"}
+    nics = {name: inputs["networkInterfaces"][0] for name, inputs in planned.items()}
+    disk_sizes = {r["inputs"]["name"]: r["inputs"].get("size") for r in state if r["type"] == "libvirt:index/volume:Volume"}
     running = domains(stack)
     assert set(running) == set(planned) == {f"{cluster}-bootstrap", *(f"{cluster}-master-{i}" for i in range(3)), *(f"{cluster}-worker-{i}" for i in range(2))}
+    volumes = stack.libvirt.names("vol-list", POOL)
     for name, domain in running.items():
         assert domain["state"] == "running", name
         assert domain["vcpus"] == planned[name]["vcpu"] and domain["memory"] == planned[name]["memory"] * 1024, (name, domain)
+        assert _booted_the_stand_in(stack, name), f"{name} did not run the stand-in's boot sector to its halt"
         xml = virsh(stack, "dumpxml", name)
         assert re.search(rf"name=opt/com.coreos/config,file={re.escape(str(stack.libvirt.pool))}/{name}\.ign", xml), xml
-        assert f"<domain type='{config['ocp:libvirt'].get('domainType', 'kvm')}'" in xml
+        assert f"<domain type='{domain_type}'" in xml
         # Its disk: a copy-on-write layer in the pool over the base image, at the planned size.
         assert f"<source pool='{POOL}' volume='{name}.qcow2'" in xml.replace('"', "'")
         disk = json.loads(subprocess.run(["qemu-img", "info", "-U", "--output", "json", str(stack.libvirt.pool / f"{name}.qcow2")], capture_output=True, text=True, check=True).stdout)
         assert disk["virtual-size"] == disk_sizes[f"{name}.qcow2"] and disk["backing-filename"].endswith(".qcow2"), disk
-    expected = planned
-    volumes = stack.libvirt.names("vol-list", POOL)
-    for name in expected:
         assert f"{name}.qcow2" in volumes and f"{name}.ign" in volumes
         ignition = json.loads((stack.libvirt.pool / f"{name}.ign").read_text())
         assert ignition["ignition"]["version"].startswith("3.")
     networks = stack.libvirt.names("net-list", "--name")
     assert len(networks) == 1
+    # The network as libvirt runs it: the address plan's DHCP pool (the program's XSLT), every node's reservation.
     network = virsh(stack, "net-dumpxml", networks[0]).replace('"', "'")
     assert "<range start='192.168.126.80' end='192.168.126.254'" in network
     for host in ("api", "api-int"):
         assert f"<hostname>{host}.{cluster}.{config['ocp:baseDomain']}</hostname>" in network
-    for index, name in ((10, f"{cluster}-bootstrap"), (20, f"{cluster}-master-0"), (31, f"{cluster}-worker-1")):
-        assert f"name='{name}' ip='192.168.126.{index}'" in network
+    # The provider writes the MACs in capitals; dnsmasq matches them either way.
+    hostsfile = (stack.libvirt.masked("lib") / "dnsmasq" / f"{networks[0]}.hostsfile").read_text().lower()
+    for name, nic in nics.items():
+        assert f"name='{name}' ip='{nic['addresses'][0]}'" in network
+        assert f"{nic['mac']},{nic['addresses'][0]},{name}" in hostsfile
+    # dnsmasq, in the namespace, answers the program's names: the API, and any name under apps.
+    domain = f"{cluster}.{config['ocp:baseDomain']}"
+    assert dns_query(stack.libvirt.namespace, "192.168.126.1", f"api.{domain}") == ["192.168.126.5"]
+    assert dns_query(stack.libvirt.namespace, "192.168.126.1", f"api-int.{domain}") == ["192.168.126.5"]
+    assert dns_query(stack.libvirt.namespace, "192.168.126.1", f"console-openshift-console.apps.{domain}") == ["192.168.126.7"]
+    assert host_links() == links, "the network's bridge appeared outside the namespace"
     outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
     assert outputs["apiVip"] == "192.168.126.5"
     assert outputs["kubeconfig"] == "[secret]" and outputs["kubeadminPassword"] == "[secret]"
+
+
+def _booted_the_stand_in(stack: Stack, domain: str, timeout: float = 60) -> bool:
+    """The first vCPU halted inside the boot sector (0x7c00-0x7dff), after writing its line: the
+    provider's domains have a pty console, no serial file, so QEMU's monitor says where it is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        registers = virsh(stack, "qemu-monitor-command", domain, "--hmp", "info registers")
+        eip = re.search(r"EIP=([0-9a-f]+)", registers)
+        if eip and 0x7C00 <= int(eip.group(1), 16) < 0x7E00 and "HLT=1" in registers:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def dns_query(namespace: str, server: str, name: str) -> list[str]:
+    """A-record answers from `server`, asked from inside the namespace (nothing leaves it)."""
+    query_id = random.randrange(65536)
+    question = b"".join(bytes([len(label)]) + label.encode() for label in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    packet = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0) + question
+    program = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.settimeout(5)\n"
+        f"s.sendto(bytes.fromhex('{packet.hex()}'),('{server}',53));print(s.recv(512).hex())\n"
+    )
+    reply = bytes.fromhex(
+        subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout.strip()
+    )
+    answers = struct.unpack("!H", reply[6:8])[0]
+    position, found = len(packet), []
+    for _ in range(answers):
+        position += 2 if reply[position] & 0xC0 == 0xC0 else reply.index(b"\0", position) + 1 - position
+        kind, _, _, length = struct.unpack("!HHIH", reply[position : position + 10])
+        position += 10
+        if kind == 1:
+            found.append(socket.inet_ntoa(reply[position : position + length]))
+        position += length
+    return found
 
 
 def test_a_second_preview_changes_nothing(stack):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.localcloud.layout import Layout
-from tools.localcloud.processes import Failed, Process, log_tail, recorded, rss_mib, running, start, stop
+from tools.localcloud.processes import Failed, Process, log_tail, recorded, rss_mib, rss_mib_of, running, start, stop
 from tools.netns import processes_in
 
 PROCESS = "libvirtd"
@@ -344,13 +344,8 @@ def status(layout: Layout) -> str:
     lines.append(f"  {PROCESS:26} {'running' if pid else 'stopped':8} {pid or '':>8} {f'{rss_mib(layout, PROCESS)} MiB' if pid else ''}")
     if pid:
         guests = libvirt.names("list", "--name")
-        rss = 0
         inode = _namespace_inode(libvirt)
-        for member in _pids(inode) if inode is not None else []:
-            try:
-                rss += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
-            except OSError:
-                pass
+        rss = rss_mib_of(_pids(inode) if inode is not None else [])
         lines.append(f"  running guests {len(guests)}; everything in the namespace {rss} MiB RSS")
     lines.append(f"  domain type {libvirt.domain_type() or 'not probed yet'}")
     return "\n".join(lines)

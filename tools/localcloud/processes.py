@@ -86,10 +86,13 @@ def running(layout: Layout, name: str) -> int | None:
 
 def rss_mib(layout: Layout, name: str) -> int:
     record = recorded(layout, name)
-    if not record:
-        return 0
+    return rss_mib_of(members(*record)) if record else 0
+
+
+def rss_mib_of(pids: Sequence[int]) -> int:
+    """The resident memory of these processes together (those gone meanwhile count nothing)."""
     pages = 0
-    for pid in members(*record):
+    for pid in pids:
         try:
             pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
         except OSError:
