@@ -32,8 +32,11 @@ class LibvirtCluster(pulumi.ComponentResource):
     ):
         super().__init__("ocp:libvirt:Cluster", name, None, opts)
         assert config.libvirt is not None
+        # The provider connects as soon as it is configured, even in a preview: it waits for the
+        # install record's review, so a refused edit of the URI never dials the other host.
+        uri = installer.assets.apply(lambda _: config.libvirt.uri)
         providers = [
-            libvirt.Provider("libvirt", uri=config.libvirt.uri, opts=pulumi.ResourceOptions(parent=self)),
+            libvirt.Provider("libvirt", uri=uri, opts=pulumi.ResourceOptions(parent=self)),
             runner,
         ]
         child = pulumi.ResourceOptions(parent=self, providers=providers)

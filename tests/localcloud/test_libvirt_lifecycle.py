@@ -17,7 +17,6 @@ import json
 import os
 import random
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -27,84 +26,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import PULL_SECRET, ROOT, deploy, preview
+from tests.conftest import deploy
 from tests.localcloud.conftest import libvirt_exports
+from tests.localcloud.engine import Stack, agreement, needs, structured, table
 from tests.test_day2 import KVM_EDITS
-from tools import toolchain
-from tools.command_standin import install as install_command_standin
 from tools.localcloud.libvirt import POOL, Libvirt
 from tools.netns import host_links
 from tools.real_installer import stand_in_oc
 
 STACK = "kvm"
-PASSPHRASE = "lifecycle-only-passphrase"
-PLUGIN = ROOT / ".toolchain" / "pulumi-home" / "plugins" / "resource-libvirt-v0.5.4" / "pulumi-resource-libvirt"
-# Step ops of `pulumi preview --json`, as the offline preview names the action.
-OPS = {"same": "same", "update": "update", "create": "create", "delete": "delete", "replace": "replace", "create-replacement": "replace", "delete-replaced": "replace"}
 
 
-def _needs() -> str | None:
-    for name in ("pulumi", "pulumi-language-python", "openshift-install"):
-        if toolchain.binary(name) is None:
-            return toolchain.missing(name)
-    if not PLUGIN.is_file():
-        return toolchain.missing("pulumi-resource-libvirt")
-    return None
-
-
-pytestmark = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
+pytestmark = pytest.mark.skipif(needs(("libvirt", "0.5.4")) is not None, reason=str(needs(("libvirt", "0.5.4"))))
 
 
 @dataclass
-class Stack:
-    project: Path
-    env: dict[str, str]
-    libvirt: Libvirt
-    base: dict[str, str]  # the deployed config, as tests.conftest's stack_config writes configs
-
-    def pulumi(self, *args: str, stdin: str | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["pulumi", *args, "--stack", STACK, "--non-interactive"],
-            cwd=self.project, env=self.env, input=stdin, capture_output=True, text=True, timeout=timeout,
-        )
-
-    def write_config(self, config: dict[str, str]) -> None:
-        """The stack file with this config (objects as YAML objects), keeping the encrypted pull secret."""
-        path = self.project / f"Pulumi.{STACK}.yaml"
-        stack_file = yaml.safe_load(path.read_text())
-        kept = {key: value for key, value in stack_file["config"].items() if key == "ocp:pullSecret"}
-        written = {key: _structured(value) for key, value in config.items() if key != "ocp:pullSecret"}
-        stack_file["config"] = {**written, **kept}
-        path.write_text(yaml.safe_dump(stack_file, sort_keys=True))
-
-    def steps(self, config: dict[str, str]) -> tuple[dict[str, str] | None, str]:
-        """What `pulumi preview` does with this config: resource name -> action, or None and the output when it fails."""
-        self.write_config(config)
-        done = self.pulumi("preview", "--json")
-        output = done.stdout + done.stderr
-        try:  # --json puts the diagnostics' messages (refusals, warnings) in JSON strings: read them as text
-            output = "\n".join(d.get("message", "") for d in json.loads(done.stdout).get("diagnostics", [])) + "\n" + output
-        except ValueError:
-            pass
-        if done.returncode != 0:
-            return None, output
-        found: dict[str, str] = {}
-        for step in json.loads(done.stdout)["steps"]:
-            urn = step["urn"]
-            # Custom resources only, as the offline preview lists them (components never diff).
-            if "::pulumi:pulumi:Stack::" in urn or "::pulumi:providers:" in urn or urn.split("::")[2].split("$")[-1].startswith("ocp:"):
-                continue
-            name = urn.rsplit("::", 1)[1]
-            action = OPS[step["op"]]
-            if found.get(name, "same") == "same":
-                found[name] = action
-        return found, output
-
-
-def _structured(value: str):
-    return json.loads(value) if value[:1] in "[{" else value
+class KvmStack(Stack):
+    libvirt: Libvirt | None = None
 
 
 def virsh(stack: Stack, *args: str) -> str:
@@ -124,35 +63,22 @@ def domains(stack: Stack) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def stack(local_libvirt, tmp_path_factory) -> Stack:
+def stack(local_libvirt, tmp_path_factory) -> KvmStack:
     exports = libvirt_exports(local_libvirt)
     work = tmp_path_factory.mktemp("kvm-lifecycle")
-    project = work / "project"
-    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
-    (project / "venv").symlink_to(ROOT / "venv")
-    (work / "state").mkdir()
-    env = toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv")
-    env.update(PULUMI_CONFIG_PASSPHRASE=PASSPHRASE, LIBVIRT_DEFAULT_URI=exports["LIBVIRT_DEFAULT_URI"])
-    installed = subprocess.run(["pulumi", "plugin", "install", "resource", "libvirt", "0.5.4", "--file", str(PLUGIN)], env=env, capture_output=True, text=True)
-    assert installed.returncode == 0, installed.stderr
-    install_command_standin(work / "home", toolchain.binary("pulumi"), env)
-    committed = yaml.safe_load((ROOT / f"Pulumi.{STACK}.yaml").read_text())["config"]
-    libvirt = dict(committed["ocp:libvirt"], uri=exports["LIBVIRT_DEFAULT_URI"], image=exports["OCP_LIBVIRT_IMAGE"])
-    if exports["OCP_LIBVIRT_DOMAIN_TYPE"] != "kvm":
-        libvirt["domainType"] = exports["OCP_LIBVIRT_DOMAIN_TYPE"]
-    # No registry here: the release lookups get the fake release's digests (tools/real_installer.py).
-    installer = dict(committed["ocp:installer"], oc=str(stand_in_oc(work)))
-    base = {key: json.dumps(value) if isinstance(value, (dict, list)) else str(value) for key, value in {**committed, "ocp:libvirt": libvirt, "ocp:installer": installer}.items()}
-    base["ocp:pullSecret"] = PULL_SECRET
-    created = Stack(project, env, local_libvirt, base)
-    (project / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump({"config": {}}))
-    assert created.pulumi("stack", "init").returncode == 0
-    secret = created.pulumi("config", "set", "--secret", "ocp:pullSecret", stdin=PULL_SECRET)
-    assert secret.returncode == 0, secret.stderr
-    created.write_config(base)
+
+    def local(committed: dict) -> dict:
+        libvirt = dict(committed["ocp:libvirt"], uri=exports["LIBVIRT_DEFAULT_URI"], image=exports["OCP_LIBVIRT_IMAGE"])
+        if exports["OCP_LIBVIRT_DOMAIN_TYPE"] != "kvm":
+            libvirt["domainType"] = exports["OCP_LIBVIRT_DOMAIN_TYPE"]
+        # No registry here: the release lookups get the fake release's digests (tools/real_installer.py).
+        return {**committed, "ocp:libvirt": libvirt, "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(work)))}
+
+    made = Stack.create(STACK, work, {"LIBVIRT_DEFAULT_URI": exports["LIBVIRT_DEFAULT_URI"]}, [("libvirt", "0.5.4")], local)
+    created = KvmStack(**made.__dict__, libvirt=local_libvirt)
     yield created
     if os.environ.get("OCP_KEEP_LIFECYCLE"):  # to look into a failure: the stack stays, with its project
-        print(f"kept: the stack in {project} (PULUMI_HOME {work / 'home'}, backend {work / 'state'})")
+        print(f"kept: the stack in {created.project} (PULUMI_HOME {work / 'home'}, backend {work / 'state'})")
         return
     created.pulumi("destroy", "--yes", "--skip-preview")  # after a failure: leave nothing behind
 
@@ -164,7 +90,7 @@ def test_up_creates_the_kvm_stack_in_libvirt(stack):
     seconds = time.monotonic() - began
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     print(f"pulumi up of the kvm stack: {seconds:.0f} s")
-    config = {key: _structured(value) for key, value in stack.base.items()}
+    config = {key: structured(value) for key, value in stack.base.items()}
     cluster, domain_type = config["ocp:clusterName"], config["ocp:libvirt"].get("domainType", "kvm")
     # What the program asks for (the offline plan of the same config) is what libvirt runs.
     state = deploy(stack.base, STACK)
@@ -260,38 +186,13 @@ def test_the_kvm_catalogue_previews_as_the_offline_preview_says(stack):
     """Every kvm edit of tests/test_day2.py, previewed by the real engine and plugin against the
     deployed stack, and by the offline preview against the same config: the same step for every
     resource, the same refusals, the same warnings."""
-    deployed = deploy(stack.base, STACK)
-    rows, disagreements = [], []
-    for edit in KVM_EDITS:
-        config = edit.change(stack.base)
-        offline = preview(deployed, config, STACK)
-        real, output = stack.steps(config)
-        if offline.error is not None or real is None:
-            agree = offline.error is not None and real is None and edit.refused is not None and edit.refused in output
-            rows.append((edit.id, "refused" if offline.error else "ran", "refused" if real is None else "ran", agree))
-            if not agree:
-                disagreements.append(f"{edit.id}: offline {offline.error!r}; real: {output[-1500:]}")
-            continue
-        offline_steps = {name: change.action for name, change in offline.changes.items() if not change.type.startswith("pulumi:")}
-        differ = {name: (offline_steps.get(name, "absent"), real.get(name, "absent")) for name in set(offline_steps) | set(real) if offline_steps.get(name, "same") != real.get(name, "same")}
-        warned = [key for key in edit.warns if key not in output]
-        rows.append((edit.id, _summary(offline_steps), _summary(real), not differ and not warned))
-        if differ or warned:
-            disagreements.append(f"{edit.id}: offline vs real {differ}; warnings missing from the real run: {warned}")
-    stack.write_config(stack.base)
-    print("\n".join(f"{'agree' if agree else 'DIFFER':7} {edit:40} offline: {offline:40} real: {real}" for edit, offline, real, agree in rows))
+    rows, disagreements = agreement(stack, deploy(stack.base, STACK), KVM_EDITS)
+    print(table(rows))
     assert disagreements == [], "\n".join(disagreements)
 
 
-def _summary(steps: dict[str, str]) -> str:
-    counts: dict[str, int] = {}
-    for action in steps.values():
-        counts[action] = counts.get(action, 0) + 1
-    return ", ".join(f"{count} {action}" for action, count in sorted(counts.items()))
-
-
 def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_running(stack):
-    cluster = _structured(stack.base["ocp:clusterName"])
+    cluster = structured(stack.base["ocp:clusterName"])
     before = domains(stack)
     masters = {name: before[name] for name in before if "-master-" in name}
     config = stack.base

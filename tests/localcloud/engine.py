@@ -1,0 +1,190 @@
+"""A stack run by the real engine for the lifecycle tests: a copy of the program in a work
+directory, a private PULUMI_HOME with the plugins built here and the command stand-in, a local
+file backend, and the comparison of real previews with the offline preview. Test harness."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import PULL_SECRET, ROOT, preview
+from tools import toolchain
+from tools.command_standin import install as install_command_standin
+
+PASSPHRASE = "lifecycle-only-passphrase"
+PLUGINS = ROOT / ".toolchain" / "pulumi-home" / "plugins"
+# Step ops of `pulumi preview --json`, as the offline preview names the action.
+OPS = {"same": "same", "update": "update", "create": "create", "delete": "delete", "replace": "replace", "create-replacement": "replace", "delete-replaced": "replace"}
+
+
+def plugin(name: str, version: str) -> Path:
+    return PLUGINS / f"resource-{name}-v{version}" / f"pulumi-resource-{name}"
+
+
+def needs(*plugins: tuple[str, str]) -> str | None:
+    """Why the real engine cannot run these stacks here, or None."""
+    for name in ("pulumi", "pulumi-language-python", "openshift-install"):
+        if toolchain.binary(name) is None:
+            return toolchain.missing(name)
+    for name, version in plugins:
+        if not plugin(name, version).is_file():
+            return toolchain.missing(f"pulumi-resource-{name}")
+    return None
+
+
+def structured(value: str):
+    return json.loads(value) if value[:1] in "[{" else value
+
+
+def flat(config: dict) -> dict[str, str]:
+    """A stack file's config as the CLI passes it: objects as JSON text."""
+    return {key: json.dumps(value) if isinstance(value, (dict, list)) else str(value) for key, value in config.items()}
+
+
+@dataclass
+class Stack:
+    name: str
+    project: Path
+    env: dict[str, str]
+    base: dict[str, str]  # the deployed config, as tests.conftest's stack_config writes configs
+    work: Path = field(default=Path())
+
+    @classmethod
+    def create(cls, name: str, work: Path, env: dict[str, str], plugins: Iterable[tuple[str, str]], config: Callable[[dict], dict]) -> Stack:
+        """A new stack of a copy of the program, its config the committed stack file's passed through `config`."""
+        project = work / "project"
+        shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
+        (project / "venv").symlink_to(ROOT / "venv")
+        (work / "state").mkdir()
+        environment = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), **env, "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
+        for plugin_name, version in plugins:
+            installed = subprocess.run(
+                ["pulumi", "plugin", "install", "resource", plugin_name, version, "--file", str(plugin(plugin_name, version))],
+                env=environment, capture_output=True, text=True,
+            )
+            assert installed.returncode == 0, installed.stderr
+        install_command_standin(work / "home", toolchain.binary("pulumi"), environment)
+        committed = yaml.safe_load((ROOT / f"Pulumi.{name}.yaml").read_text())["config"]
+        base = flat(config(committed))
+        base["ocp:pullSecret"] = PULL_SECRET
+        created = cls(name, project, environment, base, work)
+        (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {}}))
+        assert created.pulumi("stack", "init").returncode == 0
+        secret = created.pulumi("config", "set", "--secret", "ocp:pullSecret", stdin=PULL_SECRET)
+        assert secret.returncode == 0, secret.stderr
+        created.write_config(base)
+        return created
+
+    def pulumi(self, *args: str, stdin: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["pulumi", *args, "--stack", self.name, "--non-interactive"],
+            cwd=self.project, env=self.env, input=stdin, capture_output=True, text=True, timeout=timeout,
+        )
+
+    def start(self, *args: str, log: Path) -> subprocess.Popen:
+        """`pulumi ARGS` in the background, in a process group of its own (to be killed whole), output to `log`."""
+        with log.open("w") as out:
+            return subprocess.Popen(
+                ["pulumi", *args, "--stack", self.name, "--non-interactive"],
+                cwd=self.project, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+
+    @staticmethod
+    def kill(process: subprocess.Popen) -> None:
+        """SIGKILL to the CLI, its language host, the program and every plugin: a crash, not a Ctrl-C."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def write_config(self, config: dict[str, str]) -> None:
+        """The stack file with this config (objects as YAML objects), keeping the encrypted pull secret."""
+        path = self.project / f"Pulumi.{self.name}.yaml"
+        stack_file = yaml.safe_load(path.read_text())
+        kept = {key: value for key, value in stack_file["config"].items() if key == "ocp:pullSecret"}
+        written = {key: structured(value) for key, value in config.items() if key != "ocp:pullSecret"}
+        stack_file["config"] = {**written, **kept}
+        path.write_text(yaml.safe_dump(stack_file, sort_keys=True))
+
+    def up(self, config: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        if config is not None:
+            self.write_config(config)
+        done = self.pulumi("up", "--yes", "--skip-preview")
+        assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+        return done
+
+    def outputs(self) -> dict:
+        return json.loads(self.pulumi("stack", "output", "--json").stdout)
+
+    def state(self) -> list[dict]:
+        """Every resource of the state, secrets shown (`pulumi stack export --show-secrets`)."""
+        done = self.pulumi("stack", "export", "--show-secrets")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["deployment"].get("resources", [])
+
+    def steps(self, config: dict[str, str]) -> tuple[dict[str, str] | None, str]:
+        """What `pulumi preview` does with this config: resource name -> action, or None and the output when it fails."""
+        self.write_config(config)
+        done = self.pulumi("preview", "--json")
+        output = done.stdout + done.stderr
+        try:  # --json puts the diagnostics' messages (refusals, warnings) in JSON strings: read them as text
+            output = "\n".join(d.get("message", "") for d in json.loads(done.stdout).get("diagnostics", [])) + "\n" + output
+        except ValueError:
+            pass
+        if done.returncode != 0:
+            return None, output
+        found: dict[str, str] = {}
+        for step in json.loads(done.stdout)["steps"]:
+            urn = step["urn"]
+            # Custom resources only, as the offline preview lists them (components never diff).
+            if "::pulumi:pulumi:Stack::" in urn or "::pulumi:providers:" in urn or urn.split("::")[2].split("$")[-1].startswith("ocp:"):
+                continue
+            name = urn.rsplit("::", 1)[1]
+            action = OPS[step["op"]]
+            if found.get(name, "same") == "same":
+                found[name] = action
+        return found, output
+
+
+def summary(steps: dict[str, str]) -> str:
+    counts: dict[str, int] = {}
+    for action in steps.values():
+        counts[action] = counts.get(action, 0) + 1
+    return ", ".join(f"{count} {action}" for action, count in sorted(counts.items()))
+
+
+def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str, str, bool]], list[str]]:
+    """Every edit previewed by the real engine and plugins against the deployed stack, and by the
+    offline preview against `deployed` (the offline deployment of the same config): rows (edit,
+    offline, real, agree) and the disagreements. The stack's config is the base again after."""
+    rows, disagreements = [], []
+    for edit in edits:
+        config = edit.change(stack.base)
+        offline = preview(deployed, config, stack.name)
+        real, output = stack.steps(config)
+        if offline.error is not None or real is None:
+            agree = offline.error is not None and real is None and edit.refused is not None and edit.refused in output
+            rows.append((edit.id, "refused" if offline.error else "ran", "refused" if real is None else "ran", agree))
+            if not agree:
+                disagreements.append(f"{edit.id}: offline {offline.error!r}; real: {output[-1500:]}")
+            continue
+        offline_steps = {name: change.action for name, change in offline.changes.items() if not change.type.startswith("pulumi:")}
+        # The offline preview tells an OpenStack server's resize and rebuild apart; the engine calls both an update.
+        offline_steps = {name: "update" if action in ("resize", "rebuild") else action for name, action in offline_steps.items()}
+        differ = {name: (offline_steps.get(name, "absent"), real.get(name, "absent")) for name in set(offline_steps) | set(real) if offline_steps.get(name, "same") != real.get(name, "same")}
+        warned = [key for key in edit.warns if key not in output]
+        rows.append((edit.id, summary(offline_steps), summary(real), not differ and not warned))
+        if differ or warned:
+            disagreements.append(f"{edit.id}: offline vs real {differ}; warnings missing from the real run: {warned}")
+    stack.write_config(stack.base)
+    return rows, disagreements
+
+
+def table(rows: list[tuple[str, str, str, bool]]) -> str:
+    return "\n".join(f"{'agree' if agree else 'DIFFER':7} {edit:50} offline: {offline:40} real: {real}" for edit, offline, real, agree in rows)
