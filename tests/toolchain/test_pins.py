@@ -40,12 +40,11 @@ def test_each_plugin_is_pinned_at_the_version_its_sdk_asks_for(component):
     assert requirement(f"pulumi-{component.plugin}") == component.plugin_version
 
 
-def test_a_cli_older_than_the_sdk_says_why():
+def test_the_cli_is_not_older_than_the_sdk():
     sdk = requirement("pulumi")
     assert importlib.metadata.version("pulumi") == sdk
     cli = next(c for c in PINS if c.name == "pulumi")
-    if cli.version != f"v{sdk}":
-        assert cli.wanted and f"v{sdk}" in cli.wanted
+    assert tuple(map(int, cli.version.removeprefix("v").split("."))) >= tuple(map(int, sdk.split(".")))
 
 
 def test_replaces_of_the_upstream_module_are_repeated_but_local_ones_are_not():
