@@ -4,9 +4,12 @@ APIs, as the tenant the stacks name (clouds.yaml entry `openstack`)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import time
 
@@ -17,6 +20,7 @@ from cluster.preflight import EXTENSIONS_COMMAND, TAG_EXTENSIONS
 from tests.conftest import stack_config
 from tests.localcloud.conftest import ROOT, localcloud
 from tools.localcloud.cloud import answering
+from tools.localcloud.layout import HOST, PORTS
 from tools.localcloud.processes import members, recorded, running
 from tools.localcloud.services import process_names
 from tools.mock_cloud import DEFAULT, load
@@ -59,6 +63,40 @@ def test_the_preflight_lists_neutron_extensions_with_the_real_cli(cloud_env):
     listed = subprocess.run(["bash", "-c", EXTENSIONS_COMMAND], env=cloud_env, capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
     assert set(TAG_EXTENSIONS) & set(listed.stdout.split())
+
+
+# Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.
+API_PATHS = {"keystone": "/v3", "placement": "/", "glance": "/", "neutron": "/", "nova": "/", "cinder": "/"}
+
+
+def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
+    readable, _, _ = select.select([connection.sock], [], [], 0)
+    return bool(readable) and connection.sock.recv(1, socket.MSG_PEEK) == b""
+
+
+def test_the_apis_keep_an_idle_connection_longer_than_a_client_polls(cloud):
+    """With gunicorn's default keep-alive (2 s, openstacksdk's poll interval) the server closed
+    idle connections just as clients reused them: RemoteDisconnected mid-wait. An idle gap longer
+    than that default and its 1 s close tick leaves every API's connection open and reusable."""
+    connections = {}
+    for name, path in API_PATHS.items():
+        connection = connections[name] = http.client.HTTPConnection(HOST, PORTS[name], timeout=30)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        assert response.status < 500 and not response.will_close, (name, response.status)
+    time.sleep(3.5)
+    try:
+        for name, connection in connections.items():
+            assert not _closed_by_server(connection), f"{name} closed an idle connection after 3.5 s"
+            first = connection.sock
+            connection.request("GET", API_PATHS[name])
+            response = connection.getresponse()
+            response.read()
+            assert response.status < 500 and connection.sock is first, name
+    finally:
+        for connection in connections.values():
+            connection.close()
 
 
 def test_up_again_is_a_no_op_for_running_processes(cloud):

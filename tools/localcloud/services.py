@@ -52,6 +52,20 @@ def once(layout: Layout, step: str, action: Callable[[], object]) -> None:
         marker.touch()
 
 
+# How long an API keeps an idle client connection open. Gunicorn's default, 2 s, is exactly the
+# interval at which openstacksdk's waits poll: the server closed the connection just as the client
+# sent its next request on it, and the client got RemoteDisconnected or a reset (13 and 35 of 360
+# polls in two runs of a probe at 2 s over all six APIs; none at 1 s; at 3 s every poll found the
+# connection closed and made a new one). Clients keep idle connections with no limit of their own
+# (requests; the bare http.Transport gophercloud's Terraform auth builds), so the server's must
+# exceed any poll interval and idle gap, as behind a load balancer: 900 s, what these services'
+# own eventlet servers allowed (oslo.service's client_socket_timeout).
+KEEPALIVE = 900
+# On TERM a worker waits this long for open connections, idle kept-alive ones included, before
+# it exits: short, so that `down` (KILL after 15 s) is not held up by them.
+GRACEFUL_TIMEOUT = 5
+
+
 def _gunicorn(layout: Layout, name: str, env: dict[str, str], path: str = "") -> Process:
     return Process(
         name,
@@ -61,7 +75,11 @@ def _gunicorn(layout: Layout, name: str, env: dict[str, str], path: str = "") ->
             "--workers=1",
             "--worker-class=gthread",
             "--threads=8",  # a parallel client (Pulumi's 10 concurrent requests) does not queue behind one
+            f"--keep-alive={KEEPALIVE}",
+            # The arbiter kills a worker whose main loop is silent this long; gthread's loop beats every
+            # second while requests run in its threads, so a long request is not killed by it.
             "--timeout=300",
+            f"--graceful-timeout={GRACEFUL_TIMEOUT}",
             "--no-control-socket",  # one per user by default: the services would share it
             f"localcloud_drivers.wsgi:{name}",
         ],
