@@ -8,11 +8,17 @@ Machine API's tagged port and a server group it made by name. What must stay sta
 Pulumi deletes itself (the program's network, subnet, router and its interface, security group,
 server group, a master, the API VIP port and floating IP, all tagged like the cluster's);
 another cluster whose infra ID starts with this one's; the project's own servers, ports,
-volumes and floating IPs."""
+volumes and floating IPs.
+
+What the test makes goes again whatever happens, a set-up that fails halfway included: everything
+it makes is named by the infra ID (its floating IP described by it) or is one of its volumes, and
+the finalizer removes by that, each step on its own, then says what is left; so one failure here
+does not leave the next tests a changed project."""
 
 from __future__ import annotations
 
 import subprocess
+from contextlib import contextmanager
 
 import pytest
 
@@ -23,19 +29,25 @@ INFRA = "ocp4-cl3an"
 OTHER = f"{INFRA}x"  # another cluster: its infra ID starts with this one's
 TAG = f"openshiftClusterID={INFRA}"
 CSI = "cinder.csi.openstack.org/cluster"
+VOLUMES = ["pvc-other", "project-data", "pvc-0a1b2c"]  # the test's volumes not named by the infra ID
 
+# The waits poll every second: the fake driver settles in about one, and the set-up waits often.
 MAKE = """
+def checkpoint(step):  # where a test makes the set-up fail on purpose
+    if fail_at == step:
+        raise RuntimeError(f"the set-up fails here on purpose: {step}")
+
 def tagged(resource, tag):
     tenant.network.set_tags(resource, [tag])
     return resource.id
 
 def server(name, tags=()):
     made = tenant.compute.create_server(name=name, flavor_id=flavor, image_id=image, networks=[{"uuid": network.id}], tags=list(tags))
-    return tenant.compute.wait_for_server(made, wait=180).id
+    return tenant.compute.wait_for_server(made, interval=1, wait=180).id
 
 def volume(name, metadata):
     made = tenant.block_storage.create_volume(name=name, size=1, metadata=metadata)
-    return tenant.block_storage.wait_for_status(made, "available", wait=120).id
+    return tenant.block_storage.wait_for_status(made, "available", interval=1, wait=120).id
 
 flavor = tenant.compute.find_flavor("m1.small").id
 image = tenant.image.find_image("centos-stream-9").id
@@ -51,14 +63,18 @@ server_group = tenant.compute.create_server_group(name=f"{infra}-master", policy
 keep = {
     "network": tagged(network, tag), "subnet": subnet.id, "router": router.id, "security group": tagged(group, tag),
     "server group": server_group.id,
+    "project's volume": volume("project-data", {}),
     "master server": server(f"{infra}-master-0", [tag]),
     "API VIP port": tagged(tenant.network.create_port(name=f"{infra}-api-port", network_id=network.id), tag),
-    "API floating IP": tagged(tenant.network.create_ip(floating_network_id=external.id), tag),
+}
+api_ip = tenant.network.create_ip(floating_network_id=external.id, description=f"{infra} API")
+checkpoint("API floating IP, untagged")
+keep.update({
+    "API floating IP": tagged(api_ip, tag),
     # Another cluster, whose infra ID starts with this one's.
     "other cluster's server": server(f"{other}-worker-0-abcde", [f"openshiftClusterID={other}"]),
     "other cluster's volume": volume("pvc-other", {csi: other}),
-    "project's volume": volume("project-data", {}),
-}
+})
 # What the cluster made itself.
 machine = server(f"{infra}-worker-0-x7k2p", [tag])
 gone = {
@@ -69,7 +85,7 @@ gone = {
     "Machine API's server group": tenant.compute.create_server_group(name=f"{infra}-infra", policy="soft-anti-affinity").id,
 }
 attachment = tenant.compute.create_volume_attachment(machine, volume_id=gone["PVC volume"])
-tenant.block_storage.wait_for_status(tenant.block_storage.get_volume(gone["PVC volume"]), "in-use", wait=120)
+tenant.block_storage.wait_for_status(tenant.block_storage.get_volume(gone["PVC volume"]), "in-use", interval=1, wait=120)
 result = {"keep": keep, "gone": gone}
 """
 
@@ -93,49 +109,104 @@ result = sorted(
 )
 """
 
-REMOVE = """
-for server in tenant.compute.servers():
-    if server.name.startswith(infra):
-        tenant.compute.delete_server(server)
-        tenant.compute.wait_for_delete(server, wait=120)
-for volume in tenant.block_storage.volumes():
-    if volume.name in ("pvc-other", "project-data", "pvc-0a1b2c"):
-        tenant.block_storage.delete_volume(volume)
-for port in tenant.network.ports():
-    if (port.name or "").startswith(infra):
-        tenant.network.delete_port(port)
-for ip in tenant.network.ips():
-    if f"openshiftClusterID={infra}" in (ip.tags or []):  # the program's, left by the test
-        tenant.network.delete_ip(ip)
-router = tenant.network.find_router(f"{infra}-router")
-if router:
-    for subnet in tenant.network.subnets(name=f"{infra}-nodes"):
-        tenant.network.remove_interface_from_router(router, subnet_id=subnet.id)
-    tenant.network.delete_router(router)
-for name, find, delete in (("network", tenant.network.find_network, tenant.network.delete_network),
-                           ("master", tenant.network.find_security_group, tenant.network.delete_security_group),
-                           ("master", tenant.compute.find_server_group, tenant.compute.delete_server_group),
-                           ("infra", tenant.compute.find_server_group, tenant.compute.delete_server_group)):
-    found = find(f"{infra}-{name}")
-    if found:
-        delete(found)
+# Everything the test makes, whatever point its set-up reached: named by the infra ID (another
+# cluster's starts with it too), the floating IP by its tag or description, the volumes by name or
+# CSI metadata.
+OURS = """
+def ours(resource):
+    return (resource.name or "").startswith(infra)
+
+def our_volume(volume):
+    return volume.name in volumes or ours(volume) or (volume.metadata or {}).get(csi) in (infra, other)
+
+def our_ip(ip):
+    return f"openshiftClusterID={infra}" in (ip.tags or []) or (ip.description or "").startswith(infra)
+
+def left():
+    found = [f"server {s.name}" for s in tenant.compute.servers() if ours(s)]
+    found += [f"volume {v.name}" for v in tenant.block_storage.volumes() if our_volume(v)]
+    found += [f"floating IP {ip.floating_ip_address}" for ip in tenant.network.ips() if our_ip(ip)]
+    for kind, listing in (("port", tenant.network.ports), ("router", tenant.network.routers), ("subnet", tenant.network.subnets),
+                          ("network", tenant.network.networks), ("security group", tenant.network.security_groups),
+                          ("server group", tenant.compute.server_groups)):
+        found += [f"{kind} {r.name}" for r in listing() if ours(r)]
+    return found
 """
+
+# Removes them (with OURS), each step on its own: one refusal does not stop the rest; `result` is
+# what is left and the errors met.
+REMOVE = """
+found = left()
+errors = []
+def attempt(what, action, *args, **kwargs):
+    try:
+        action(*args, **kwargs)
+        return True
+    except Exception as error:
+        errors.append(f"{what}: {type(error).__name__}: {error}"[:300])
+        return False
+
+servers = [s for s in tenant.compute.servers() if ours(s)]
+for server in servers:
+    attempt(f"delete server {server.name}", tenant.compute.delete_server, server)
+for server in servers:
+    attempt(f"wait for server {server.name} to go", tenant.compute.wait_for_delete, server, interval=1, wait=120)
+for volume in [v for v in tenant.block_storage.volumes() if our_volume(v)]:
+    try:
+        tenant.block_storage.delete_volume(volume)
+    except Exception:  # still attached or attaching (a set-up stopped halfway): the operator's force delete
+        attempt(f"force-delete volume {volume.name}", admin.block_storage.delete_volume, volume.id, force=True)
+    attempt(f"wait for volume {volume.name} to go", tenant.block_storage.wait_for_delete, volume, interval=1, wait=120)
+for ip in [ip for ip in tenant.network.ips() if our_ip(ip)]:
+    attempt(f"delete floating IP {ip.floating_ip_address}", tenant.network.delete_ip, ip)
+for router in [r for r in tenant.network.routers() if ours(r)]:
+    for port in tenant.network.ports(device_id=router.id, device_owner="network:router_interface"):
+        attempt(f"remove interface {port.id} from router {router.name}", tenant.network.remove_interface_from_router, router, port_id=port.id)
+    attempt(f"delete router {router.name}", tenant.network.delete_router, router)
+for kind, listing, delete in (("port", tenant.network.ports, tenant.network.delete_port),
+                              ("network", tenant.network.networks, tenant.network.delete_network),
+                              ("security group", tenant.network.security_groups, tenant.network.delete_security_group),
+                              ("server group", tenant.compute.server_groups, tenant.compute.delete_server_group)):
+    for resource in [r for r in listing() if ours(r)]:
+        attempt(f"delete {kind} {resource.name}", delete, resource)
+result = {"found": found, "left": left(), "errors": errors}
+"""
+
+
+def remove(cloud) -> list[str]:
+    """Removes what the test makes; returns what it found, fails naming what is left."""
+    removed = sdk(cloud, OURS + REMOVE, infra=INFRA, other=OTHER, csi=CSI, volumes=VOLUMES)
+    assert removed["left"] == [], f"the test's resources could not all be removed: {removed}"
+    return removed["found"]
+
+
+def left(cloud) -> list[str]:
+    return sdk(cloud, OURS + "result = left()", infra=INFRA, other=OTHER, csi=CSI, volumes=VOLUMES)
+
+
+@contextmanager
+def made(cloud, fail_at: str | None = None, removed: list[str] | None = None):
+    """The cluster's and the program's resources, removed again on the way out whatever happened
+    (`fail_at` names a step where the set-up fails on purpose; `removed` gets what went)."""
+    try:
+        yield sdk(cloud, MAKE, infra=INFRA, other=OTHER, csi=CSI, fail_at=fail_at)
+    finally:
+        found = remove(cloud)
+        if removed is not None:
+            removed.extend(found)
 
 
 @pytest.fixture(scope="module")
 def cleaned(cloud, cloud_env):
     """Makes the cluster's and the program's resources, runs the script as the Command does,
     and reads back through the API which of them still exist."""
-    sdk(cloud, REMOVE, infra=INFRA)  # what an earlier, interrupted run left
+    remove(cloud)  # what an earlier, interrupted run left
     before = sdk(cloud, PROJECT)
-    made = sdk(cloud, MAKE, infra=INFRA, other=OTHER, csi=CSI)
-    try:
+    with made(cloud) as resources:
         environment = {**cloud_env, "OS_CLOUD": "openstack", "INFRA_ID": INFRA}
         ran = subprocess.run(["/bin/bash", "-c", cleanup_script()], env=environment, capture_output=True, text=True, timeout=900)
-        gone = sdk(cloud, FIND, ids=made["gone"])
-        kept = sdk(cloud, FIND, ids=made["keep"])
-    finally:
-        sdk(cloud, REMOVE, infra=INFRA)
+        gone = sdk(cloud, FIND, ids=resources["gone"])
+        kept = sdk(cloud, FIND, ids=resources["keep"])
     return ran, gone, kept, before, sdk(cloud, PROJECT)
 
 
@@ -151,3 +222,18 @@ def test_the_destroy_cleanup_removes_what_the_cluster_made_and_nothing_else(clea
     assert "container" not in ran.stderr, ran.stderr
     # The project's own things (samples/cloud/dev.yaml's "in use") are as they were.
     assert after == before
+
+
+def test_a_set_up_that_fails_halfway_leaves_nothing_behind(cloud):
+    # It stops with a server, a volume, the network with its router's gateway and interface, the
+    # groups, a port and a floating IP not yet tagged: the finalizer finds and removes them all.
+    remove(cloud)
+    before = sdk(cloud, PROJECT)
+    removed: list[str] = []
+    with pytest.raises(AssertionError, match="the set-up fails here on purpose"):
+        with made(cloud, fail_at="API floating IP, untagged", removed=removed):
+            pytest.fail("the set-up did not fail")
+    kinds = {what.rsplit(" ", 1)[0] for what in removed}
+    assert {"server", "volume", "floating IP", "port", "router", "subnet", "network", "security group", "server group"} <= kinds, removed
+    assert left(cloud) == []
+    assert sdk(cloud, PROJECT) == before
