@@ -56,6 +56,8 @@ class Component:
     wanted: str | None = None
     own_main: bool = False  # main.go of ours in the module directory instead of an upstream main package
     replace: tuple[str, ...] = ()  # `old => new version` lines to repeat, beyond the upstream module's own
+    # `go mod tidy -e`: the bridge's code generators import modules the proxy refuses; no plugin reaches them.
+    tidy_e: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     def fill(self, text: str) -> str:
@@ -195,6 +197,14 @@ def module_files(component: Component) -> tuple[str, ...]:
     return ("go.mod", "go.sum", "main.go" if component.own_main else "tools.go")
 
 
+def source_files(component: Component) -> tuple[str, ...]:
+    """Every file of the module directory: the three every module has first (so a module with only
+    those keeps the cache key it had), then any others (more Go sources of a main of ours)."""
+    standard = module_files(component)
+    others = sorted(str(path.relative_to(component.module_dir)) for path in component.module_dir.rglob("*") if path.is_file())
+    return standard + tuple(name for name in others if name not in standard)
+
+
 def module_is_current(component: Component) -> bool:
     directory = component.module_dir
     go_mod = directory / "go.mod"
@@ -223,7 +233,7 @@ def sync_module(component: Component) -> bool:
     (directory / "go.mod").write_text(wanted_go_mod(component, None))
     upstream = module_source(component, env) / "go.mod"
     (directory / "go.mod").write_text(wanted_go_mod(component, upstream.read_text()))
-    go(["mod", "tidy"], directory, env, quiet=True)
+    go(["mod", "tidy", *(["-e"] if component.tidy_e else [])], directory, env, quiet=True)
     return True
 
 
@@ -235,7 +245,7 @@ def cache_root() -> Path:
     return Path(base)
 
 
-LATER_FIELDS = {"own_main": False, "replace": ()}
+LATER_FIELDS = {"own_main": False, "replace": (), "tidy_e": False}
 
 
 def cache_key(component: Component, go_version_text: str) -> str:
@@ -244,7 +254,7 @@ def cache_key(component: Component, go_version_text: str) -> str:
     shaping = {key: value for key, value in component.__dict__.items() if key not in LATER_FIELDS or value != LATER_FIELDS[key]}
     for part in (RECIPE, go_version_text, json.dumps(shaping, sort_keys=True, default=list)):
         digest.update(part.encode() + b"\0")
-    for name in module_files(component):
+    for name in source_files(component):
         digest.update((component.module_dir / name).read_bytes())
     return digest.hexdigest()[:16]
 
