@@ -109,7 +109,12 @@ class MockCloud:
         value = self.d["quotas"][name]
         return (value[0], value[1]) if isinstance(value, list) else (value, 0)
 
+    def _compute_quota(self, args: Mapping[str, Any]) -> Answer:
+        return {"id": "quota-set", **{key: self._quota(name)[0] for key, name in (("instances", "instances"), ("cores", "cores"), ("ram", "ram"), ("serverGroups", "serverGroups"))}}
+
     def _limits(self, args: Mapping[str, Any]) -> Answer:
+        if self.d.get("computeLimitsForbidden"):  # Nova's default policy, for a member naming its own project
+            return {}, [("projectId", "Policy doesn't allow os_compute_api:limits:other_project to be performed.")]
         instances = [inputs for _, inputs in self._of(INSTANCE)]
         sizes = [self.d["flavors"].get(inputs.get("flavorName"), (0, 0, 0)) for inputs in instances]
         answer: dict[str, Any] = {"id": "limits"}
@@ -184,6 +189,7 @@ class MockCloud:
         "openstack:networking/getFloatingIp:getFloatingIp": _floating_ip,
         "openstack:identity/getAuthScope:getAuthScope": _scope,
         "openstack:compute/getLimitsV2:getLimitsV2": _limits,
+        "openstack:compute/getQuotaSetV2:getQuotaSetV2": _compute_quota,
         "openstack:networking/getQuotaV2:getQuotaV2": _network_quota,
         "openstack:blockstorage/getQuotasetV3:getQuotasetV3": _volume_quota,
         "openstack:networking/getPortIds:getPortIds": _port_ids,

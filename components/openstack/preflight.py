@@ -76,6 +76,7 @@ NETWORK = "openstack:networking/getNetwork:getNetwork"
 FLOATING_IP = "openstack:networking/getFloatingIp:getFloatingIp"
 SCOPE = "openstack:identity/getAuthScope:getAuthScope"
 LIMITS = "openstack:compute/getLimitsV2:getLimitsV2"
+COMPUTE_QUOTA = "openstack:compute/getQuotaSetV2:getQuotaSetV2"
 NETWORK_QUOTA = "openstack:networking/getQuotaV2:getQuotaV2"
 VOLUME_QUOTA = "openstack:blockstorage/getQuotasetV3:getQuotasetV3"
 PORT_IDS = "openstack:networking/getPortIds:getPortIds"
@@ -102,7 +103,7 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
     )
     project = (await cloud.get(SCOPE, openstack.identity.GetAuthScopeResult, name="preflight")).project_id
     limits, network_quota, volume_quota, project_ports = await asyncio.gather(
-        cloud.get(LIMITS, openstack.compute.GetLimitsV2Result, projectId=project),
+        _compute_quotas(cloud, project),
         cloud.get(NETWORK_QUOTA, openstack.networking.GetQuotaV2Result, projectId=project),
         cloud.get(VOLUME_QUOTA, openstack.blockstorage.GetQuotasetV3Result, projectId=project),
         cloud.get(PORT_IDS, openstack.networking.GetPortIdsResult, projectId=project),
@@ -127,10 +128,7 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
         ),
         network_extensions=await _extensions(config, cloud) if want.extensions else (),
         quotas={
-            "instances": Quota(limits.max_total_instances, limits.total_instances_used),
-            "cores": Quota(limits.max_total_cores, limits.total_cores_used),
-            "ram": Quota(limits.max_total_ram_size, limits.total_ram_used),
-            "server_groups": Quota(limits.max_server_groups, limits.total_server_groups_used),
+            **limits,
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
             "security_groups": Quota(network_quota.security_group),
             "security_group_rules": Quota(network_quota.security_group_rule),
@@ -140,6 +138,27 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
         },
         existing=await _existing(config, plan, cloud, infra_id),
     )
+
+
+async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
+    """Nova's limits with their usage; where the cloud refuses them (the provider always names the
+    project, and Nova's default policy keeps `limits:other_project` for admins even when it is the
+    caller's own: seen against the local cloud), the quota set, which a member may read, without usage."""
+    limits = await cloud.find(LIMITS, openstack.compute.GetLimitsV2Result, projectId=project)
+    if limits is not None:
+        return {
+            "instances": Quota(limits.max_total_instances, limits.total_instances_used),
+            "cores": Quota(limits.max_total_cores, limits.total_cores_used),
+            "ram": Quota(limits.max_total_ram_size, limits.total_ram_used),
+            "server_groups": Quota(limits.max_server_groups, limits.total_server_groups_used),
+        }
+    quotas = await cloud.get(COMPUTE_QUOTA, openstack.compute.GetQuotaSetV2Result, projectId=project)
+    return {
+        "instances": Quota(quotas.instances),
+        "cores": Quota(quotas.cores),
+        "ram": Quota(quotas.ram),
+        "server_groups": Quota(quotas.server_groups),
+    }
 
 
 async def _extensions(config: ClusterConfig, cloud: _Cloud) -> tuple[str, ...] | None:

@@ -80,6 +80,8 @@ CASES = [
     ("instances", {"quotas": {"instances": [8, 2]}}, {}, 'ocp:openstack.cloud: the stack adds 7 instances and the compute quota in cloud "openstack" has 6 left (2 of 8 in use)'),
     ("cores", {"quotas": {"cores": [24, 4]}}, {}, "the stack adds 21 vCPUs and the compute quota in cloud \"openstack\" has 20 left"),
     ("ram", {"quotas": {"ram": [65536, 0]}}, {}, "the stack adds 83968 MiB RAM and the compute quota"),
+    # Nova refuses its limits to a member (the provider names the project): the quota set, without usage.
+    ("instances, limits refused", {"quotas": {"instances": [6, 2]}, "computeLimitsForbidden": True}, {}, 'ocp:openstack.cloud: the stack needs 7 instances and the compute quota in cloud "openstack" allows 6'),
     ("server groups", {"quotas": {"serverGroups": [10, 9]}}, {}, "the stack adds 2 server groups and the compute quota in cloud \"openstack\" has 1 left"),
     ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 11 ports and the network quota in cloud \"openstack\" has 6 left"),
     ("security groups", {"quotas": {"securityGroups": 4}}, {}, "the stack needs 5 security groups and the network quota in cloud \"openstack\" allows 4"),
