@@ -111,7 +111,7 @@ class BootstrapHelper(pulumi.ComponentResource):
                 pool=cluster.openstack.external_network,
                 port_id=port.id,
                 tags=cluster.tags,
-                opts=child,
+                opts=subnet.floating_ip_options(self),
             )
             ssh_host = floating_ip.address
         key_file = helper.ssh_private_key_file
@@ -176,7 +176,7 @@ class Bootstrap(pulumi.ComponentResource):
                 port_id=port.id,
                 description=cluster.server_name(node),
                 tags=cluster.tags,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=subnet.floating_ip_options(self),
             ).address
         self.gather_command = pulumi.Output.from_input(ssh_host).apply(
             lambda host: gather_bootstrap_command(config, plan, pulumi.get_stack(), host)

@@ -16,6 +16,12 @@ class Subnet:
 
     network_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
+    # What routes the subnet to the external network (the router interface; an adopted subnet is
+    # routed already): Neutron refuses a floating IP for a port until it exists.
+    routed: tuple[pulumi.Resource, ...] = ()
+
+    def floating_ip_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=parent, depends_on=list(self.routed))
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,8 @@ class Network(pulumi.ComponentResource):
                 tags=cluster.tags,
                 opts=child,
             )
-            openstack.networking.RouterInterface(
+            interface = openstack.networking.RouterInterface(
                 f"{name}-router-interface", router_id=router.id, subnet_id=subnet.id, opts=child
             )
-            self.subnet = Subnet(network.id, subnet.id)
+            self.subnet = Subnet(network.id, subnet.id, (interface,))
         self.register_outputs({"networkId": self.subnet.network_id, "subnetId": self.subnet.subnet_id})

@@ -46,15 +46,15 @@ class VipPorts(pulumi.ComponentResource):
                 tags=cluster.tags,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            floating[vip] = self._floating_ip(f"{name}-{vip}", choice, port, cluster)
+            floating[vip] = self._floating_ip(f"{name}-{vip}", choice, port, cluster, subnet)
         self.api_floating_ip = floating["api"]
         self.ingress_floating_ip = floating["ingress"]
         self.register_outputs({"apiFloatingIp": self.api_floating_ip, "ingressFloatingIp": self.ingress_floating_ip})
 
     def _floating_ip(
-        self, name: str, choice: str | IPv4Address, port: openstack.networking.Port, cluster: ClusterContext
+        self, name: str, choice: str | IPv4Address, port: openstack.networking.Port, cluster: ClusterContext, subnet: Subnet
     ) -> pulumi.Output[str | None]:
-        child = pulumi.ResourceOptions(parent=self)
+        child = subnet.floating_ip_options(self)
         if choice == "none":
             return pulumi.Output.from_input(None)
         if choice == "create":

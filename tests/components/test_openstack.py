@@ -117,6 +117,14 @@ def test_subnet_and_router(dev_run):
     assert router["externalNetworkId"] == "network-external"
 
 
+def test_every_floating_ip_waits_for_the_router_interface(dev_run):
+    """Neutron refuses a floating IP for a port on a subnet not yet routed to the external network
+    (ExternalGatewayForFloatingIPNotFound: the first real `pulumi up` met it)."""
+    (interface,) = [r.urn for r in dev_run.resources if r.type == "openstack:networking/routerInterface:RouterInterface"]
+    floating = [r for r in dev_run.resources if r.type == "openstack:networking/floatingIp:FloatingIp"]
+    assert floating and all(interface in r.dependencies for r in floating), [(r.name, r.dependencies) for r in floating]
+
+
 def test_vip_ports_hold_the_vips(dev_run):
     ports = {name.rsplit("-", 2)[-2]: port for name, port in by_input_name(dev_run, PORT).items() if name.endswith("-port")}
     assert ports["api"]["fixedIps"][0]["ipAddress"] == "10.0.0.5"
