@@ -285,6 +285,10 @@ class Bootstrap(Model):
     enabled: bool = True
     flavor: NonEmpty | None = None
     image: NonEmpty | None = None
+    # Where the bootstrap fetches its full config (OpenStack): a private Glance image, fetched with
+    # a Keystone token, as the installer does; or the helper VM, for clouds whose image endpoint
+    # the machines cannot reach.
+    config_source: Literal["glance", "helper"] = "glance"
     helper: BootstrapHelper = BootstrapHelper()
 
 
@@ -535,6 +539,11 @@ class ClusterConfig(Model):
     def integrated(self) -> bool:
         """OpenStack's integrated mode: `platform: openstack`, the MCO runs the VIPs."""
         return self.platform == "openstack" and self.openstack is not None and self.openstack.mode == "integrated"
+
+    @property
+    def uses_helper(self) -> bool:
+        """A bootstrap helper VM serves the bootstrap's config (bootstrap.configSource: helper)."""
+        return self.platform == "openstack" and self.bootstrap.enabled and self.bootstrap.config_source == "helper"
 
     @property
     def helper_ssh_cidr(self) -> IPv4Network:

@@ -115,7 +115,13 @@ EFFECTS: dict[str, Effect] = {
     ),
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
     "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
-    "bootstrap.enabled": Effect("apply", "false removes the bootstrap and its helper; true creates them (refused when the configs are too old)"),
+    "bootstrap.enabled": Effect("apply", "false removes the bootstrap and where its config is served from (its Glance image, or its helper); true creates them (refused when the configs are too old)"),
+    # Checked in review(): refused only while the bootstrap exists.
+    "bootstrap.configSource": Effect(
+        "inert",
+        "refused while the bootstrap exists (it fetched its config from there); once it is torn down, inert. A stack "
+        "installed before the key existed used the helper: write configSource: helper until its bootstrap is gone",
+    ),
     "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
     "bootstrap.image": Effect("warn", _BOOTSTRAP),
     "bootstrap.helper": Effect("warn", _BOOTSTRAP),
@@ -231,6 +237,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         for problem in check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
         if problem.split(":")[1] not in refused
     ]
+    problems += _config_source(config, installed)
     refused_routers, warned_routers = _routers(config, plan, assets, installed)
     problems += refused_routers
     warnings += warned_routers
@@ -247,10 +254,27 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
 
 def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
-    then was kvm, so a change to qemu is refused there too."""
+    then was kvm, so a change to qemu is refused there too. One written before
+    ocp:bootstrap.configSource existed is of a bootstrap served by the helper."""
     if "libvirt.uri" in installed:
         installed.setdefault("libvirt.domainType", "kvm")
+    if "openstack.cloud" in installed:
+        installed.setdefault("bootstrap.configSource", "helper")
     return installed
+
+
+def _config_source(config: ClusterConfig, installed: Mapping[str, Any]) -> list[str]:
+    """While the bootstrap exists it keeps fetching from where it was made for: a change would
+    delete its helper or image under it (and make the other)."""
+    was = installed.get("bootstrap.configSource")
+    now = config.bootstrap.config_source
+    if config.platform != "openstack" or not config.bootstrap.enabled or was is None or was == now:
+        return []
+    return [
+        f"ocp:bootstrap.configSource: was {json.dumps(was)} at install, now {json.dumps(now)}: cannot change while the "
+        f"bootstrap exists (it fetches its config from there). Write configSource: {was}; once "
+        "ocp:bootstrap.enabled is false it may change"
+    ]
 
 
 _SECRET_KEYS = ("pullSecret",)

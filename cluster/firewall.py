@@ -187,7 +187,8 @@ def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[
         return {}
     groups = {"master": master_rules(config, plan), "worker": worker_rules(config), "ingress": ingress_rules(config)}
     if plan.bootstrap_enabled:
-        groups["helper"] = helper_rules(config, plan)
+        if config.uses_helper:
+            groups["helper"] = helper_rules(config, plan)
         if bootstrap_rules(config):
             groups["bootstrap"] = bootstrap_rules(config)
     return groups

@@ -163,7 +163,7 @@ def footprint(
     """What the stack holds of each quota: as configured, or (`existing`) the part the cloud already has."""
     if existing is None:
         masters, workers, bootstrap = plan.master_count, plan.worker_count, plan.bootstrap_enabled
-        helper, cluster = bootstrap, True
+        helper, cluster = bootstrap and config.uses_helper, True
     else:
         masters, workers = existing.masters, existing.workers
         bootstrap, helper, cluster = existing.bootstrap, existing.helper, existing.cluster
@@ -199,12 +199,12 @@ def footprint(
 
 def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
     """The names to look up: only what this configuration uses."""
-    flavors = [use.flavor for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, plan.bootstrap_enabled)]
+    flavors = [use.flavor for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, config.uses_helper)]
     images = [config.masters.openstack_image]
     if plan.worker_count:
         images.append(config.workers.openstack_image)
     if plan.bootstrap_enabled:
-        images += [config.bootstrap_image, config.bootstrap.helper.image]
+        images += [config.bootstrap_image] + ([config.bootstrap.helper.image] if config.uses_helper else [])
     openstack = config.openstack
     assert openstack is not None
     addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
@@ -241,7 +241,7 @@ def _flavors(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Ite
         "ocp:workers.flavor": ("a worker", COMPUTE_MINIMUM, config.workers.root_volume),
         "ocp:bootstrap.helper.flavor": ("the helper", None, None),
     }
-    for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, plan.bootstrap_enabled):
+    for use in _servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, config.uses_helper):
         if (use.key, use.flavor) in checked:
             continue
         checked.add((use.key, use.flavor))
@@ -276,7 +276,8 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
         keyed.append(("ocp:workers.image", config.workers.openstack_image))
     if plan.bootstrap_enabled:
         keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap_image))
-        keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
+        if config.uses_helper:
+            keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
     for key, name in dict.fromkeys(keyed):
         image = facts.images.get(name)
         if image is None:

@@ -118,12 +118,17 @@ def pointer_config(installer_pointer: dict[str, Any], source: str, additions: Ad
     return with_additions(config, additions)
 
 
-def shim_config(source: str, served: str, certificate_authorities: Iterable[str], additions: Additions) -> dict[str, Any]:
-    """A small user_data that merges the full config from `source`, verified by its sha512."""
+def shim_config(
+    source: str, served: str, certificate_authorities: Iterable[str], additions: Additions, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A small user_data that merges the full config from `source` (with these HTTP headers), verified by its sha512."""
+    merge: dict[str, Any] = {"source": source, "verification": {"hash": sha512_tag(served)}}
+    if headers:
+        merge["httpHeaders"] = [{"name": name, "value": value} for name, value in headers.items()]
     config: dict[str, Any] = {
         "ignition": {
             "version": SPEC_VERSION,
-            "config": {"merge": [{"source": source, "verification": {"hash": sha512_tag(served)}}]},
+            "config": {"merge": [merge]},
             "timeouts": {"httpResponseHeaders": HTTP_RESPONSE_HEADERS_TIMEOUT},
         }
     }

@@ -10,12 +10,15 @@
   IP cannot verify. Port 22624 is the MCS's plain-HTTP listener, open to the machine network
   only. Every node also gets this program's keepalived, haproxy, CoreDNS and resolv.conf.
 - The bootstrap's full config (installer's + additions) is about 300 KB, far above Nova's
-  user_data limit: on OpenStack it is *served* by the bootstrap helper and the bootstrap gets
-  a shim that merges it, verified by sha512. On libvirt (fw_cfg) it is passed directly.
+  user_data limit: on OpenStack it is *served*, as a private Glance image fetched with a Keystone
+  token (bootstrap.configSource: glance, as the installer does) or by the bootstrap helper, and
+  the bootstrap gets a shim that merges it, verified by sha512. On libvirt (fw_cfg) it is passed
+  directly.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Literal
@@ -42,6 +45,12 @@ CLOUD_CA_FILE = "/opt/openshift/tls/cloud-ca-cert.pem"
 INGRESS_MANIFEST = "/opt/openshift/manifests/cluster-ingress-default-ingresscontroller.yaml"
 
 BootstrapDelivery = Literal["served", "direct"]
+# Nova refuses user_data whose base64 is longer.
+NOVA_USER_DATA_BASE64 = 65535
+# What the Glance shim is sized with before the token and the image exist: Keystone's tokens are
+# a few hundred characters (fernet ~180-250, JWS ~800); the endpoint a URL of the catalog.
+TOKEN_BUDGET = "t" * 4096
+SOURCE_BUDGET = "https://" + "e" * 240 + "/v2/images/00000000-0000-0000-0000-000000000000/file"
 Contributor = Callable[[ClusterConfig, AddressPlan, Node, ClusterIdentity], Additions]
 
 
@@ -119,6 +128,9 @@ def node_ignition(
         if bootstrap_delivery == "direct":
             return NodeIgnition(user_data=assembly.dumps(full))
         served = assembly.dumps(full)
+        if config.bootstrap.config_source == "glance":
+            # Sized here with the budgets; the component builds it with the image and token (glance_shim).
+            return NodeIgnition(user_data=glance_shim(config, node, assets, served, SOURCE_BUDGET, TOKEN_BUDGET), served=served)
         shim = assembly.shim_config(
             bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity),
             served,
@@ -133,6 +145,24 @@ def node_ignition(
     source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
     config_ = assembly.pointer_config(pointer, source, additions)
     return NodeIgnition(user_data=assembly.dumps(config_))
+
+
+def glance_shim(config: ClusterConfig, node: Node, assets: InstallerAssets, served: str, source: str, token: str) -> str:
+    """The bootstrap's user_data when Glance serves its config: merge the image's data from
+    `source` with the token in X-Auth-Token, verified by sha512 (a secret: it holds the token)."""
+    shim = assembly.shim_config(
+        source,
+        served,
+        assembly.certificate_authorities(assets.master),
+        assembly.hostname(server_name(config, node, assets.infra_id)),
+        headers={"X-Auth-Token": token},
+    )
+    return assembly.dumps(shim)
+
+
+def glance_file_url(image_endpoint: str, image_id: str) -> str:
+    """Where Glance serves an image's data (API v2), from the catalog's image endpoint."""
+    return f"{image_endpoint.rstrip('/').removesuffix('/v2')}/v2/images/{image_id}/file"
 
 
 def integrated_pointer_user_data(config: ClusterConfig, node: Node, infra_id: str, pointer: str) -> str:
@@ -155,6 +185,11 @@ def all_node_ignitions(
         limit = SHIM_LIMIT if ignition.served is not None else USER_DATA_LIMIT
         if ignition.served is None and name == plan.bootstrap.name:
             continue  # delivered directly (libvirt fw_cfg): no size limit that matters
+        if ignition.served is not None and config.bootstrap.config_source == "glance":
+            encoded = len(base64.b64encode(ignition.user_data.encode()))
+            if encoded > NOVA_USER_DATA_BASE64:
+                raise ValueError(f"{name}: the Glance shim is {encoded} bytes in base64 with a {len(TOKEN_BUDGET)}-character token, over Nova's {NOVA_USER_DATA_BASE64}")
+            continue
         size = len(ignition.user_data.encode())
         if size > limit:
             raise ValueError(f"{name}: user_data is {size} bytes, over the budget of {limit}")

@@ -50,6 +50,11 @@ def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:
     return config
 
 
+def with_helper(config: dict[str, str]) -> dict[str, str]:
+    """The stack with its bootstrap's config served by the helper VM (bootstrap.configSource: helper)."""
+    return with_section(config, "bootstrap", configSource="helper")
+
+
 def with_section(config: dict[str, str], key: str, **changes: Any) -> dict[str, str]:
     """A copy of `config` with fields of one object key changed (None removes a field)."""
     section = json.loads(config.get(f"ocp:{key}", "{}"))
@@ -102,6 +107,12 @@ def ignition_validate(text: str, tmp_path: Path, name: str = "config.ign") -> su
 def dev_run() -> ProgramRun:
     """The dev stack (integrated mode) under mocks, shared by read-only tests (each run is itself isolated)."""
     return run(stack_config("dev"))
+
+
+@pytest.fixture(scope="session")
+def dev_helper_run() -> ProgramRun:
+    """The dev stack with its bootstrap's config on the helper VM (bootstrap.configSource: helper), under mocks."""
+    return run(with_helper(stack_config("dev")))
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,8 @@ import copy
 import fnmatch
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from cluster.config import ClusterConfig
 from cluster.day2 import EFFECTS, effect_of
 from cluster.installer import RECORD_FILE, bundle, unbundle
 from tests.certs import TEST_CA
-from tests.conftest import Preview, deploy, preview, stack_config, with_section
+from tests.conftest import ROOT, Preview, deploy, preview, stack_config, with_section
 from tools.mock_run import deployed_from, run_program
 
 COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:providers:command", "pulumi:providers:libvirt"}
@@ -87,6 +89,9 @@ DEV_EDITS = [
     Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",)),
     Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-control-plane-*-port": "update", "ocp4-workers-*-port": "update", "ocp4-bootstrap-node-port": "update"}),
     Edit("bootstrap.helper flavor", section("bootstrap", helper={"flavor": "m1.medium", "image": "centos-stream-9", "sshUser": "cloud-user"}), warns=("bootstrap.helper",)),
+    Edit("bootstrap.configSource glance -> helper", section("bootstrap", configSource="helper"), refused='ocp:bootstrap.configSource: was "glance" at install, now "helper"'),
+    Edit("bootstrap.configSource helper -> glance", section("bootstrap", configSource="glance"), refused='ocp:bootstrap.configSource: was "helper" at install, now "glance"', base=section("bootstrap", configSource="helper")),
+    Edit("bootstrap.configSource with the teardown", section("bootstrap", enabled=False, configSource="helper"), expect={"ocp4-bootstrap*": "delete"}),
     Edit("workers.flavor", section("workers", flavor="worker.xl"), warns=("workers.flavor",)),
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),
@@ -99,7 +104,7 @@ DEV_EDITS = [
     Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
     Edit("openstack.apiFloatingIp create -> none", section("openstack", apiFloatingIp="none"), expect={"ocp4-vips-api-fip": "delete"}),
     Edit("openstack.ingressFloatingIp -> an existing address", section("openstack", ingressFloatingIp="198.51.100.7"), expect={"ocp4-vips-ingress-fip-association": "create", "ocp4-vips-ingress-fip": "delete"}),
-    Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-helper-helper-tcp-22*": "create|delete", "ocp4-bootstrap-bootstrap-tcp-22*": "create|delete"}),
+    Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-bootstrap-tcp-22*": "create|delete"}),
     Edit("installer.binary", section("installer", binary="/opt/ocp/openshift-install")),
     Edit("openstack.skipPreflight", section("openstack", skipPreflight=True)),
     Edit("installer.dir", section("installer", dir="assets/elsewhere")),
@@ -178,6 +183,7 @@ STANDALONE_EDITS = [
     Edit("standalone workers.count 2 -> 1", section("workers", count=1), warns=("workers.count",), stack="standalone", expect={"ocp4-workers-worker-1*": "delete"}),
     Edit("standalone workers.count 2 -> 0", section("workers", count=0), refused="ocp:workers.count: 0, but the routers run on worker slots", stack="standalone"),
     Edit("standalone bootstrap.enabled false", section("bootstrap", enabled=False), stack="standalone", expect={"ocp4-bootstrap*": "delete"}),
+    Edit("standalone bootstrap.configSource", section("bootstrap", configSource="helper"), refused="ocp:bootstrap.configSource", stack="standalone"),
     Edit("standalone openstack.mode", section("openstack", mode="integrated"), refused="ocp:openstack.mode", stack="standalone"),
     Edit("standalone networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes", stack="standalone"),
     Edit("standalone clusterName", key("clusterName", "ocp5"), refused="ocp:clusterName", stack="standalone"),
@@ -382,3 +388,40 @@ def test_the_readme_day2_table_is_the_classification():
 def test_every_classified_key_is_edited_in_this_table():
     edited = {edit.id.removeprefix("kvm ").removeprefix("standalone ").split(" ")[0] for edit in EDITS}
     assert sorted(set(EFFECTS) - edited) == []
+
+
+# The last commit before ocp:bootstrap.configSource: its stacks' bootstraps were served by the helper.
+BEFORE_CONFIG_SOURCE = "1b28635"
+
+
+@pytest.fixture(scope="module")
+def helper_era_state(tmp_path_factory) -> list:
+    """The dev stack as that commit's own offline plan deployed it."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the project's git history")
+    old = tmp_path_factory.mktemp("before-config-source")
+    archive = subprocess.run(["git", "archive", BEFORE_CONFIG_SOURCE], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    (old / "venv").symlink_to(ROOT / "venv")
+    planned = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(old / "plan")],
+        cwd=old, env={**os.environ, "OCP_PLAN_LOCALCLOUD": "off"}, capture_output=True, text=True,
+    )
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    return json.loads((old / "plan" / "state.json").read_text())
+
+
+def test_a_stack_installed_with_the_helper_is_told_to_keep_it_while_its_bootstrap_runs(helper_era_state):
+    assert any(r["name"] == "ocp4-bootstrap-helper-upload" for r in helper_era_state)
+    result = preview(helper_era_state, stack_config("dev"))
+    assert result.error is not None and 'ocp:bootstrap.configSource: was "helper" at install, now "glance"' in result.error
+    assert "Write configSource: helper" in result.error
+    kept = preview(helper_era_state, with_section(stack_config("dev"), "bootstrap", configSource="helper"))
+    assert kept.error is None and kept.names("same") == set(kept.changes), kept.names("create", "delete", "replace", "update")
+
+
+def test_a_stack_installed_with_the_helper_tears_it_down_with_the_bootstrap(helper_era_state):
+    result = preview(helper_era_state, with_section(stack_config("dev"), "bootstrap", enabled=False))
+    assert result.error is None, result.error
+    assert {name for name in result.names("delete")} >= {"ocp4-bootstrap-helper-server", "ocp4-bootstrap-helper-upload", "ocp4-bootstrap-node"}
+    assert result.names("create", "replace") == set()

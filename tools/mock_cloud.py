@@ -103,7 +103,15 @@ class MockCloud:
         return {"id": _id("fip", address), "address": address, "portId": port}
 
     def _scope(self, args: Mapping[str, Any]) -> Answer:
-        return {"id": "scope", "projectId": f"project-{self.d['project']}", "projectName": self.d["project"]}
+        answer: dict[str, Any] = {"id": "scope", "projectId": f"project-{self.d['project']}", "projectName": self.d["project"]}
+        catalog = self.d.get("catalog", {"image": "https://image.cloud.example:9292"})
+        answer["serviceCatalogs"] = [
+            {"type": kind, "name": kind, "id": f"service-{kind}", "endpoints": [{"interface": "public", "region": "RegionOne", "regionId": "RegionOne", "url": url, "id": f"endpoint-{kind}"}]}
+            for kind, url in catalog.items()
+        ]
+        if args.get("setTokenId"):  # a fixed stand-in: the offline plan stays deterministic
+            answer["tokenId"] = "gAAAAA-mock-cloud-token"
+        return answer
 
     def _quota(self, name: str) -> tuple[int, int]:
         value = self.d["quotas"][name]

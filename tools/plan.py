@@ -56,7 +56,8 @@ SERVER_TYPES = {"openstack:compute/instance:Instance"}
 # libvirt: a Domain boots from the Ignition beside it (both children of one ocp:libvirt:Machine).
 DOMAIN_TYPES = {"libvirt:index/domain:Domain"}
 FW_CFG_TYPES = {"libvirt:index/ignition:Ignition"}
-SERVED_CONFIG_TYPES = {"command:remote:Command"}
+# The commands fed the full bootstrap config: the helper's upload, the Glance image's file.
+SERVED_CONFIG_TYPES = {"command:remote:Command", "command:local:Command"}
 
 
 @dataclass(frozen=True)

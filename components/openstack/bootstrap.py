@@ -1,10 +1,13 @@
-"""Bootstrap: the helper that serves the bootstrap's full ignition, and the bootstrap node itself.
+"""Bootstrap: where the bootstrap's full ignition is served from, and the bootstrap node itself.
 
-The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB), and this program
-needs neither Swift nor Glance: a small helper VM on the tenant network serves it over HTTP
+The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB). With
+bootstrap.configSource glance (the default), as the installer does, it is a private Glance image
+`<infraID>-ignition`, and the bootstrap's shim merges the image's data with a Keystone token (the
+provider's own, a secret) in X-Auth-Token: no extra VM, no SSH from where `pulumi up` runs. With
+helper, a small helper VM on the tenant network serves it over HTTP
 to the bootstrap's address alone, at a path derived from the cluster's secret, and nothing
 else; `pulumi up` copies it there over SSH (pulumi-command) from `openstack.sshAllowedCidr`,
-and the bootstrap's shim user_data merges it, verified by sha512. For diagnosis the bootstrap
+and the bootstrap's shim user_data merges it. Either way verified by sha512. For diagnosis the bootstrap
 admits SSH from there too (and has a floating IP when the helper has one): the `bootstrapGather`
 output runs `openshift-install gather bootstrap`. All of it goes when bootstrap.enabled is
 false, and the copy of the config with it.
@@ -23,13 +26,12 @@ import pulumi_openstack as openstack
 import yaml
 
 from cluster.firewall import bootstrap_rules, helper_rules
-from cluster.identity import ClusterIdentity
-from cluster.installer import gather_bootstrap_command
+from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
 from components.openstack.security import security_group
 from ignition import assembly
-from ignition.nodes import bootstrap_helper_url
+from ignition.nodes import bootstrap_helper_url, glance_file_url, glance_shim
 from ignition.render import render
 
 SERVE_DIRECTORY = "/srv/ignition"
@@ -138,6 +140,77 @@ class BootstrapHelper(pulumi.ComponentResource):
         self.register_outputs({"url": url})
 
 
+# Written from the command's stdin, read by the Image's upload: the installer's directory already
+# holds bootstrap.ign, with the same secrets.
+WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && cat > "$FILE.part" && mv "$FILE.part" "$FILE"'
+
+
+class BootstrapImage(pulumi.ComponentResource):
+    """The bootstrap's full config as a private Glance image, and the shim that fetches it."""
+
+    user_data: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        cluster: ClusterContext,
+        served_config: pulumi.Output[str],
+        assets: pulumi.Output[InstallerAssets],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("ocp:openstack:BootstrapImage", name, None, opts)
+        config = cluster.config
+        directory = Path(config.installer.assets_dir or installer_dir(config, pulumi.get_stack())).resolve()
+        path = str(directory / "bootstrap-glance.ign")
+        written = command.local.Command(
+            f"{name}-file",
+            create=WRITE_FILE,
+            delete='rm -f "$FILE"',
+            environment={"FILE": path},
+            stdin=served_config,
+            logging=command.local.Logging.STDERR,
+            # Uploaded once, as the helper's copy: the bootstrap verifies what it fetches by sha512.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["create", "delete", "environment", "stdin"]),
+        )
+        image = openstack.images.Image(
+            f"{name}-image",
+            name=cluster.named("ignition"),
+            container_format="bare",
+            disk_format="raw",
+            visibility="private",
+            local_file_path=path,
+            tags=cluster.tags,
+            # The path is this machine's; another checkout of the same stack must not re-upload.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[written], ignore_changes=["localFilePath"]),
+        )
+        # The provider's token and catalog: a token valid for Keystone's token lifetime (1 h by default).
+        scope = openstack.identity.get_auth_scope_output(
+            name=cluster.named("bootstrap"), set_token_id=True, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        endpoint = scope.service_catalogs.apply(_public_image_endpoint)
+        token = pulumi.Output.secret(scope.token_id)
+        node = cluster.plan.bootstrap
+        self.user_data = pulumi.Output.secret(
+            pulumi.Output.all(served_config, assets, endpoint, image.id, token).apply(
+                lambda values: glance_shim(config, node, values[1], values[0], glance_file_url(values[2], values[3]), values[4])
+            )
+        )
+        self.image = image
+        self.register_outputs({"imageId": image.id})
+
+
+def _public_image_endpoint(catalog: Sequence[openstack.identity.outputs.GetAuthScopeServiceCatalogResult]) -> str:
+    for service in catalog:
+        if service.type == "image":
+            for endpoint in service.endpoints:
+                if endpoint.interface == "public":
+                    return endpoint.url
+    raise pulumi.RunError(
+        "ocp:bootstrap.configSource: glance, but the cloud's catalog has no public image endpoint: "
+        "write configSource: helper (a helper VM serves the bootstrap's config)"
+    )
+
+
 class Bootstrap(pulumi.ComponentResource):
     # `openshift-install gather bootstrap`, ready to run where `pulumi up` runs.
     gather_command: pulumi.Output[str]
@@ -150,17 +223,22 @@ class Bootstrap(pulumi.ComponentResource):
         security_group_ids: pulumi.Input[Sequence[str]],
         user_data: pulumi.Output[str],
         served_config: pulumi.Output[str],
-        identity: pulumi.Output[ClusterIdentity],
+        assets: pulumi.Output[InstallerAssets],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:Bootstrap", name, None, opts)
         config, plan = cluster.config, cluster.plan
         node = plan.bootstrap
-        # The same function builds the shim's merge source (ignition.nodes): one URL.
-        url = pulumi.Output.secret(
-            identity.apply(lambda identity: bootstrap_helper_url(plan, config.bootstrap.helper.port, identity))
-        )
-        helper = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self))
+        source: pulumi.Resource
+        if config.uses_helper:
+            # The same function builds the shim's merge source (ignition.nodes): one URL.
+            url = pulumi.Output.secret(
+                assets.apply(lambda assets: bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity))
+            )
+            source = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self)).upload
+        else:
+            image = BootstrapImage(f"{name}-config", cluster, served_config, assets, pulumi.ResourceOptions(parent=self))
+            user_data, source = image.user_data, image.image
         # SSH for `openshift-install gather bootstrap` from where `pulumi up` runs, to the bootstrap
         # alone (UPI: a floating IP on the bootstrap port); both go with the bootstrap.
         rules = bootstrap_rules(config)
@@ -188,6 +266,6 @@ class Bootstrap(pulumi.ComponentResource):
                 "resize": (),
             }
         )
-        # The bootstrap may only boot once its config is in place on the helper.
-        server(f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[helper.upload]))
+        # The bootstrap may only boot once its config is in place.
+        server(f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[source]))
         self.register_outputs({"gatherCommand": self.gather_command})

@@ -67,7 +67,7 @@ class OpenStackCluster(pulumi.ComponentResource):
                 security.of(cluster, plan.bootstrap),
                 nodes.user_data(plan.bootstrap),
                 nodes.served(plan.bootstrap),
-                installer.assets.apply(lambda assets: assets.identity),
+                installer.assets,
                 child,
             ).gather_command
         user_data = nodes.user_data_of(plan.nodes)

@@ -263,7 +263,7 @@ def test_the_installers_own_formats_are_accepted():
 
 def test_every_key_of_the_helpers_ssh_keys_reaches_the_helper():
     keys = DEV["ocp:sshKey"] + "\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops@bastion"
-    recorded, error = run_recording({**DEV, "ocp:sshKey": keys})
+    recorded, error = run_recording({**with_section(DEV, "bootstrap", configSource="helper"), "ocp:sshKey": keys})
     assert error is None
     helper = next(r for r in recorded.resources if r.name == "ocp4-bootstrap-helper-server")
     document = yaml.safe_load(unwrap(helper.inputs["userData"]).removeprefix("#cloud-config\n"))

@@ -11,7 +11,7 @@ import pytest
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.firewall import WORLD, exposure_table, security_groups
-from tests.conftest import ROOT, stack_config, with_section
+from tests.conftest import ROOT, stack_config, with_helper, with_section
 
 MACHINE = IPv4Network("10.0.0.0/16")
 
@@ -32,7 +32,7 @@ SHAPES = {
         nodePortAllowedCidrs=["192.0.2.0/28"],
     ),
     "helper inside": with_section(
-        with_section(stack_config("dev"), "bootstrap", helper={"floatingIp": False}), "openstack", sshAllowedCidr=None
+        with_section(with_helper(stack_config("dev")), "bootstrap", helper={"floatingIp": False}), "openstack", sshAllowedCidr=None
     ),
     "no bootstrap": with_section(stack_config("dev"), "bootstrap", enabled=False),
 }
@@ -67,7 +67,6 @@ def test_restricted_sources_replace_the_world_and_the_machine_network_is_not_rep
         ("worker", "icmp", "0.0.0.0/0"),
         ("worker", "tcp 30000-32767", "192.0.2.0/28"),
         ("worker", "udp 30000-32767", "192.0.2.0/28"),
-        ("helper", "tcp 22", "192.168.122.0/24"),
         ("bootstrap", "tcp 22", "192.168.122.0/24"),
     }
 

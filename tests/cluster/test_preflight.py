@@ -24,9 +24,13 @@ from cluster.preflight import (
     problems,
     wanted,
 )
-from tests.conftest import stack_config, with_section
+from tests.conftest import stack_config, with_section, with_helper
 
 FLAVORS = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40), "m1.small": Flavor(1, 2048, 20)}
+
+
+# The dev stack as it was before ocp:bootstrap.configSource: the helper serves the bootstrap.
+HELPER_DEV = with_helper(stack_config("dev"))
 
 
 def setup(config: dict[str, str]):
@@ -50,8 +54,18 @@ def facts(quotas: dict[str, Quota], existing: Existing | None = None) -> CloudFa
     )
 
 
-def test_the_dev_footprint():
+def test_the_dev_footprint_with_glance_has_no_helper():
     config, plan = setup(stack_config("dev"))
+    helper_era = footprint(*setup(HELPER_DEV), FLAVORS)
+    # No helper server, port, group (2 rules + Neutron's 2 egress) or floating IP.
+    assert footprint(config, plan, FLAVORS) == {
+        **helper_era, "instances": 6, "cores": helper_era["cores"] - 1, "ram": helper_era["ram"] - 2048, "ports": 10,
+        "security_groups": 4, "security_group_rules": 49, "floating_ips": 3,
+    }
+
+
+def test_the_dev_footprint():
+    config, plan = setup(HELPER_DEV)
     # 3 masters, 2 workers, the bootstrap and its helper; 5 groups (master, worker, ingress, helper, bootstrap).
     assert footprint(config, plan, FLAVORS) == {
         "instances": 7,
@@ -68,33 +82,33 @@ def test_the_dev_footprint():
 
 
 def test_rules_count_neutrons_two_default_egress_rules_per_group():
-    config, plan = setup(stack_config("dev"))
-    torn_down = setup(with_section(stack_config("dev"), "bootstrap", enabled=False))
+    config, plan = setup(HELPER_DEV)
+    torn_down = setup(with_section(HELPER_DEV, "bootstrap", enabled=False))
     # the helper's group (two rules) and the bootstrap's (SSH), each with the two egress rules Neutron adds
     assert footprint(config, plan, FLAVORS)["security_group_rules"] - footprint(*torn_down, FLAVORS)["security_group_rules"] == 7
     assert footprint(config, plan, FLAVORS)["floating_ips"] - footprint(*torn_down, FLAVORS)["floating_ips"] == 2
 
 
 def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
-    config, plan = setup(with_section(stack_config("dev"), "masters", rootVolume={"size": 100, "type": "ssd"}))
+    config, plan = setup(with_section(HELPER_DEV, "masters", rootVolume={"size": 100, "type": "ssd"}))
     counts = footprint(config, plan, FLAVORS)
     assert (counts["volumes"], counts["gigabytes"]) == (4, 400)
 
 
 def test_extra_networks_add_a_port_per_node_then_and_on_day_2():
     network = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
-    config, plan = setup(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[network]))
+    config, plan = setup(with_section(HELPER_DEV, "openstack", additionalNetworkIds=[network]))
     # 3 masters, 2 workers and the bootstrap get one more port each; the helper does not.
     assert footprint(config, plan, FLAVORS)["ports"] == 7 + 6 + 2 + 2
     # On day 2 those ports exist but carry no tag of ours: they count as there, so one more worker adds 2 ports.
-    grown = setup(with_section(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[network]), "workers", count=3))
+    grown = setup(with_section(with_section(HELPER_DEV, "openstack", additionalNetworkIds=[network]), "workers", count=3))
     existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
     assert problems(*grown, facts({"ports": Quota(100, 98)}, existing)) == []
     assert "the stack adds 2 ports" in problems(*grown, facts({"ports": Quota(100, 99)}, existing))[0]
 
 
 def test_what_exists_is_not_needed_again():
-    config, plan = setup(with_section(stack_config("dev"), "workers", count=4))
+    config, plan = setup(with_section(HELPER_DEV, "workers", count=4))
     existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
     tight = {"instances": Quota(20, 18), "ports": Quota(20, 18)}
     assert problems(config, plan, facts(tight, existing)) == []
@@ -106,7 +120,7 @@ def test_what_exists_is_not_needed_again():
 
 
 def test_limit_only_quotas_hold_the_whole_footprint_and_unlimited_is_no_limit():
-    config, plan = setup(stack_config("dev"))
+    config, plan = setup(HELPER_DEV)
     existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)
     assert problems(config, plan, facts({"floating_ips": Quota(4), "instances": Quota(-1, 500)}, existing)) == []
     assert problems(config, plan, facts({"floating_ips": Quota(3)}, existing)) == [
@@ -116,7 +130,7 @@ def test_limit_only_quotas_hold_the_whole_footprint_and_unlimited_is_no_limit():
 
 
 def test_only_what_the_stack_uses_is_looked_up():
-    config, plan = setup(with_section(stack_config("dev"), "bootstrap", enabled=False))
+    config, plan = setup(with_section(HELPER_DEV, "bootstrap", enabled=False))
     want = wanted(config, plan)
     assert want.flavors == ("master", "worker")
     assert want.images == ("rhcos",)
@@ -172,7 +186,7 @@ def test_a_local_kvm_stack_needs_a_kvm_device_it_can_open(tmp_path):
 def test_no_kvm_check_for_qemu_a_remote_host_or_openstack():
     assert libvirt_host_problems(kvm(domainType="qemu"), MISSING) == []
     assert libvirt_host_problems(kvm(uri="qemu+ssh://root@kvm-host/system"), MISSING) == []
-    assert libvirt_host_problems(load_config(stack_config("dev")), MISSING) == []
+    assert libvirt_host_problems(load_config(HELPER_DEV), MISSING) == []
 
 
 def test_a_device_this_user_may_not_open_is_no_proof_for_the_system_instance(monkeypatch):

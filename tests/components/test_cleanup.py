@@ -261,13 +261,13 @@ def test_the_script_removes_what_the_cluster_made_in_order(fake):
     assert result.stdout.splitlines()[0] == "cleanup: deleted floating IP fip-lb-1 of load balancer lb-1"
 
 
-def test_nothing_pulumi_deletes_in_the_same_destroy_is_touched(fake, dev_run):
+def test_nothing_pulumi_deletes_in_the_same_destroy_is_touched(fake, dev_helper_run):
     """The program's own servers, ports, floating IPs and server groups carry the infra ID's
     tag and name too: every name the plan gives them is left to Pulumi, whatever the order."""
-    infra = dev_run.outputs["infraId"]
+    infra = dev_helper_run.outputs["infraId"]
     named = {
         unwrap(r.inputs["name"]).replace(infra, INFRA)
-        for r in dev_run.resources
+        for r in dev_helper_run.resources
         if r.type.endswith(("/instance:Instance", "/port:Port", "/serverGroup:ServerGroup"))
     }
     assert {f"{INFRA}-master-0", f"{INFRA}-worker-0", f"{INFRA}-api-port", f"{INFRA}-worker", f"{INFRA}-bootstrap-helper"} <= named

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import socket
@@ -24,7 +25,7 @@ from cluster.firewall import exposure_table
 from cluster.installer import render_install_config, upi_manifests
 from ignition import assembly
 from tests.certs import OTHER_CA
-from tests.conftest import PULL_SECRET, ROOT, STACK_FILES, deploy, diff, inputs_by_name, preview, run, stack_config, with_section
+from tests.conftest import PULL_SECRET, ROOT, STACK_FILES, deploy, diff, inputs_by_name, preview, run, stack_config, with_helper, with_section
 from tools import sample_installer, toolchain
 from tools.mock_run import ProgramRun, deployed_from, is_secret, run_program, unwrap
 
@@ -58,8 +59,26 @@ def rules(program_run: ProgramRun, group: str) -> set[tuple]:
     }
 
 
-def test_resource_counts_of_the_dev_stack(dev_run):
-    counts = Counter(r.type for r in dev_run.resources)
+def test_the_bootstrap_config_is_a_private_glance_image_fetched_with_the_providers_token(dev_run):
+    (image,) = dev_run.of_type("openstack:images/image:Image")
+    inputs = unwrap(image.inputs)
+    infra = dev_run.outputs["infraId"]
+    assert (inputs["name"], inputs["containerFormat"], inputs["diskFormat"], inputs["visibility"]) == (f"{infra}-ignition", "bare", "raw", "private")
+    assert inputs["tags"] == [f"openshiftClusterID={infra}"]
+    # The file it uploads is written from the served config by a command before it, and goes with it.
+    (written,) = [r for r in dev_run.of_type("command:local:Command") if r.name == "ocp4-bootstrap-config-file"]
+    assert written.urn in image.dependencies and is_secret(written.inputs["stdin"])
+    assert unwrap(written.inputs["environment"])["FILE"] == inputs["localFilePath"]
+    bootstrap = dev_run.by_name("ocp4-bootstrap-node")
+    assert image.urn in bootstrap.dependencies and is_secret(bootstrap.inputs["userData"])
+    assert urlsplit(shim_url(dev_run)).path == f"/v2/images/{image.name}-{hashlib.sha256(f'{image.type}/{image.name}'.encode()).hexdigest()[:12]}/file"
+    # No helper, no SSH upload.
+    assert dev_run.of_type("command:remote:Command") == []
+    assert not any("helper" in r.name for r in dev_run.resources)
+
+
+def test_resource_counts_of_the_dev_stack(dev_helper_run):
+    counts = Counter(r.type for r in dev_helper_run.resources)
     assert counts[INSTANCE] == 7  # bootstrap, helper, 3 masters, 2 workers
     assert counts[PORT] == 9  # 2 VIP ports + helper + bootstrap + 5 nodes
     assert counts["openstack:networking/floatingIp:FloatingIp"] == 4  # API, Ingress, helper, bootstrap
@@ -68,7 +87,7 @@ def test_resource_counts_of_the_dev_stack(dev_run):
     for type_ in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface"):
         assert counts[f"openstack:networking/{type_}"] == 1
     # the installer, the destroy cleanup and each worker's pointer (among others); the helper's upload
-    local = {r.name for r in dev_run.of_type("command:local:Command")}
+    local = {r.name for r in dev_helper_run.of_type("command:local:Command")}
     assert {"installer-run", "ocp4-cleanup-on-destroy", "ocp4-worker-pointers-worker-0", "ocp4-worker-pointers-worker-1"} <= local
     assert counts["command:remote:Command"] == 1
 
@@ -83,7 +102,7 @@ def test_components_and_parents(dev_run):
         "ocp4-vips": "ocp:openstack:VipPorts",
         "ocp4-cleanup": "ocp:openstack:Cleanup",
         "ocp4-bootstrap": "ocp:openstack:Bootstrap",
-        "ocp4-bootstrap-helper": "ocp:openstack:BootstrapHelper",
+        "ocp4-bootstrap-config": "ocp:openstack:BootstrapImage",
         "ocp4-control-plane": "ocp:openstack:ControlPlane",
         "ocp4-workers": "ocp:openstack:Workers",
         "ocp4-worker-pointers": "ocp:openstack:WorkerPointers",
@@ -170,7 +189,7 @@ def test_worker_port_matrix(dev_run):
 
 
 def test_ssh_to_nodes_is_from_the_machine_network_whatever_ssh_allowed_cidr_says():
-    program_run = run(with_section(stack_config("dev"), "openstack", sshAllowedCidr="0.0.0.0/0"))
+    program_run = run(with_helper(with_section(stack_config("dev"), "openstack", sshAllowedCidr="0.0.0.0/0")))
     for group in ("ocp4-security-master", "ocp4-security-worker"):
         assert {source for p, lo, _, source in rules(program_run, group) if (p, lo) == ("tcp", 22)} == {CIDR}
     assert ("tcp", 22, 22, WORLD) in rules(program_run, "ocp4-bootstrap-helper-helper")
@@ -183,14 +202,14 @@ def test_ingress_port_matrix(dev_run):
     }
 
 
-def test_helper_serves_the_bootstrap_alone_and_admits_ssh_from_ssh_allowed_cidr(dev_run):
-    helper = rules(dev_run, "ocp4-bootstrap-helper-helper")
+def test_helper_serves_the_bootstrap_alone_and_admits_ssh_from_ssh_allowed_cidr(dev_helper_run):
+    helper = rules(dev_helper_run, "ocp4-bootstrap-helper-helper")
     assert helper == {("tcp", 8080, 8080, "10.0.0.10/32"), ("tcp", 22, 22, "192.168.122.0/24")}
 
 
-def test_servers(dev_run):
-    servers = by_input_name(dev_run, INSTANCE)
-    helper = f"{dev_run.outputs['infraId']}-bootstrap-helper"  # unique in the project, like the nodes
+def test_servers(dev_helper_run):
+    servers = by_input_name(dev_helper_run, INSTANCE)
+    helper = f"{dev_helper_run.outputs['infraId']}-bootstrap-helper"  # unique in the project, like the nodes
     assert set(servers) == {
         "ocp4-bootstrap", helper, "ocp4-master-0", "ocp4-master-1", "ocp4-master-2",
         "ocp4-worker-0", "ocp4-worker-1",
@@ -212,9 +231,9 @@ def test_masters_are_created_one_after_the_other(dev_run):
         assert unwrap(master.inputs["schedulerHints"])[0]["group"]
 
 
-def test_bootstrap_boots_after_its_config_is_on_the_helper(dev_run):
-    upload = dev_run.of_type("command:remote:Command")[0]
-    bootstrap = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
+def test_bootstrap_boots_after_its_config_is_on_the_helper(dev_helper_run):
+    upload = dev_helper_run.of_type("command:remote:Command")[0]
+    bootstrap = next(r for r in dev_helper_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
     assert upload.urn in bootstrap.dependencies
     connection = unwrap(upload.inputs["connection"])
     assert connection["user"] == "cloud-user" and connection["host"].startswith("203.0.113.")
@@ -367,7 +386,6 @@ DEV_EXPOSURE = {
     ("worker", "icmp", WORLD),
     ("ingress", "tcp 80", WORLD),
     ("ingress", "tcp 443", WORLD),
-    ("helper", "tcp 22", "192.168.122.0/24"),
     ("bootstrap", "tcp 22", "192.168.122.0/24"),
 }
 
@@ -382,7 +400,6 @@ def test_exposure_table_of_the_dev_stack(dev_run):
     assert "Kubernetes API" in why["master", "tcp 6443"] and "apiAllowedCidrs" in why["master", "tcp 6443"]
     assert "routes" in why["ingress", "tcp 443"] and "ingressAllowedCidrs" in why["ingress", "tcp 443"]
     assert "path MTU" in why["master", "icmp"]
-    assert "sshAllowedCidr" in why["helper", "tcp 22"]
     assert "gather bootstrap" in why["bootstrap", "tcp 22"] and "sshAllowedCidr" in why["bootstrap", "tcp 22"]
 
 
@@ -406,7 +423,6 @@ def test_allowed_cidrs_restrict_api_ingress_and_open_node_ports():
         ("ingress", "tcp 443", "192.0.2.0/28"),
         ("worker", "tcp 30000-32767", "192.0.2.0/28"),
         ("worker", "udp 30000-32767", "192.0.2.0/28"),
-        ("helper", "tcp 22", "192.168.122.0/24"),
         ("bootstrap", "tcp 22", "192.168.122.0/24"),
     }
 
@@ -475,24 +491,24 @@ def shim_url(program_run: ProgramRun, cluster: str = "ocp4") -> str:
     return source["source"]
 
 
-def test_the_shim_and_the_upload_name_one_secret_path(dev_run):
-    url = urlsplit(shim_url(dev_run))
+def test_the_shim_and_the_upload_name_one_secret_path(dev_helper_run):
+    url = urlsplit(shim_url(dev_helper_run))
     assert (url.hostname, url.port) == ("10.0.0.11", 8080)
     token, name = url.path.strip("/").split("/")
     assert len(token) == 32 and name == "bootstrap.ign"
-    upload = dev_run.of_type("command:remote:Command")[0]
+    upload = dev_helper_run.of_type("command:remote:Command")[0]
     assert is_secret(upload.inputs["create"]) and url.path in unwrap(upload.inputs["create"])
-    bootstrap = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
+    bootstrap = next(r for r in dev_helper_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
     assert is_secret(bootstrap.inputs["userData"])
     # The helper's own user_data holds no secret: the path arrives with the upload.
-    helper = next(r for r in dev_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-helper-server")
+    helper = next(r for r in dev_helper_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-helper-server")
     assert token not in unwrap(helper.inputs["userData"])
     assert "http.server " not in unwrap(helper.inputs["userData"])  # no `python3 -m http.server`: it lists directories
 
 
-def test_the_path_differs_between_clusters(dev_run):
-    other = run(stack_config("dev", clusterName="ocp5"))
-    assert urlsplit(shim_url(other, "ocp5")).path != urlsplit(shim_url(dev_run)).path
+def test_the_path_differs_between_clusters(dev_helper_run):
+    other = run(with_helper(stack_config("dev", clusterName="ocp5")))
+    assert urlsplit(shim_url(other, "ocp5")).path != urlsplit(shim_url(dev_helper_run)).path
 
 
 def _free_port() -> int:
@@ -509,9 +525,9 @@ def _get(url: str, method: str = "GET") -> tuple[int, bytes]:
         return error.code, error.read()
 
 
-def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_run, tmp_path):
+def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_helper_run, tmp_path):
     """The server and upload the helper gets, run for real on loopback."""
-    files = helper_files(dev_run)
+    files = helper_files(dev_helper_run)
     server = tmp_path / "server"
     server.write_text(files["/usr/local/libexec/bootstrap-ignition-server"])
     unit = files["/etc/systemd/system/bootstrap-ignition.service"]
@@ -520,10 +536,10 @@ def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_run, tmp_path):
     assert (bind, port) == ("0.0.0.0", "8080")
     # The upload command, pointed at a scratch directory instead of /srv/ignition, without sudo.
     root = tmp_path / "srv"
-    upload = dev_run.of_type("command:remote:Command")[0]
+    upload = dev_helper_run.of_type("command:remote:Command")[0]
     command_text = unwrap(upload.inputs["create"]).replace("sudo ", "").replace("/srv/ignition", str(root))
     config = unwrap(upload.inputs["stdin"])
-    path = urlsplit(shim_url(dev_run)).path
+    path = urlsplit(shim_url(dev_helper_run)).path
     port_number = _free_port()
     process = subprocess.Popen(
         [sys.executable, str(server), "127.0.0.1", str(port_number), served.replace("/srv/ignition", str(root)),
@@ -576,9 +592,8 @@ def test_integrated_mode_opens_no_plain_http_machine_config_server(dev_run, stan
 def test_nodes_read_nova_metadata_from_a_config_drive(dev_run):
     # The kubelet's node name is Nova metadata's name: from the config drive first, so a
     # subnet without a metadata service does not hold a node at first boot for ever.
-    # The helper's cloud-init, too.
     servers = dev_run.of_type(INSTANCE)
-    assert len(servers) == 7
+    assert len(servers) == 6
     for server in servers:
         assert unwrap(server.inputs["configDrive"]) is True, server.name
         assert "configDrive" in server.options["ignoreChanges"], server.name
@@ -595,7 +610,7 @@ def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
     result = preview(state, config)
     assert result.error is None
     servers = {name: change for name, change in result.changes.items() if change.type == INSTANCE}
-    assert len(servers) == 7
+    assert len(servers) == 6
     assert {change.action for change in servers.values()} == {"same"}
     assert all(change.ignored == ("configDrive",) for change in servers.values())
     assert not result.disruptive

@@ -4,6 +4,7 @@ Standalone mode (platform: none) in most tests; integrated mode at the end."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -34,20 +35,41 @@ def test_every_node_config_passes_ignition_validate(nodes, tmp_path):
 
 def test_user_data_budgets(nodes):
     for name, node in nodes.items():
-        limit = SHIM_LIMIT if name == "ocp4-bootstrap" else USER_DATA_LIMIT
-        assert len(node.user_data.encode()) <= limit, name
+        if name == "ocp4-bootstrap":  # the Glance shim: Nova's limit, with room for the token
+            assert len(base64.b64encode(node.user_data.encode())) <= 65535 - 4096, name
+        else:
+            assert len(node.user_data.encode()) <= USER_DATA_LIMIT, name
 
 
-def test_bootstrap_shim_merges_the_served_config(nodes, standalone_run):
+def test_bootstrap_shim_merges_the_served_config_from_glance_with_the_token(nodes, standalone_run):
     shim = json.loads(nodes["ocp4-bootstrap"].user_data)
-    merge = shim["ignition"]["config"]["merge"]
-    # The helper, under a path only the cluster's secret gives (tests/components/test_openstack.py).
-    assert re.fullmatch(r"http://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge[0]["source"])
-    served = next(r for r in standalone_run.resources if r.type == "command:remote:Command")
+    (merge,) = shim["ignition"]["config"]["merge"]
+    # The image's data at the catalog's public image endpoint (the mock cloud's), with the provider's token.
+    assert re.fullmatch(r"https://image\.cloud\.example:9292/v2/images/ocp4-bootstrap-config-image-[0-9a-f]{12}/file", merge["source"])
+    assert merge["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-mock-cloud-token"}]
+    served = next(r for r in standalone_run.resources if r.type == "command:local:Command" and r.inputs.get("stdin"))
     from tools.mock_run import unwrap
 
-    assert merge[0]["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
+    assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
     assert shim["ignition"]["timeouts"]["httpResponseHeaders"] >= 60
+    assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
+    hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
+    assert assembly.file_contents(hostname[0]) == b"ocp4-bootstrap\n"
+
+
+def test_the_helper_shim_merges_the_served_config(tmp_path):
+    from tests.conftest import run, stack_config, with_helper
+    from tools.mock_run import unwrap
+
+    helper_run = run(with_helper(stack_config("standalone")), stack="standalone")
+    node = next(node for node in node_outputs(helper_run) if node.hostname == "ocp4-bootstrap")
+    assert len(node.user_data.encode()) <= SHIM_LIMIT
+    shim = json.loads(node.user_data)
+    (merge,) = shim["ignition"]["config"]["merge"]
+    # The helper, under a path only the cluster's secret gives (tests/components/test_openstack.py).
+    assert re.fullmatch(r"http://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge["source"])
+    served = next(r for r in helper_run.resources if r.type == "command:remote:Command")
+    assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
     assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
     hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
     assert assembly.file_contents(hostname[0]) == b"ocp4-bootstrap\n"
@@ -117,9 +139,7 @@ def integrated(dev_run):
 
 def test_integrated_nodes_are_named_by_the_infra_id_and_pass_ignition_validate(integrated, tmp_path):
     nodes, infra_id = integrated
-    assert set(nodes) == {f"{infra_id}-{n}" for n in ("bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1")} | {
-        f"{infra_id}-bootstrap-helper"
-    }
+    assert set(nodes) == {f"{infra_id}-{n}" for n in ("bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1")}
     for name, node in nodes.items():
         if node.ignition is not None:
             result = ignition_validate(json.dumps(node.ignition), tmp_path, f"{name}.ign")

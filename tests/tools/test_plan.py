@@ -36,7 +36,6 @@ def test_plan_of_the_dev_stack(tmp_path):
         ["worker", "icmp", "from", "0.0.0.0/0"],
         ["ingress", "tcp", "80", "from"],
         ["ingress", "tcp", "443", "from"],
-        ["helper", "tcp", "22", "from"],
         ["bootstrap", "tcp", "22", "from"],
     ]
     resources = json.loads((out / "resources.json").read_text())
