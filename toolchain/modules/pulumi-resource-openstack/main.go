@@ -36,9 +36,15 @@ func providerInfo() tfbridge.ProviderInfo {
 	for tfName, token := range resourceTokens {
 		info.Resources[tfName] = &tfbridge.ResourceInfo{Tok: tokens.Type(token)}
 	}
+	// As pulumi-openstack: a floating IP's pool from the environment when not given.
+	info.Resources["openstack_networking_floatingip_v2"].Fields = map[string]*tfbridge.SchemaInfo{
+		"pool": {Default: &tfbridge.DefaultInfo{EnvVars: []string{"OS_POOL_NAME"}}},
+	}
 	for tfName, token := range functionTokens {
 		info.DataSources[tfName] = &tfbridge.DataSourceInfo{Tok: tokens.ModuleMember(token)}
 	}
+	// As pulumi-openstack: a required `name` becomes optional, made from the resource's name and a random suffix.
+	info.SetAutonaming(255, "-")
 	return info
 }
 

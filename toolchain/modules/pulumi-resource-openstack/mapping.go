@@ -18,6 +18,7 @@ type property struct {
 	Name      string               `json:"name"`
 	Type      string               `json:"type"`
 	Required  bool                 `json:"required"`
+	Optional  bool                 `json:"optional"`
 	Computed  bool                 `json:"computed"`
 	Secret    bool                 `json:"secret"`
 	Flattened bool                 `json:"flattened,omitempty"`
@@ -30,16 +31,19 @@ type entry struct {
 	Properties map[string]*property `json:"properties"`
 }
 
-func describe(schemas shim.SchemaMap) map[string]*property {
+func describe(schemas shim.SchemaMap, fields map[string]*tfbridge.SchemaInfo) map[string]*property {
 	found := map[string]*property{}
 	schemas.Range(func(key string, s shim.Schema) bool {
 		p := &property{
 			Name: tfbridge.TerraformToPulumiNameV2(key, schemas, nil), Type: s.Type().String(),
-			Required: s.Required(), Computed: s.Computed(), Secret: s.Sensitive(),
+			Required: s.Required(), Optional: s.Optional(), Computed: s.Computed(), Secret: s.Sensitive(),
+		}
+		if info, ok := fields[key]; ok && info.Default != nil { // auto-named, or from the environment
+			p.Required, p.Optional = false, true
 		}
 		switch elem := s.Elem().(type) {
 		case shim.Resource:
-			p.Fields = describe(elem.Schema())
+			p.Fields = describe(elem.Schema(), nil)
 			p.Flattened = s.MaxItems() == 1
 		case shim.Schema:
 			p.Element = elem.Type().String()
@@ -55,10 +59,10 @@ func dumpMapping(info tfbridge.ProviderInfo) {
 	out := map[string]map[string]entry{"resources": {}, "functions": {}}
 	resources, functions := info.P.ResourcesMap(), info.P.DataSourcesMap()
 	for name, r := range info.Resources {
-		out["resources"][string(r.Tok)] = entry{name, describe(resources.Get(name).Schema())}
+		out["resources"][string(r.Tok)] = entry{name, describe(resources.Get(name).Schema(), r.Fields)}
 	}
 	for name, d := range info.DataSources {
-		out["functions"][string(d.Tok)] = entry{name, describe(functions.Get(name).Schema())}
+		out["functions"][string(d.Tok)] = entry{name, describe(functions.Get(name).Schema(), d.Fields)}
 	}
 	var unmapped []string
 	resources.Range(func(key string, _ shim.Resource) bool {
