@@ -3,9 +3,9 @@ here (.toolchain), this program, on a local file backend, inside a network names
 has only loopback, with every connect() recorded: nothing is downloaded or called home.
 
 What runs without a cloud and without provider plugins: the CLI's own check of the stack
-config against Pulumi.yaml, and the program up to its first resource. The provider plugins
-(command, openstack, libvirt) are not built (the module proxy refuses their modules:
-toolchain/pins.toml), so a valid stack stops at the first provider, and says which."""
+config against Pulumi.yaml, and the program up to its first resource. These runs have an empty
+PULUMI_HOME (the plugins built here run in tests/localcloud), so a valid stack stops at the
+first provider, and says which."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_each_committed_stack_passes_the_clis_check_and_runs_to_the_first_provid
     init_stack(isolated, project, stack)
     result = pulumi(isolated, project, "preview", "--stack", stack)
     assert "validating stack config" not in result.output and "invalid stack configuration" not in result.output
-    # No provider plugin is built (toolchain/pins.toml): the program gets as far as its first one.
+    # No provider plugin in this PULUMI_HOME: the program gets as far as its first one.
     missing = re.search(r"no resource plugin 'pulumi-resource-(\w+)' found in the workspace at version v([\d.]+)", result.output)
     assert missing is not None, result.output
     assert result.returncode != 0

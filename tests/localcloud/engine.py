@@ -64,7 +64,9 @@ class Stack:
         shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
         (project / "venv").symlink_to(ROOT / "venv")
         (work / "state").mkdir()
-        environment = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), **env, "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
+        environment = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
+        # env's PATH comes after the toolchain's (the cloud's `openstack` CLI, say); the rest is set as given.
+        environment.update({**env, "PATH": os.pathsep.join(filter(None, [environment["PATH"], env.get("PATH")]))})
         for plugin_name, version in plugins:
             installed = subprocess.run(
                 ["pulumi", "plugin", "install", "resource", plugin_name, version, "--file", str(plugin(plugin_name, version))],

@@ -1,0 +1,323 @@
+"""The dev (integrated) and standalone stacks' whole life with the real engine, the OpenStack
+plugin built here and the local cloud: `pulumi up` judged through the OpenStack APIs, the
+bootstrap's config fetched from Glance as the bootstrap would, a second preview that changes
+nothing, every day-2 edit of the stack's catalogue previewed against the offline preview,
+workers 2 -> 3 -> 1 and the bootstrap's teardown applied with the masters untouched, and
+`pulumi destroy` leaving nothing that carries the infra ID (also what the cluster made itself).
+
+Real: the CLI and its Python host, the OpenStack plugin (terraform-provider-openstack v3.4.0
+under the bridge: toolchain/pins.toml says why not pulumi-openstack's own), openshift-install
+(integrated: against the local cloud; standalone: platform none), Keystone, Nova, Neutron,
+Glance, Cinder. Not real: the command plugin (tools/command_standin), `oc` for the release
+lookups (tools/real_installer.py: no registry), and the machines (Nova's fake driver: nothing
+boots). One module-scoped stack per committed stack: the tests run in order and build on each
+other.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import time
+import urllib.request
+
+import pytest
+
+from cluster.addresses import plan_addresses, server_name
+from cluster.config import load_config
+from cluster.firewall import Rule, bootstrap_rules, security_groups
+from tests.conftest import deploy
+from tests.localcloud.conftest import sdk
+from tests.localcloud.test_cleanup import CSI, OURS, REMOVE
+from tests.localcloud.engine import Stack, agreement, needs, structured, table
+from tests.test_day2 import DEV_EDITS, STANDALONE_EDITS
+from tools.real_installer import stand_in_oc
+
+PLUGINS = [("openstack", "5.5.3")]
+pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
+CATALOGUE = {"dev": DEV_EDITS, "standalone": STANDALONE_EDITS}
+
+# What the project holds, as the cloud's APIs say, for the names and tags of one infra ID.
+INVENTORY = """
+def mine(name):
+    return (name or "").startswith(infra)
+
+images = {i.id: i for i in tenant.image.images()}
+result = {
+    "servers": {s.name: {
+        "id": s.id, "status": s.status, "flavor": s.flavor.get("original_name") or s.flavor.get("name"),
+        "image": images[s.image["id"]].name if s.image and s.image.get("id") in images else None,
+        "zone": s.availability_zone, "config_drive": str(s.has_config_drive).lower() in ("true", "1"),
+        "tags": sorted(s.tags or []), "volumes": sorted(v["id"] for v in (s.attached_volumes or [])),
+        "ports": sorted(p.id for p in tenant.network.ports(device_id=s.id)),
+    } for s in tenant.compute.servers(details=True) if mine(s.name) or f"openshiftClusterID={infra}" in (s.tags or [])},
+    "ports": {p.id: {
+        "name": p.name, "device": p.device_id, "network": p.network_id, "tags": sorted(p.tags or []),
+        "fixed_ips": sorted((f["subnet_id"], f["ip_address"]) for f in p.fixed_ips),
+        "pairs": sorted(a["ip_address"] for a in p.allowed_address_pairs or []),
+        "groups": sorted(p.security_group_ids or []),
+    } for p in tenant.network.ports() if mine(p.name) or any(t.endswith(infra) for t in p.tags or [])},
+    "floating_ips": {f.floating_ip_address: {"port": f.port_id, "tags": sorted(f.tags or []), "network": f.floating_network_id}
+        for f in tenant.network.ips() if any(t.endswith(infra) for t in f.tags or [])},
+    "groups": {g.name: {"id": g.id, "tags": sorted(g.tags or []), "rules": sorted(
+        (r["protocol"], r["port_range_min"], r["port_range_max"], r["remote_ip_prefix"])
+        for r in g.security_group_rules if r["direction"] == "ingress")} for g in tenant.network.security_groups() if mine(g.name)},
+    "server_groups": {g.name: {"policy": g.policy or (g.policies or [None])[0], "members": sorted(g.member_ids or [])}
+        for g in tenant.compute.server_groups() if mine(g.name)},
+    "routers": {r.name: {"gateway": (r.external_gateway_info or {}).get("network_id"), "tags": sorted(r.tags or [])}
+        for r in tenant.network.routers() if mine(r.name)},
+    "networks": {n.name: {"id": n.id, "tags": sorted(n.tags or [])} for n in tenant.network.networks() if mine(n.name)},
+    "subnets": {s.name: {"id": s.id, "cidr": s.cidr, "dns": list(s.dns_nameservers), "pools": s.allocation_pools, "tags": sorted(s.tags or [])}
+        for s in tenant.network.subnets() if mine(s.name)},
+    "volumes": {v.id: {"name": v.name, "status": v.status, "size": v.size, "type": v.volume_type, "metadata": v.metadata}
+        for v in tenant.block_storage.volumes() if mine(v.name) or infra in json.dumps(v.metadata or {})},
+    "images": {i.name: {"id": i.id, "status": i.status, "visibility": i.visibility, "container": i.container_format,
+        "disk": i.disk_format, "tags": sorted(i.tags or []), "size": i.size} for i in images.values() if mine(i.name)},
+    "external": {n.name: n.id for n in tenant.network.networks(is_router_external=True)},
+}
+"""
+
+# What a running cluster makes itself, by the names and tags it uses (as tests/localcloud/test_cleanup.py).
+CLUSTER_MADE = """
+network = tenant.network.find_network(f"{infra}-openshift")
+tag = f"openshiftClusterID={infra}"
+made = tenant.compute.create_server(name=f"{infra}-worker-0-x7k2p", flavor_id=tenant.compute.find_flavor("m1.small").id,
+    image_id=tenant.image.find_image("centos-stream-9").id, networks=[{"uuid": network.id}], tags=[tag])
+machine = tenant.compute.wait_for_server(made, wait=180)
+volume = tenant.block_storage.create_volume(name="pvc-9d8e7f", size=1, metadata={"cinder.csi.openstack.org/cluster": infra})
+volume = tenant.block_storage.wait_for_status(volume, "available", wait=120)
+port = tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id)
+tenant.network.set_tags(port, [tag])
+result = {"server": machine.id, "volume": volume.id, "port": port.id}
+"""
+
+# Nova shows a server's user_data to an admin, from microversion 2.3 on.
+USER_DATA = """
+result = admin.compute.get(f"/servers/{server}", microversion="2.3").json()["server"]["OS-EXT-SRV-ATTR:user_data"]
+"""
+
+
+@pytest.fixture(scope="module", params=["dev", "standalone"])
+def stack(request, cloud, cloud_env, tmp_path_factory) -> Stack:
+    name = request.param
+    work = tmp_path_factory.mktemp(f"{name}-lifecycle")
+
+    def local(committed: dict) -> dict:
+        # No registry here: the release lookups get the fake release's digests (tools/real_installer.py).
+        return {**committed, "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(work)))}
+
+    # The `openstack` CLI, which integrated mode needs where `pulumi up` runs: the local cloud's.
+    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], "PATH": str(cloud.bin("openstack").parent)}
+    created = Stack.create(name, work, env, PLUGINS, local)
+    created.cloud = cloud  # type: ignore[attr-defined]
+    yield created
+    if os.environ.get("OCP_KEEP_LIFECYCLE"):  # to look into a failure: the stack stays, with its project
+        print(f"kept: the stack in {created.project} (PULUMI_HOME {work / 'home'}, backend {work / 'state'})")
+        return
+    # After a failure too, leave nothing behind: what the state knows, then whatever carries the infra ID.
+    created.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
+    created.pulumi("destroy", "--yes", "--skip-preview")
+    sweep(created)
+
+
+def infra_id(stack: Stack) -> str | None:
+    """The cluster's infra ID, from the installer's metadata.json (there even when `pulumi up` stopped midway)."""
+    metadata = stack.project / structured(stack.base["ocp:installer"])["dir"] / "metadata.json"
+    return json.loads(metadata.read_text())["infraID"] if metadata.is_file() else None
+
+
+def sweep(stack: Stack) -> list[str]:
+    """Removes every server, volume, floating IP, port, router, network, group and image of the
+    stack's infra ID; returns what it found. Fails naming what could not be removed."""
+    infra = infra_id(stack)
+    if infra is None:
+        return []
+    # Servers and ports by the cluster's tag first: standalone names its nodes without the infra ID.
+    tagged = """
+tag = f"openshiftClusterID={infra}"
+errors, result = [], {}
+for server in [s for s in tenant.compute.servers() if tag in (s.tags or [])]:
+    tenant.compute.delete_server(server)
+    tenant.compute.wait_for_delete(server, interval=1, wait=120)
+for port in [p for p in tenant.network.ports() if tag in (p.tags or [])]:
+    tenant.network.delete_port(port)
+"""
+    images = """
+for image in [i for i in tenant.image.images() if (i.name or "").startswith(infra)]:
+    attempt(f"delete image {image.name}", tenant.image.delete_image, image)
+result["left"] += [f"image {i.name}" for i in tenant.image.images() if (i.name or "").startswith(infra)]
+"""
+    removed = sdk(stack.cloud, tagged + OURS + REMOVE + images, infra=infra, other=infra, csi=CSI, volumes=[])  # type: ignore[attr-defined]
+    assert removed["left"] == [], f"the stack's resources could not all be removed: {removed}"
+    return removed["found"]
+
+
+def inventory(stack: Stack, infra: str) -> dict:
+    return sdk(stack.cloud, INVENTORY, infra=infra)  # type: ignore[attr-defined]
+
+
+def _by_type(state: list[dict], kind: str) -> dict[str, dict]:
+    return {r["urn"].rsplit("::", 1)[1]: r for r in state if r["type"] == kind}
+
+
+def _rules(rules: list[Rule]) -> list[tuple]:
+    return sorted((rule.protocol, rule.port_min, rule.port_max, str(rule.source)) for rule in rules)
+
+
+def test_up_creates_the_stack_in_the_cloud(stack):
+    began = time.monotonic()
+    stack.up()
+    print(f"pulumi up of {stack.name}: {time.monotonic() - began:.0f} s")
+    outputs = stack.outputs()
+    infra = outputs["infraId"]
+    found = inventory(stack, infra)
+    state = stack.state()
+    config = load_config({key: value for key, value in stack.base.items()})
+    plan = plan_addresses(config)
+    tag = f"openshiftClusterID={infra}"
+
+    # Servers: ACTIVE, with the flavor, image, zone, config drive and tags the program asked for.
+    instances = _by_type(state, "openstack:compute/instance:Instance")
+    assert {r["inputs"]["name"] for r in instances.values()} == set(found["servers"])
+    for resource in instances.values():
+        inputs, server = resource["inputs"], found["servers"][resource["inputs"]["name"]]
+        assert server["id"] == resource["id"] and server["status"] == "ACTIVE", server
+        assert server["flavor"] == inputs["flavorName"] and server["image"] == inputs.get("imageName"), (server, inputs)
+        assert server["zone"] == inputs.get("availabilityZone", server["zone"]) and server["config_drive"] is True
+        assert server["tags"] == sorted(inputs["tags"]) and tag in server["tags"]
+    names = {node.name: server_name(config, node, infra) for node in plan.nodes}
+    assert set(found["servers"]) == set(names.values())
+
+    # Ports: each node's fixed IP and the VIPs it may hold (masters: API and Ingress, bootstrap: API, workers: Ingress).
+    subnet = found["subnets"][f"{infra}-nodes"]
+    ports = {port["name"]: port for port in found["ports"].values()}
+    for node in plan.nodes:
+        port = ports[names[node.name]]
+        assert port["fixed_ips"] == [[subnet["id"], str(node.ip)]] and port["device"] == found["servers"][names[node.name]]["id"]
+        wanted = {"master": {plan.api_vip, plan.ingress_vip}, "bootstrap": {plan.api_vip}, "worker": {plan.ingress_vip}}[node.role]
+        assert set(port["pairs"]) == {str(vip) for vip in wanted}, (node.name, port["pairs"])
+        assert tag in port["tags"]
+    # The VIP ports hold the VIPs and carry the floating IPs the outputs name.
+    for vip, address in (("api", plan.api_vip), ("ingress", plan.ingress_vip)):
+        port = ports[f"{infra}-{vip}-port"]
+        assert port["fixed_ips"] == [[subnet["id"], str(address)]] and port["device"] == ""
+        floating = found["floating_ips"][outputs[f"{vip}FloatingIp"]]
+        assert floating["port"] == next(pid for pid, p in found["ports"].items() if p["name"] == f"{infra}-{vip}-port")
+        assert floating["network"] == found["external"][config.openstack.external_network]
+
+    # Security groups, rule by rule: the exposure table's rules and no other ingress rule.
+    wanted_groups = {f"{infra}-{group}": _rules(rules) for group, rules in security_groups(config, plan).items()}
+    if bootstrap_rules(config):
+        wanted_groups[f"{infra}-bootstrap"] = _rules(bootstrap_rules(config))
+    got = {name: [tuple(rule) for rule in group["rules"]] for name, group in found["groups"].items()}
+    assert got == wanted_groups
+    assert all(tag in group["tags"] for group in found["groups"].values())
+
+    # Server groups and their members; the router's gateway; the subnet's DNS and pools.
+    masters = sorted(found["servers"][names[n.name]]["id"] for n in plan.nodes if n.role == "master")
+    workers = sorted(found["servers"][names[n.name]]["id"] for n in plan.nodes if n.role == "worker")
+    assert found["server_groups"][f"{infra}-master"] == {"policy": config.masters.server_group_policy, "members": masters}
+    assert found["server_groups"][f"{infra}-worker"] == {"policy": config.workers.server_group_policy, "members": workers}
+    assert found["routers"][f"{infra}-external-router"]["gateway"] == found["external"][config.openstack.external_network]
+    assert subnet["dns"] == [str(server) for server in config.nameservers] and subnet["cidr"] == str(config.machine_network)
+    planned_subnet = next(iter(_by_type(state, "openstack:networking/subnet:Subnet").values()))["inputs"]
+    assert subnet["pools"] == [{"start": p["start"], "end": p["end"]} for p in planned_subnet["allocationPools"]]
+
+    # Root volumes where the stack sets them, each attached to its server.
+    for resource in instances.values():
+        devices = resource["inputs"].get("blockDevices") or []
+        server = found["servers"][resource["inputs"]["name"]]
+        assert len(server["volumes"]) == len(devices)
+        for volume_id, device in zip(server["volumes"], devices):
+            assert found["volumes"][volume_id]["size"] == device["volumeSize"]
+
+    # The bootstrap's config in Glance: private, bare/raw, tagged; the outputs.
+    image = found["images"][f"{infra}-ignition"]
+    assert (image["status"], image["visibility"], image["container"], image["disk"]) == ("active", "private", "bare", "raw")
+    assert tag in image["tags"]
+    assert outputs["apiVip"] == str(plan.api_vip) and outputs["ingressVip"] == str(plan.ingress_vip)
+    assert outputs["kubeconfig"] == "[secret]" and outputs["kubeadminPassword"] == "[secret]"
+    stack.infra = infra  # type: ignore[attr-defined]
+
+
+def test_the_bootstrap_fetches_its_whole_config_from_glance(stack):
+    """What the bootstrap's Ignition does with the shim Nova holds: fetch the merge source with its
+    header from the real Glance, and check the bytes against the shim's sha512."""
+    bootstrap = _by_type(stack.state(), "openstack:compute/instance:Instance")["ocp4-bootstrap-node"]
+    user_data = sdk(stack.cloud, USER_DATA, server=bootstrap["id"])  # type: ignore[attr-defined]
+    shim = json.loads(base64.b64decode(user_data))
+    (merge,) = shim["ignition"]["config"]["merge"]
+    headers = {h["name"]: h["value"] for h in merge["httpHeaders"]}
+    assert set(headers) == {"X-Auth-Token"} and merge["source"].endswith("/file")
+    with urllib.request.urlopen(urllib.request.Request(merge["source"], headers=headers), timeout=30) as response:
+        served = response.read()
+    assert merge["verification"]["hash"] == "sha512-" + hashlib.sha512(served).hexdigest()
+    # The whole config: the installer's bootstrap.ign, every file of it, and this program's additions.
+    full = json.loads(served)
+    installer = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
+    paths = {f["path"] for f in full["storage"]["files"]}
+    assert {f["path"] for f in installer["storage"]["files"]} <= paths
+    assert "/etc/hostname" in paths and len(served) > 100_000
+    # Without the token Glance refuses it.
+    try:
+        urllib.request.urlopen(merge["source"], timeout=30)
+        refused = None
+    except urllib.error.HTTPError as error:
+        refused = error.code
+    assert refused == 401
+
+
+def test_a_second_preview_changes_nothing(stack):
+    steps, output = stack.steps(stack.base)
+    assert steps is not None, output[-4000:]
+    changed = {name: action for name, action in steps.items() if action != "same"}
+    assert changed == {}, changed
+
+
+def test_the_catalogue_previews_as_the_offline_preview_says(stack):
+    """Every edit of tests/test_day2.py for this stack whose base is the committed config, previewed by the
+    real engine and plugin against the deployed stack and by the offline preview against the same config."""
+    edits = [edit for edit in CATALOGUE[stack.name] if edit.base(stack.base) == stack.base and not edit.hours_later]
+    began = time.monotonic()
+    rows, disagreements = agreement(stack, deploy(stack.base, stack.name), edits)
+    print(f"{len(edits)} previews of {stack.name} in {time.monotonic() - began:.0f} s")
+    print(table(rows))
+    assert disagreements == [], "\n".join(disagreements)
+
+
+def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were(stack):
+    infra = stack.infra  # type: ignore[attr-defined]
+    before = inventory(stack, infra)
+    masters = {name: server for name, server in before["servers"].items() if "-master-" in name}
+    master_ports = {pid: port for pid, port in before["ports"].items() if "-master-" in port["name"]}
+    config = stack.base
+    for count in (3, 1):
+        config = {**config, "ocp:workers": json.dumps({**json.loads(config["ocp:workers"]), "count": count})}
+        stack.up(config)
+        workers = sorted(name for name in inventory(stack, infra)["servers"] if "-worker-" in name)
+        prefix = infra if load_config(stack.base).integrated else structured(stack.base["ocp:clusterName"])
+        assert workers == [f"{prefix}-worker-{index}" for index in range(count)]
+    config = {**config, "ocp:bootstrap": json.dumps({**json.loads(config["ocp:bootstrap"]), "enabled": False})}
+    stack.up(config)
+    after = inventory(stack, infra)
+    assert not any("bootstrap" in name for name in after["servers"])
+    assert f"{infra}-ignition" not in after["images"]
+    assert {name: after["servers"][name] for name in masters} == masters
+    assert {pid: after["ports"][pid] for pid in master_ports} == master_ports
+    stack.base = config
+
+
+def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
+    infra = stack.infra  # type: ignore[attr-defined]
+    # An integrated cluster makes servers, volumes and ports itself (Machine API, Cinder CSI); a
+    # standalone one holds no cloud credentials and makes none.
+    made = sdk(stack.cloud, CLUSTER_MADE, infra=infra) if load_config(stack.base).integrated else None  # type: ignore[attr-defined]
+    began = time.monotonic()
+    done = stack.pulumi("destroy", "--yes", "--skip-preview")
+    print(f"pulumi destroy of {stack.name}: {time.monotonic() - began:.0f} s")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+    left = inventory(stack, infra)
+    left.pop("external")
+    assert {kind: found for kind, found in left.items() if found} == {}, made
