@@ -9,7 +9,10 @@ with floating IPs on their VIP ports, Cinder volumes of PVCs (Cinder CSI sets th
 the Machine API made for a `serverGroupName` that did not exist (`<infraID>-<something>`),
 and, where the cloud has Swift, the image registry's container `<infraID>-image-registry-<random>`
 (UPI's down-containers.yaml deletes the infra ID's containers). Left behind, they block
-deleting the subnet and network, or cost storage.
+deleting the subnet and network, or cost storage. And Glance images tagged with the infra ID
+(the installer's destroy deletes those too): this program's copy of the bootstrap config is
+one, deleted by Pulumi before the script runs (it depends on the command); another is what an
+interrupted `pulumi up` uploaded, which no state holds. They hold the cluster's secrets.
 
 Never what Pulumi deletes in the same destroy: this program tags its own servers, ports and
 floating IPs with the infra ID and names them `<infraID>-...` too, so the script leaves the
@@ -19,12 +22,12 @@ balancer's (the cluster makes no other). A Machine API machine is named `<Machin
 random characters>`, which none of these is.
 
 The script runs as the `delete` of a command that depends on the network, subnet, router,
-router interface and security groups, and that the masters and workers depend on: the
-engine runs it after this program's nodes are gone (no cloud provider or Machine API left
+router interface and security groups, and that the masters, the workers and the bootstrap's
+Glance image depend on: the engine runs it after those are gone (no cloud provider or Machine API left
 to re-create a load balancer or a machine behind it; PVC volumes detached) and before the
 network and groups go. Order: each load balancer's floating IPs, then the load balancer
 (cascade: listeners, pools, its VIP port); servers (waiting, so their volumes detach and
-their ports go); then volumes, ports, server groups and containers. Every step tolerates
+their ports go); then volumes, ports, server groups, images and containers. Every step tolerates
 things already gone and never fails the destroy: what it cannot delete it names on stderr.
 It prints IDs only; the credentials stay in clouds.yaml (OS_CLOUD names the entry).
 """
@@ -109,6 +112,11 @@ done
 # Server groups the Machine API made by name, now without members.
 for group in $(list openstack server group list -f value -c ID -c Name | awk -v prefix="${INFRA_ID}-" 'index($2, prefix) == 1' | not_ours); do
   delete "server group ${group}" openstack server group delete "$group"
+done
+
+# Copies of the bootstrap config left in Glance (this program's own is gone by now).
+for image in $(list openstack image list --tag "$tag" -f value -c ID); do
+  delete "image ${image}" openstack image delete "$image"
 done
 
 # The image registry's Swift container, where the cloud has an object store.

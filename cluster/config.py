@@ -546,6 +546,11 @@ class ClusterConfig(Model):
         return self.platform == "openstack" and self.bootstrap.enabled and self.bootstrap.config_source == "helper"
 
     @property
+    def uses_glance(self) -> bool:
+        """A private Glance image holds the bootstrap's config (bootstrap.configSource: glance)."""
+        return self.platform == "openstack" and self.bootstrap.enabled and self.bootstrap.config_source == "glance"
+
+    @property
     def helper_ssh_cidr(self) -> IPv4Network:
         """Where the bootstrap helper admits SSH from: sshAllowedCidr, else (no floating IP,
         Pulumi runs inside) the machine network."""
@@ -624,13 +629,18 @@ def _external_network(c: Any) -> Iterable[str]:
 
 
 def _helper_ssh(c: Any) -> Iterable[str]:
-    helper_reached_from_outside = c.bootstrap.enabled and c.bootstrap.helper.floating_ip
-    if c.platform == "openstack" and c.openstack is not None and helper_reached_from_outside:
+    reached_from_outside = c.bootstrap.enabled and c.bootstrap.helper.floating_ip
+    if c.platform == "openstack" and c.openstack is not None and reached_from_outside:
         if c.openstack.ssh_allowed_cidr is None:
+            why = (
+                "the bootstrap helper has a floating IP: `pulumi up` copies the bootstrap config onto it over SSH"
+                if c.bootstrap.config_source == "helper"
+                else "the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default): "
+                "`openshift-install gather bootstrap` reaches it over SSH"
+            )
             yield (
-                "ocp:openstack.sshAllowedCidr is required when the bootstrap helper has a floating IP: `pulumi up` "
-                "copies the bootstrap config onto it over SSH from outside the machine network. Write the address "
-                "Pulumi runs from, e.g. sshAllowedCidr: 203.0.113.7/32 (or set ocp:bootstrap.helper.floatingIp "
+                f"ocp:openstack.sshAllowedCidr is required when {why} from outside the machine network. Write the "
+                "address Pulumi runs from, e.g. sshAllowedCidr: 203.0.113.7/32 (or set ocp:bootstrap.helper.floatingIp "
                 "false and run Pulumi inside the machine network)"
             )
 
@@ -644,11 +654,12 @@ def _libvirt_settings(c: Any) -> Iterable[str]:
             "Pulumi) or the http(s) URL of an RHCOS qcow2 for QEMU, e.g. "
             "image: /var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2"
         )
-    if "helper" in c.bootstrap.model_fields_set:
-        yield (
-            "ocp:bootstrap.helper is an OpenStack setting and ocp:platform is libvirt: remove it "
-            "(libvirt passes the bootstrap its full ignition directly)"
-        )
+    for field, key in (("helper", "helper"), ("config_source", "configSource")):
+        if field in c.bootstrap.model_fields_set:
+            yield (
+                f"ocp:bootstrap.{key} is an OpenStack setting and ocp:platform is libvirt: remove it "
+                "(libvirt passes the bootstrap its full ignition directly)"
+            )
     for name in ("flavor", "image"):
         if name in c.bootstrap.model_fields_set:
             yield (

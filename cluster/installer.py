@@ -134,10 +134,10 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, c
 
 
 def cloud_ca_bundle(config: ClusterConfig, clouds_yaml_ca: str | None) -> str | None:
-    """Integrated mode: the CA(s) the cloud's endpoints are signed by, for the bootstrap's
-    cloud-ca-cert.pem: the clouds.yaml `cacert` (what IPI puts there) and ocp:openstack.caBundle,
-    each once, each ending in one newline."""
-    if not config.integrated or config.openstack is None:
+    """The CA(s) the cloud's endpoints are signed by: the clouds.yaml `cacert` and (integrated mode)
+    ocp:openstack.caBundle, each once, each ending in one newline. Integrated mode puts them in the
+    bootstrap's cloud-ca-cert.pem, as IPI does; the Glance shim trusts them to fetch the config."""
+    if config.openstack is None:
         return None
     bundles = [b for b in (clouds_yaml_ca, config.openstack.ca_bundle) if b]
     return "".join(dict.fromkeys(b.strip() + "\n" for b in bundles)) or None

@@ -81,6 +81,30 @@ class Existing:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """One endpoint of the service catalog that comes with the provider's token."""
+
+    service: str  # the service's type: image, compute, ...
+    interface: str  # public, internal, admin
+    region: str
+    region_id: str
+    url: str
+
+
+def public_endpoint(catalog: Iterable[Endpoint], service: str, region: str) -> str | None:
+    """The service's public URL in the provider's region (any region when it names none): the first
+    match, as the provider (gophercloud) and the installer choose Glance's."""
+    return next(
+        (
+            endpoint.url
+            for endpoint in catalog
+            if endpoint.service == service and endpoint.interface == "public" and (not region or region in (endpoint.region, endpoint.region_id))
+        ),
+        None,
+    )
+
+
+@dataclass(frozen=True)
 class CloudFacts:
     """What the preflight read; a name mapped to None was looked up and not found."""
 
@@ -95,6 +119,9 @@ class CloudFacts:
     network_extensions: tuple[str, ...] | None  # None: the openstack CLI could not list them
     quotas: Mapping[str, Quota]
     existing: Existing = field(default_factory=Existing)
+    # The token's service catalog and the provider's region ("": none); None: not read.
+    catalog: tuple[Endpoint, ...] | None = None
+    region: str = ""
 
 
 # What the stack needs of each quota: (key, unit for messages, where the limit is set).
@@ -224,7 +251,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
 def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
-    for check in (_flavors, _images, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas):
+    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas):
         found += check(config, plan, facts)
     return list(dict.fromkeys(found))
 
@@ -284,6 +311,17 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
             yield f"{key}: image \"{name}\" does not exist {_where(facts)}: upload it (`openstack image create`) or name one from `openstack image list`"
         elif not image.active:
             yield f"{key}: image \"{name}\" is not active (its upload has not completed): wait for it, or upload it again"
+
+
+def _image_endpoint(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    if not config.uses_glance or facts.catalog is None or public_endpoint(facts.catalog, "image", facts.region):
+        return
+    region = f' in region "{facts.region}"' if facts.region else ""
+    yield (
+        f"ocp:bootstrap.configSource: glance, but the service catalog {_where(facts)} has no public image "
+        f"endpoint{region}, where the bootstrap would fetch its config: write configSource: helper (a helper VM on "
+        "the machine network serves it)"
+    )
 
 
 def _external_network(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:

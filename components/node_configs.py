@@ -24,6 +24,8 @@ class NodeConfigs:
         from components.program import clouds_yaml_ca  # read and checked before any resource
 
         cloud_ca = cloud_ca_bundle(config, clouds_yaml_ca(config)[0])
+        # The CAs of the cloud's endpoints (the Glance shim trusts them).
+        self.cloud_ca = cloud_ca
         self._by_name = assets.apply(
             lambda installer: all_node_ignitions(config, installed_plan(plan, installer), installer, delivery, cloud_ca)
         )

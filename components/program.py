@@ -14,8 +14,9 @@ from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
 from cluster.config import ClusterConfig, ConfigError, load_config, pem_bundle_problem
-from cluster.installer import DIR_MARKER, installer_dir, missing_asset_files
+from cluster.installer import DIR_MARKER, cloud_ca_bundle, installer_dir, missing_asset_files
 from cluster.preflight import libvirt_host_problems
+from ignition.nodes import glance_shim_problems
 
 
 def now() -> float:
@@ -29,15 +30,16 @@ def read_config() -> tuple[ClusterConfig, AddressPlan]:
         # The ocp: keys, and openstack:cloud, which must not contradict ocp:openstack.cloud.
         config = load_config(raw)
         plan = plan_addresses(config)
-        check_local_files(config, pulumi.get_stack())
+        check_local_files(config, plan, pulumi.get_stack())
     except ConfigError as error:
         raise pulumi.RunError(error.report()) from None
     return config, plan
 
 
-def check_local_files(config: ClusterConfig, stack: str) -> None:
-    """Files the program reads or writes on the machine that runs it, and /dev/kvm for kvm domains there; a
-    problem stops it before any resource."""
+def check_local_files(config: ClusterConfig, plan: AddressPlan, stack: str) -> None:
+    """Files the program reads or writes on the machine that runs it (and the Glance shim, which
+    carries the clouds.yaml CA), and /dev/kvm for kvm domains there; a problem stops it before any
+    resource."""
     problems = []
     installer = config.installer
     if installer.assets_dir is not None:
@@ -54,7 +56,8 @@ def check_local_files(config: ClusterConfig, stack: str) -> None:
                 f"ocp:installer.dir: {directory} holds files this program did not make, and the installer run starts "
                 "by emptying its directory: name a new directory (default assets/<stack>)"
             )
-    problems += clouds_yaml_ca(config)[1]
+    cloud_ca, ca_problems = clouds_yaml_ca(config)
+    problems += ca_problems or glance_shim_problems(config, plan, cloud_ca_bundle(config, cloud_ca))
     problems += libvirt_host_problems(config)
     key_file = config.bootstrap.helper.ssh_private_key_file
     if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
@@ -78,8 +81,9 @@ def clouds_yaml_file() -> Path | None:
 
 
 def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
-    """Integrated mode: the CA that the clouds.yaml entry's `cacert` names, and its problems."""
-    path = clouds_yaml_file() if config.integrated else None
+    """The CA that the clouds.yaml entry's `cacert` names, and its problems: in integrated mode (the
+    installer and the cluster read it) and wherever the bootstrap fetches its config from Glance."""
+    path = clouds_yaml_file() if config.integrated or config.uses_glance else None
     if config.openstack is None or path is None:
         return None, []
     try:
@@ -94,9 +98,14 @@ def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
     problem = pem_bundle_problem(text) if text is not None else None
     if text is None or problem:
         what = "is not a file" if text is None else f"openshift-install would refuse ({problem})"
+        readers = (
+            "openshift-install and the cluster's cloud provider read that CA"
+            if config.integrated
+            else "the bootstrap trusts it to fetch its config from the cloud's image endpoint"
+        )
         return None, [
             f"ocp:openstack.cloud: the clouds.yaml entry \"{config.openstack.cloud}\" ({path}) names cacert {cacert}, which "
-            f"{what}: fix the path or the file there (openshift-install and the cluster's cloud provider read that CA)"
+            f"{what}: fix the path or the file there ({readers})"
         ]
     return text, []
 

@@ -13,8 +13,9 @@ import base64
 import gzip
 import hashlib
 import json
+import re
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,9 +120,15 @@ def pointer_config(installer_pointer: dict[str, Any], source: str, additions: Ad
 
 
 def shim_config(
-    source: str, served: str, certificate_authorities: Iterable[str], additions: Additions, headers: dict[str, str] | None = None
+    source: str,
+    served: str,
+    certificate_authorities: Iterable[str],
+    additions: Additions,
+    headers: Mapping[str, str] | None = None,
+    proxy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A small user_data that merges the full config from `source` (with these HTTP headers), verified by its sha512."""
+    """A small user_data that merges the full config from `source` (with these HTTP headers,
+    through this proxy: spec 3.1 and later), verified by its sha512."""
     merge: dict[str, Any] = {"source": source, "verification": {"hash": sha512_tag(served)}}
     if headers:
         merge["httpHeaders"] = [{"name": name, "value": value} for name, value in headers.items()]
@@ -135,7 +142,21 @@ def shim_config(
     authorities = [{"source": ca} for ca in certificate_authorities]
     if authorities:
         config["ignition"]["security"] = {"tls": {"certificateAuthorities": authorities}}
+    if proxy:
+        config["ignition"]["proxy"] = dict(proxy)
     return with_additions(config, additions)
+
+
+_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def certificate_sources(bundle: str) -> list[str]:
+    """Each certificate of a PEM bundle as a data URL, once (Ignition refuses two equal sources):
+    one CA entry each, as the installer's shim has them."""
+    return [
+        "data:text/plain;charset=utf-8;base64," + base64.b64encode(f"{block}\n".encode()).decode()
+        for block in dict.fromkeys(_CERTIFICATE.findall(bundle))
+    ]
 
 
 def certificate_authorities(config: dict[str, Any]) -> list[str]:

@@ -47,10 +47,13 @@ INGRESS_MANIFEST = "/opt/openshift/manifests/cluster-ingress-default-ingresscont
 BootstrapDelivery = Literal["served", "direct"]
 # Nova refuses user_data whose base64 is longer.
 NOVA_USER_DATA_BASE64 = 65535
-# What the Glance shim is sized with before the token and the image exist: Keystone's tokens are
-# a few hundred characters (fernet ~180-250, JWS ~800); the endpoint a URL of the catalog.
-TOKEN_BUDGET = "t" * 4096
-SOURCE_BUDGET = "https://" + "e" * 240 + "/v2/images/00000000-0000-0000-0000-000000000000/file"
+# The Glance shim is sized before anything is made, with room for what only the run knows.
+# Keystone's Fernet tokens are at most 255 characters (`keystone-manage doctor`), JWS ones under
+# 1 KB; only LDAP identities or many federated groups make them longer: 8 KiB is far beyond.
+TOKEN_BUDGET = 8192
+# The catalog's image endpoint (a URL), and an infra ID (the installer's are at most 27 characters).
+ENDPOINT_BUDGET = 512
+INFRA_ID_BUDGET = 27
 Contributor = Callable[[ClusterConfig, AddressPlan, Node, ClusterIdentity], Additions]
 
 
@@ -129,8 +132,8 @@ def node_ignition(
             return NodeIgnition(user_data=assembly.dumps(full))
         served = assembly.dumps(full)
         if config.bootstrap.config_source == "glance":
-            # Sized here with the budgets; the component builds it with the image and token (glance_shim).
-            return NodeIgnition(user_data=glance_shim(config, node, assets, served, SOURCE_BUDGET, TOKEN_BUDGET), served=served)
+            # Its user_data needs the image and a token, which only the run has: glance_shim.
+            return NodeIgnition(user_data="", served=served)
         shim = assembly.shim_config(
             bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity),
             served,
@@ -147,15 +150,39 @@ def node_ignition(
     return NodeIgnition(user_data=assembly.dumps(config_))
 
 
-def glance_shim(config: ClusterConfig, node: Node, assets: InstallerAssets, served: str, source: str, token: str) -> str:
-    """The bootstrap's user_data when Glance serves its config: merge the image's data from
-    `source` with the token in X-Auth-Token, verified by sha512 (a secret: it holds the token)."""
+def glance_shim(
+    config: ClusterConfig, node: Node, infra_id: str, served: str, source: str, token: str, cloud_ca: str | None
+) -> str:
+    """The bootstrap's user_data when Glance serves its config (a secret: it holds the token)."""
+    text = _glance_shim(config, node, infra_id, served, source, token, cloud_ca)
+    size = len(base64.b64encode(text.encode()))
+    if size > NOVA_USER_DATA_BASE64:
+        raise ValueError(
+            f"ocp:bootstrap.configSource: glance, but the bootstrap's user_data is {size} bytes in base64 (a "
+            f"{len(token)}-character Keystone token, a {len(source)}-character image URL), over Nova's "
+            f"{NOVA_USER_DATA_BASE64}: write configSource: helper"
+        )
+    return text
+
+
+def _glance_shim(
+    config: ClusterConfig, node: Node, infra_id: str, served: str, source: str, token: str, cloud_ca: str | None
+) -> str:
+    """As the installer's: merge the image's data from `source` with the token in X-Auth-Token,
+    verified by sha512, trusting the CAs of the cloud's endpoints, through the cluster's proxy."""
+    proxy = config.proxy
+    settings = {
+        "httpProxy": proxy.http_proxy if proxy else None,
+        "httpsProxy": proxy.https_proxy if proxy else None,
+        "noProxy": list(proxy.no_proxy) if proxy and proxy.no_proxy else None,
+    }
     shim = assembly.shim_config(
         source,
         served,
-        assembly.certificate_authorities(assets.master),
-        assembly.hostname(server_name(config, node, assets.infra_id)),
+        assembly.certificate_sources(cloud_ca or ""),
+        assembly.hostname(server_name(config, node, infra_id)),
         headers={"X-Auth-Token": token},
+        proxy={key: value for key, value in settings.items() if value},
     )
     return assembly.dumps(shim)
 
@@ -163,6 +190,25 @@ def glance_shim(config: ClusterConfig, node: Node, assets: InstallerAssets, serv
 def glance_file_url(image_endpoint: str, image_id: str) -> str:
     """Where Glance serves an image's data (API v2), from the catalog's image endpoint."""
     return f"{image_endpoint.rstrip('/').removesuffix('/v2')}/v2/images/{image_id}/file"
+
+
+def glance_shim_problems(config: ClusterConfig, plan: AddressPlan, cloud_ca: str | None) -> list[str]:
+    """The Glance shim against Nova's limit before anything is made: all but the token, the image
+    URL and the infra ID is known; those take their budgets."""
+    if not config.uses_glance:
+        return []
+    source = "https://" + "e" * ENDPOINT_BUDGET + "/v2/images/00000000-0000-0000-0000-000000000000/file"
+    text = _glance_shim(config, plan.bootstrap, "i" * INFRA_ID_BUDGET, "", source, "t" * TOKEN_BUDGET, cloud_ca)
+    size = len(base64.b64encode(text.encode()))
+    if size <= NOVA_USER_DATA_BASE64:
+        return []
+    keys = "the clouds.yaml cacert" + (" and ocp:openstack.caBundle" if config.openstack and config.openstack.ca_bundle else "")
+    return [
+        f"ocp:bootstrap.configSource: glance, but the bootstrap's user_data (the shim that fetches its config from "
+        f"Glance) could be {size} bytes in base64, over Nova's limit of {NOVA_USER_DATA_BASE64}: it carries every CA "
+        f"of {keys} ({len((cloud_ca or '').encode())} bytes) and room for a {TOKEN_BUDGET}-character Keystone token. "
+        "Keep only the CAs that sign the cloud's endpoints there, or write configSource: helper"
+    ]
 
 
 def integrated_pointer_user_data(config: ClusterConfig, node: Node, infra_id: str, pointer: str) -> str:
@@ -186,10 +232,7 @@ def all_node_ignitions(
         if ignition.served is None and name == plan.bootstrap.name:
             continue  # delivered directly (libvirt fw_cfg): no size limit that matters
         if ignition.served is not None and config.bootstrap.config_source == "glance":
-            encoded = len(base64.b64encode(ignition.user_data.encode()))
-            if encoded > NOVA_USER_DATA_BASE64:
-                raise ValueError(f"{name}: the Glance shim is {encoded} bytes in base64 with a {len(TOKEN_BUDGET)}-character token, over Nova's {NOVA_USER_DATA_BASE64}")
-            continue
+            continue  # sized before anything is made (glance_shim_problems) and when it is built
         size = len(ignition.user_data.encode())
         if size > limit:
             raise ValueError(f"{name}: user_data is {size} bytes, over the budget of {limit}")

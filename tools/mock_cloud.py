@@ -2,7 +2,8 @@
 
 The description (samples/cloud/dev.yaml by default; tests pass their own) says what the
 project has: flavors, images, networks, floating IPs, compute and volume zones, volume types, Neutron's
-extensions and quotas. What a deployed stack holds (the state a `--from` preview starts
+extensions and quotas, and what comes with the provider's token: its region, the catalog's public
+endpoints and the token itself. What a deployed stack holds (the state a `--from` preview starts
 from) is added: its servers, ports and server groups exist and count as in use. A lookup
 that matches nothing fails as the provider's data sources do.
 """
@@ -103,14 +104,28 @@ class MockCloud:
         return {"id": _id("fip", address), "address": address, "portId": port}
 
     def _scope(self, args: Mapping[str, Any]) -> Answer:
-        answer: dict[str, Any] = {"id": "scope", "projectId": f"project-{self.d['project']}", "projectName": self.d["project"]}
-        catalog = self.d.get("catalog", {"image": "https://image.cloud.example:9292"})
-        answer["serviceCatalogs"] = [
-            {"type": kind, "name": kind, "id": f"service-{kind}", "endpoints": [{"interface": "public", "region": "RegionOne", "regionId": "RegionOne", "url": url, "id": f"endpoint-{kind}"}]}
-            for kind, url in catalog.items()
-        ]
-        if args.get("setTokenId"):  # a fixed stand-in: the offline plan stays deterministic
-            answer["tokenId"] = "gAAAAA-mock-cloud-token"
+        region = self.d.get("region", "")
+        answer: dict[str, Any] = {
+            "id": args.get("name", "scope"),
+            "projectId": f"project-{self.d['project']}",
+            "projectName": self.d["project"],
+            "region": region,
+            "serviceCatalogs": [
+                {
+                    "type": kind,
+                    "name": kind,
+                    "id": f"service-{kind}",
+                    "endpoints": [
+                        {"id": f"endpoint-{kind}-{where}", "interface": "public", "region": where, "regionId": where, "url": url}
+                        for where, url in (urls.items() if isinstance(urls, Mapping) else [(region, urls)])
+                    ],
+                }
+                for kind, urls in (self.d.get("catalog") or {}).items()
+                if urls
+            ],
+        }
+        if args.get("setTokenId"):
+            answer["tokenId"] = self.d["token"]
         return answer
 
     def _quota(self, name: str) -> tuple[int, int]:

@@ -1,16 +1,22 @@
 """Bootstrap: where the bootstrap's full ignition is served from, and the bootstrap node itself.
 
-The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB). With
-bootstrap.configSource glance (the default), as the installer does, it is a private Glance image
-`<infraID>-ignition`, and the bootstrap's shim merges the image's data with a Keystone token (the
-provider's own, a secret) in X-Auth-Token: no extra VM, no SSH from where `pulumi up` runs. With
-helper, a small helper VM on the tenant network serves it over HTTP
-to the bootstrap's address alone, at a path derived from the cluster's secret, and nothing
-else; `pulumi up` copies it there over SSH (pulumi-command) from `openstack.sshAllowedCidr`,
-and the bootstrap's shim user_data merges it. Either way verified by sha512. For diagnosis the bootstrap
-admits SSH from there too (and has a floating IP when the helper has one): the `bootstrapGather`
-output runs `openshift-install gather bootstrap`. All of it goes when bootstrap.enabled is
-false, and the copy of the config with it.
+The full bootstrap config (~300 KB) cannot be user_data (Nova: 64 KiB), so the bootstrap boots
+from a small shim that merges it, verified by sha512 (ocp:bootstrap.configSource):
+
+- glance (the default), as the installer does: the config is a private Glance image
+  `<infraID>-ignition`, tagged with the infra ID, and the shim fetches the image's data from the
+  catalog's public image endpoint with the provider's own Keystone token in X-Auth-Token (a
+  secret), trusting the cloud's CA. No extra VM, no SSH from where `pulumi up` runs. The token
+  expires with Keystone's token lifetime (1 h by default): the bootstrap fetches at first boot.
+- helper, for clouds whose image endpoint the machines cannot reach: a small helper VM on the
+  tenant network serves it over HTTP to the bootstrap's address alone, at a path derived from
+  the cluster's secret, and nothing else; `pulumi up` copies it there over SSH (pulumi-command)
+  from `openstack.sshAllowedCidr`.
+
+For diagnosis the bootstrap admits SSH from there too (and has a floating IP when
+bootstrap.helper.floatingIp says `pulumi up` runs outside the machine network): the
+`bootstrapGather` output runs `openshift-install gather bootstrap`. All of it goes when
+bootstrap.enabled is false, and the copy of the config with it.
 """
 
 from __future__ import annotations
@@ -25,10 +31,14 @@ import pulumi_command as command
 import pulumi_openstack as openstack
 import yaml
 
+from cluster.addresses import Node
+from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
 from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
+from cluster.preflight import public_endpoint
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
+from components.openstack.preflight import catalog_of
 from components.openstack.security import security_group
 from ignition import assembly
 from ignition.nodes import bootstrap_helper_url, glance_file_url, glance_shim
@@ -140,28 +150,32 @@ class BootstrapHelper(pulumi.ComponentResource):
         self.register_outputs({"url": url})
 
 
-# Written from the command's stdin, read by the Image's upload: the installer's directory already
-# holds bootstrap.ign, with the same secrets.
+# Written from the command's stdin for the Image to upload, into the installer's directory, which
+# holds bootstrap.ign with the same secrets already; private to the user, as that directory is.
 WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && cat > "$FILE.part" && mv "$FILE.part" "$FILE"'
+CONFIG_FILE = "bootstrap-glance.ign"
 
 
 class BootstrapImage(pulumi.ComponentResource):
-    """The bootstrap's full config as a private Glance image, and the shim that fetches it."""
+    """The bootstrap's full config as a private Glance image, and the shim that fetches it with
+    the provider's Keystone token."""
 
     user_data: pulumi.Output[str]
+    image: openstack.images.Image
 
     def __init__(
         self,
         name: str,
         cluster: ClusterContext,
         served_config: pulumi.Output[str],
-        assets: pulumi.Output[InstallerAssets],
+        cloud_ca: str | None,
+        after: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:BootstrapImage", name, None, opts)
-        config = cluster.config
+        config, node = cluster.config, cluster.plan.bootstrap
         directory = Path(config.installer.assets_dir or installer_dir(config, pulumi.get_stack())).resolve()
-        path = str(directory / "bootstrap-glance.ign")
+        path = str(directory / CONFIG_FILE)
         written = command.local.Command(
             f"{name}-file",
             create=WRITE_FILE,
@@ -169,10 +183,10 @@ class BootstrapImage(pulumi.ComponentResource):
             environment={"FILE": path},
             stdin=served_config,
             logging=command.local.Logging.STDERR,
-            # Uploaded once, as the helper's copy: the bootstrap verifies what it fetches by sha512.
+            # Written once, for the upload: the bootstrap verifies what it fetches by sha512.
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["create", "delete", "environment", "stdin"]),
         )
-        image = openstack.images.Image(
+        self.image = openstack.images.Image(
             f"{name}-image",
             name=cluster.named("ignition"),
             container_format="bare",
@@ -180,35 +194,44 @@ class BootstrapImage(pulumi.ComponentResource):
             visibility="private",
             local_file_path=path,
             tags=cluster.tags,
-            # The path is this machine's; another checkout of the same stack must not re-upload.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[written], ignore_changes=["localFilePath"]),
+            # Uploaded once. Both paths are this machine's (the provider defaults the cache's to
+            # $HOME): another checkout or user must not upload it again.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[written, *after], ignore_changes=["localFilePath", "imageCachePath"]
+            ),
         )
-        # The provider's token and catalog: a token valid for Keystone's token lifetime (1 h by default).
+        # The provider's own token, valid for Keystone's token lifetime (1 h by default) from this
+        # run: a new one on every run, which changes nothing, as the server's userData is read at
+        # first boot only (machines.FIRST_BOOT_ONLY); a new bootstrap gets the current one.
         scope = openstack.identity.get_auth_scope_output(
-            name=cluster.named("bootstrap"), set_token_id=True, opts=pulumi.InvokeOutputOptions(parent=self)
+            name=cluster.named("bootstrap-config"), set_token_id=True, opts=pulumi.InvokeOutputOptions(parent=self)
         )
-        endpoint = scope.service_catalogs.apply(_public_image_endpoint)
+        endpoint = pulumi.Output.all(scope.service_catalogs, scope.region).apply(lambda found: _image_endpoint(*found))
         token = pulumi.Output.secret(scope.token_id)
-        node = cluster.plan.bootstrap
         self.user_data = pulumi.Output.secret(
-            pulumi.Output.all(served_config, assets, endpoint, image.id, token).apply(
-                lambda values: glance_shim(config, node, values[1], values[0], glance_file_url(values[2], values[3]), values[4])
+            pulumi.Output.all(served_config, cluster.infra_id, endpoint, self.image.id, token).apply(
+                lambda values: _shim(config, node, values[1], values[0], glance_file_url(values[2], values[3]), values[4], cloud_ca)
             )
         )
-        self.image = image
-        self.register_outputs({"imageId": image.id})
+        self.register_outputs({"imageId": self.image.id})
 
 
-def _public_image_endpoint(catalog: Sequence[openstack.identity.outputs.GetAuthScopeServiceCatalogResult]) -> str:
-    for service in catalog:
-        if service.type == "image":
-            for endpoint in service.endpoints:
-                if endpoint.interface == "public":
-                    return endpoint.url
-    raise pulumi.RunError(
-        "ocp:bootstrap.configSource: glance, but the cloud's catalog has no public image endpoint: "
-        "write configSource: helper (a helper VM serves the bootstrap's config)"
-    )
+def _image_endpoint(services: object, region: str | None) -> str:
+    url = public_endpoint(catalog_of(services), "image", region or "")
+    if url is None:  # the preflight says so first, unless skipped
+        where = f' in region "{region}"' if region else ""
+        raise pulumi.RunError(
+            f"ocp:bootstrap.configSource: glance, but the service catalog has no public image endpoint{where}, where the "
+            "bootstrap would fetch its config: write configSource: helper (a helper VM on the machine network serves it)"
+        )
+    return url
+
+
+def _shim(config: ClusterConfig, node: Node, infra_id: str, served: str, source: str, token: str, cloud_ca: str | None) -> str:
+    try:
+        return glance_shim(config, node, infra_id, served, source, token, cloud_ca)
+    except ValueError as error:  # a token beyond the budget the preflight allowed for
+        raise pulumi.RunError(str(error)) from None
 
 
 class Bootstrap(pulumi.ComponentResource):
@@ -224,8 +247,12 @@ class Bootstrap(pulumi.ComponentResource):
         user_data: pulumi.Output[str],
         served_config: pulumi.Output[str],
         assets: pulumi.Output[InstallerAssets],
+        cloud_ca: str | None,
+        image_after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`user_data`: the helper's shim (ignition.nodes); with Glance the shim is made here.
+        `image_after`: what the Glance image waits for, and is deleted before (the destroy cleanup)."""
         super().__init__("ocp:openstack:Bootstrap", name, None, opts)
         config, plan = cluster.config, cluster.plan
         node = plan.bootstrap
@@ -237,7 +264,7 @@ class Bootstrap(pulumi.ComponentResource):
             )
             source = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self)).upload
         else:
-            image = BootstrapImage(f"{name}-config", cluster, served_config, assets, pulumi.ResourceOptions(parent=self))
+            image = BootstrapImage(f"{name}-config", cluster, served_config, cloud_ca, image_after, pulumi.ResourceOptions(parent=self))
             user_data, source = image.user_data, image.image
         # SSH for `openshift-install gather bootstrap` from where `pulumi up` runs, to the bootstrap
         # alone (UPI: a floating IP on the bootstrap port); both go with the bootstrap.

@@ -6,8 +6,9 @@ no-op and every input but `delete` is in `ignore_changes`. A new script updates 
 (pulumi-command runs the create, `true`, on update; only `triggers` would replace it, and a
 replacement would run the delete on a live cluster), so a destroy runs this program's
 current script. It depends on the network, subnet, router, router interface and security
-groups (through their components), and the masters and workers depend on it: the engine
-runs it after deleting them and before deleting the network and groups.
+groups (through their components), and the masters, the workers and the bootstrap's Glance
+image depend on it: the engine runs it after deleting them and before deleting the network and
+groups.
 """
 
 from __future__ import annotations

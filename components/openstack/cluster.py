@@ -68,6 +68,9 @@ class OpenStackCluster(pulumi.ComponentResource):
                 nodes.user_data(plan.bootstrap),
                 nodes.served(plan.bootstrap),
                 installer.assets,
+                nodes.cloud_ca,
+                # The destroy cleanup deletes what images of it are left once Pulumi deleted its own.
+                [cleanup.command] if cleanup else [],
                 child,
             ).gather_command
         user_data = nodes.user_data_of(plan.nodes)

@@ -21,7 +21,7 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
-from cluster.preflight import EXTENSIONS_COMMAND, CloudFacts, Existing, Flavor, Image, Quota, problems, wanted
+from cluster.preflight import EXTENSIONS_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Quota, problems, wanted
 
 
 def checked(
@@ -101,7 +101,8 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
             *(cloud.find(FLOATING_IP, openstack.networking.GetFloatingIpResult, address=a) for a in want.floating_ips)
         ),
     )
-    project = (await cloud.get(SCOPE, openstack.identity.GetAuthScopeResult, name="preflight")).project_id
+    scope = await cloud.get(SCOPE, openstack.identity.GetAuthScopeResult, name="preflight")
+    project = scope.project_id
     limits, network_quota, volume_quota, project_ports = await asyncio.gather(
         _compute_quotas(cloud, project),
         cloud.get(NETWORK_QUOTA, openstack.networking.GetQuotaV2Result, projectId=project),
@@ -137,6 +138,18 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
             "gigabytes": Quota(volume_quota.gigabytes),
         },
         existing=await _existing(config, plan, cloud, infra_id),
+        catalog=catalog_of(scope.service_catalogs),
+        region=scope.region or "",
+    )
+
+
+def catalog_of(services: Any) -> tuple[Endpoint, ...]:
+    """getAuthScope's service catalog, flat. Its entries are mappings (snake_case keys) whether
+    typed (an awaited invoke) or plain (read through an Output)."""
+    return tuple(
+        Endpoint(str(service.get("type") or ""), *(str(endpoint.get(key) or "") for key in ("interface", "region", "region_id", "url")))
+        for service in services or ()
+        for endpoint in service.get("endpoints") or ()
     )
 
 

@@ -120,6 +120,14 @@ elif noun == "volume" and verb == "delete":
         fail("Invalid volume: Volume status must be available or error")
     cloud["volumes"].remove(volume)
     save()
+elif noun == "image" and verb == "list":
+    for image in cloud["images"]:
+        if option("--tag") in image["tags"]:
+            print(image["id"])
+elif noun == "image" and verb == "delete":
+    image = next((i for i in cloud["images"] if i["id"] == target), None) or fail("not found")
+    cloud["images"].remove(image)
+    save()
 elif noun == "port" and verb == "list":
     for port in cloud["ports"]:
         if option("--tags") in port["tags"]:
@@ -187,6 +195,12 @@ def a_cloud() -> dict:
             {"id": "sg-mapo", "name": f"{INFRA}-worker-gpu"},
             {"id": "sg-other", "name": "other-abcde-worker-gpu"},
         ],
+        "images": [
+            # The bootstrap config an interrupted `pulumi up` uploaded: Pulumi's own is gone by now.
+            {"id": "img-left", "name": f"{INFRA}-ignition", "tags": [TAG]},
+            {"id": "img-other", "name": "other-abcde-ignition", "tags": ["openshiftClusterID=other-abcde"]},
+            {"id": "img-rhcos", "name": "rhcos", "tags": []},
+        ],
         "containers": [
             {"name": f"{INFRA}-image-registry-b3c0ffee", "objects": 12},
             {"name": "other-abcde-image-registry-0ddba11", "objects": 3},
@@ -242,6 +256,7 @@ def test_the_script_removes_what_the_cluster_made_in_order(fake):
     assert [p["id"] for p in left["ports"]] == ["port-api", "port-ingress", "port-master-0", "port-lb-other"]
     assert [g["id"] for g in left["groups"]] == ["sg-master", "sg-worker", "sg-other"]
     assert [c["name"] for c in left["containers"]] == ["other-abcde-image-registry-0ddba11", "backups"]
+    assert [i["id"] for i in left["images"]] == ["img-other", "img-rhcos"]
     calls = fake.calls()
     deletes = [call for call in calls if " delete " in f" {call} "]
     # The load balancer's floating IP while its port still holds it, then the load balancer;
@@ -255,6 +270,7 @@ def test_the_script_removes_what_the_cluster_made_in_order(fake):
         "volume delete vol-pvc-1",  # not --force: admin-only by Cinder's default policy
         "port delete port-ms-3",
         "server group delete sg-mapo",
+        "image delete img-left",
         f"container delete --recursive {INFRA}-image-registry-b3c0ffee",
     ]
     assert "s3cret" not in result.stdout + result.stderr
@@ -361,10 +377,11 @@ def test_the_cleanup_runs_after_the_nodes_and_before_the_network_and_groups_go(d
     # Nothing a node or a VIP is: the engine deletes what depends on a resource before it.
     assert not [by_urn[urn].type for urn in cleanup.options["dependsOn"] if by_urn[urn].type.endswith(("Instance", "Port", "FloatingIp"))]
     # Every master and worker depends on it, so they are gone when it runs: no cloud provider
-    # or Machine API left to re-create what it deletes, and PVC volumes are detached.
+    # or Machine API left to re-create what it deletes, and PVC volumes are detached. So does
+    # the bootstrap's Glance image: the script deletes only what images of it are left.
     nodes = {r.name for r in dev_run.of_type("openstack:compute/instance:Instance") if "-control-plane-" in r.name or "-workers-" in r.name}
     assert len(nodes) == 5
-    assert {r.name for r in dev_run.resources if cleanup.urn in r.options.get("dependsOn", [])} == nodes
+    assert {r.name for r in dev_run.resources if cleanup.urn in r.options.get("dependsOn", [])} == nodes | {"ocp4-bootstrap-config-image"}
     # What else is Pulumi's and tagged (ports, floating IPs, the bootstrap) goes in parallel:
     # the script leaves those names alone (test_nothing_pulumi_deletes_in_the_same_destroy_is_touched).
     assert sorted(cleanup.options["ignoreChanges"]) == sorted(set(RUN_ONCE) - {"delete"})

@@ -582,6 +582,7 @@ BAD_CONFIGS = [
     (with_section(KVM, "masters", serverGroupPolicy="anti-affinity"), "ocp:masters.serverGroupPolicy"),
     (kvm_config(openstack={"cloud": "openstack"}), "ocp:openstack is set but ocp:platform is libvirt"),
     (with_section(KVM, "bootstrap", helper={"flavor": "m1.small"}), "ocp:bootstrap.helper is an OpenStack setting"),
+    (with_section(KVM, "bootstrap", configSource="glance"), "ocp:bootstrap.configSource is an OpenStack setting and ocp:platform is libvirt: remove it (libvirt passes the bootstrap its full ignition directly)"),
     (with_section(KVM, "bootstrap", flavor="master"), "ocp:bootstrap.flavor is an OpenStack setting"),
     (kvm_config(tags=["team=lab"]), "ocp:tags is an OpenStack setting"),
     # libvirt's own settings

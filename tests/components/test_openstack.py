@@ -25,8 +25,22 @@ from cluster.firewall import exposure_table
 from cluster.installer import render_install_config, upi_manifests
 from ignition import assembly
 from tests.certs import OTHER_CA
-from tests.conftest import PULL_SECRET, ROOT, STACK_FILES, deploy, diff, inputs_by_name, preview, run, stack_config, with_helper, with_section
+from tests.conftest import (
+    PULL_SECRET,
+    ROOT,
+    STACK_FILES,
+    deploy,
+    diff,
+    inputs_by_name,
+    preview,
+    run,
+    run_recording,
+    stack_config,
+    with_helper,
+    with_section,
+)
 from tools import sample_installer, toolchain
+from tools.mock_cloud import described
 from tools.mock_run import ProgramRun, deployed_from, is_secret, run_program, unwrap
 
 PORT = "openstack:networking/port:Port"
@@ -474,6 +488,111 @@ def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
     compact = run(with_section(stack_config("dev"), "workers", count=0))
     compact_ids = {unwrap(r.inputs["name"]).rsplit("-", 1)[-1]: r.id for r in compact.of_type(GROUP)}
     assert groups(compact)["master-0"] == [compact_ids["master"], compact_ids["ingress"]]
+
+
+# --------------------------------------------------------------------------- the Glance delivery path
+
+TOKEN = "gAAAAA-mock-cloud-token"  # the mock cloud's (samples/cloud/dev.yaml)
+IMAGE = "openstack:images/image:Image"
+
+
+def test_the_image_is_uploaded_once_from_a_private_file_the_command_writes(dev_run, tmp_path):
+    image = dev_run.by_name("ocp4-bootstrap-config-image")
+    # Both paths are this machine's (the provider defaults the cache's to $HOME): never a new upload for them.
+    assert sorted(image.options["ignoreChanges"]) == ["imageCachePath", "localFilePath"]
+    written = dev_run.by_name("ocp4-bootstrap-config-file")
+    assert sorted(written.options["ignoreChanges"]) == ["create", "delete", "environment", "stdin"]
+    assert unwrap(written.inputs["environment"])["FILE"] == str(ROOT / "assets" / "dev" / "bootstrap-glance.ign")
+    # Its create and delete, run here as pulumi-command runs them.
+    inputs = unwrap(written.inputs)
+    target = tmp_path / "assets" / "bootstrap-glance.ign"
+    subprocess.run(["/bin/sh", "-c", inputs["create"]], input=inputs["stdin"], text=True, env={"FILE": str(target), "PATH": "/usr/bin:/bin"}, check=True)
+    assert target.read_text() == inputs["stdin"] and target.stat().st_mode & 0o777 == 0o600
+    assert [path.name for path in target.parent.iterdir()] == ["bootstrap-glance.ign"]  # no part file left
+    subprocess.run(["/bin/sh", "-c", inputs["delete"]], env={"FILE": str(target)}, check=True)
+    assert not target.exists()
+
+
+def test_a_new_token_on_every_run_changes_nothing():
+    """Keystone gives the provider a new token on every run: the running bootstrap keeps the
+    user_data it booted with (first boot only), and nothing else holds the token."""
+    state = deploy(stack_config("dev"))
+    engine = deployed_from(state)
+    again = run_program(stack_config("dev"), engine=engine, cloud=described(token="gAAAAA-the-next-runs-token"))
+    changes = engine.all_changes()
+    assert {change.action for change in changes} == {"same"}, [(c.name, c.action, c.fields) for c in changes if c.action != "same"]
+    node = next(change for change in changes if change.name == "ocp4-bootstrap-node")
+    assert node.ignored == ("userData",)
+    kept = next(r for r in again.state() if r["name"] == "ocp4-bootstrap-node")["inputs"]["userData"]
+    assert TOKEN in kept and "the-next-runs-token" not in kept
+
+
+def test_a_new_bootstrap_gets_the_token_of_its_run():
+    """The recovery when the bootstrap did not fetch its config in time (README): bootstrap.enabled
+    false, then true; the new server and image are made with that run's token."""
+    installed = deploy(stack_config("dev"))
+    torn_down = run_program(with_section(stack_config("dev"), "bootstrap", enabled=False), engine=deployed_from(installed)).state()
+    assert not [r for r in torn_down if r["name"].startswith("ocp4-bootstrap")]
+    engine = deployed_from(torn_down)
+    again = run_program(stack_config("dev"), engine=engine, cloud=described(token="gAAAAA-a-fresh-token"))
+    made = {change.name for change in engine.all_changes() if change.action == "create"}
+    assert {"ocp4-bootstrap-node", "ocp4-bootstrap-config-image", "ocp4-bootstrap-config-file"} <= made
+    shim = json.loads(unwrap(again.by_name("ocp4-bootstrap-node").inputs["userData"]))
+    assert shim["ignition"]["config"]["merge"][0]["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-a-fresh-token"}]
+    assert all(c.name.startswith("ocp4-bootstrap") for c in engine.all_changes() if c.action != "same")
+
+
+def test_the_token_stays_out_of_what_the_plan_shows(tmp_path):
+    first, second = tmp_path / "plan", tmp_path / "plan-next"
+    planned = plan("--stack", "dev", "--out", str(first))
+    assert planned.returncode == 0, planned.stderr
+    again = plan("--stack", "dev", "--from", str(first), "--out", str(second))
+    assert again.returncode == 0, again.stderr
+    shown = [planned.stdout, planned.stderr, again.stdout, again.stderr]
+    shown += [(directory / name).read_text() for directory in (first, second) for name in ("resources.json", "outputs.json")]
+    shown.append((second / "changes.json").read_text())
+    assert not [text for text in shown if TOKEN in text]
+    # Only the private files: the server's user_data, as it receives it, and the state (secrets in the clear).
+    holding = sorted(str(path.relative_to(first)) for path in first.rglob("*") if path.is_file() and TOKEN in path.read_text())
+    infra_id = json.loads((first / "outputs.json").read_text())["infraId"]
+    assert holding == [f"nodes/{infra_id}-bootstrap/user_data", "state.json"]
+    assert first.stat().st_mode & 0o777 == 0o700 and (first / "state.json").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.fixture(scope="module")
+def many_cas() -> list[str]:
+    """64 distinct self-signed CAs: what a clouds.yaml cacert naming a whole system bundle gives."""
+    blocks = []
+    for number in range(64):
+        made = subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", "/dev/null", "-subj", f"/CN=ocp-tests-ca-{number}", "-days", "2"],
+            capture_output=True, text=True, check=True,
+        )
+        blocks.append(made.stdout)
+    return blocks
+
+
+def test_a_glance_shim_nova_would_refuse_stops_the_program_before_anything(tmp_path, monkeypatch, many_cas):
+    cacert = tmp_path / "ca-bundle.pem"
+    cacert.write_text("".join(many_cas))
+    (tmp_path / "clouds.yaml").write_text(yaml.safe_dump({"clouds": {"openstack": {"cacert": str(cacert)}}}))
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(tmp_path / "clouds.yaml"))
+    for config, stack in ((stack_config("dev"), "dev"), (stack_config("standalone"), "standalone")):
+        recorded, error = run_recording(config, stack)
+        assert error is not None and recorded.resources == [], stack
+        message = str(error)
+        assert re.search(
+            r"ocp:bootstrap.configSource: glance, but the bootstrap's user_data \(the shim that fetches its config from Glance\) "
+            r"could be \d+ bytes in base64, over Nova's limit of 65535: it carries every CA of the clouds.yaml cacert "
+            r"\(\d+ bytes\) and room for a 8192-character Keystone token. Keep only the CAs that sign the cloud's endpoints "
+            r"there, or write configSource: helper", message,
+        ), message
+    # The helper's shim carries none of them; half the bundle fits.
+    assert run_recording(with_helper(stack_config("dev")))[1] is None
+    cacert.write_text("".join(many_cas[:32]))
+    shim = json.loads(unwrap(run(stack_config("dev")).by_name("ocp4-bootstrap-node").inputs["userData"]))
+    assert len(shim["ignition"]["security"]["tls"]["certificateAuthorities"]) == 32
 
 
 # --------------------------------------------------------------------------- the helper's delivery path

@@ -4,13 +4,14 @@ invokes and stops, before any cloud resource registers, with one message per sho
 from __future__ import annotations
 
 import gc
+import json
 
 import pulumi
 import pytest
 
 from tests.conftest import deploy, preview, stack_config, with_section, with_helper
 from tools.mock_cloud import described
-from tools.mock_run import ProgramRun, deployed_from, run_program
+from tools.mock_run import ProgramRun, deployed_from, run_program, unwrap
 
 # What may register before the verdict: the providers and the installer's local command.
 NOT_CLOUD = {"pulumi:providers:openstack", "pulumi:providers:command", "command:local:Command"}
@@ -139,6 +140,39 @@ def test_every_problem_at_once():
         ["ocp:masters.availabilityZones", 'zone "az9" does not exist in cloud "openstack" (compute zones'],
         ["ocp:openstack.cloud", 'the stack needs 4 floating IPs and the network quota in cloud "openstack" allows 1'],
     ]
+
+
+def test_glance_needs_a_public_image_endpoint_in_the_providers_region():
+    # The catalog's image endpoint is in another region than the provider's: the bootstrap could not fetch.
+    elsewhere = _cloud({"catalog": {"image": {"RegionTwo": "https://image.two.example:9292"}}})
+    run, error = attempt(stack_config("dev"), elsewhere)
+    assert error is not None and cloud_types(run) == set()
+    assert (
+        'ocp:bootstrap.configSource: glance, but the service catalog in cloud "openstack" has no public image endpoint in '
+        'region "RegionOne", where the bootstrap would fetch its config: write configSource: helper'
+    ) in error
+    _, error = attempt(stack_config("standalone"), _cloud({"catalog": {"image": None}}), stack="standalone")
+    assert error is not None and 'has no public image endpoint in region "RegionOne"' in error
+    # The helper serves it on the machine network instead; a torn-down bootstrap fetches nothing.
+    assert attempt(with_helper(stack_config("dev")), elsewhere)[1] is None
+    torn_down = with_section(stack_config("dev"), "bootstrap", enabled=False)
+    run_program(torn_down, engine=deployed_from(deploy(stack_config("dev"))), cloud=elsewhere)
+
+
+def test_the_shim_fetches_from_the_providers_region():
+    two = _cloud({"catalog": {"image": {"RegionTwo": "https://image.two.example:9292", "RegionOne": "https://image.one.example/image/"}}})
+    run, error = attempt(stack_config("dev"), two)
+    assert error is None, error
+    source = json.loads(unwrap(run.by_name("ocp4-bootstrap-node").inputs["userData"]))["ignition"]["config"]["merge"][0]["source"]
+    image = run.by_name("ocp4-bootstrap-config-image")
+    assert source == f"https://image.one.example/image/v2/images/{image.id}/file"
+
+
+def test_without_the_preflight_a_catalog_without_an_image_endpoint_still_stops_the_bootstrap():
+    config = with_section(stack_config("dev"), "openstack", skipPreflight=True)
+    run, error = attempt(config, _cloud({"catalog": {"image": None}}))
+    assert error is not None and "ocp:bootstrap.configSource: glance, but the service catalog has no public image endpoint" in error
+    assert "ocp4-bootstrap-node" not in {r.name for r in run.resources}
 
 
 def test_standalone_mode_needs_no_tag_extension():

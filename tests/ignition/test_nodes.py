@@ -11,8 +11,9 @@ import re
 import pytest
 
 from ignition import assembly
-from ignition.nodes import CLOUD_CA_FILE, SHIM_LIMIT, USER_DATA_LIMIT
+from ignition.nodes import CLOUD_CA_FILE, NOVA_USER_DATA_BASE64, SHIM_LIMIT, TOKEN_BUDGET, USER_DATA_LIMIT
 from tests.conftest import ignition_validate
+from tools.mock_run import unwrap
 from tools.plan import node_outputs
 
 
@@ -36,7 +37,7 @@ def test_every_node_config_passes_ignition_validate(nodes, tmp_path):
 def test_user_data_budgets(nodes):
     for name, node in nodes.items():
         if name == "ocp4-bootstrap":  # the Glance shim: Nova's limit, with room for the token
-            assert len(base64.b64encode(node.user_data.encode())) <= 65535 - 4096, name
+            assert len(base64.b64encode(node.user_data.encode())) <= NOVA_USER_DATA_BASE64 - TOKEN_BUDGET, name
         else:
             assert len(node.user_data.encode()) <= USER_DATA_LIMIT, name
 
@@ -48,18 +49,51 @@ def test_bootstrap_shim_merges_the_served_config_from_glance_with_the_token(node
     assert re.fullmatch(r"https://image\.cloud\.example:9292/v2/images/ocp4-bootstrap-config-image-[0-9a-f]{12}/file", merge["source"])
     assert merge["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-mock-cloud-token"}]
     served = next(r for r in standalone_run.resources if r.type == "command:local:Command" and r.inputs.get("stdin"))
-    from tools.mock_run import unwrap
-
     assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
     assert shim["ignition"]["timeouts"]["httpResponseHeaders"] >= 60
-    assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
+    # No clouds.yaml cacert here: the cloud's endpoints are signed by a public CA, nothing to add.
+    assert "security" not in shim["ignition"] and "proxy" not in shim["ignition"]
     hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
     assert assembly.file_contents(hostname[0]) == b"ocp4-bootstrap\n"
 
 
+def _glance_shim(program_run) -> dict:
+    server = next(r for r in program_run.resources if r.name == "ocp4-bootstrap-node")
+    return json.loads(unwrap(server.inputs["userData"]))
+
+
+def test_the_glance_shim_trusts_each_certificate_of_the_clouds_yaml_cacert_in_both_modes(tmp_path, monkeypatch):
+    import yaml
+
+    from tests.certs import OTHER_CA, TEST_CA
+    from tests.conftest import run, stack_config, with_section
+
+    cacert = tmp_path / "cloud-ca.pem"
+    cacert.write_text(TEST_CA + "\n" + OTHER_CA)  # a bundle of two, a blank line between
+    (tmp_path / "clouds.yaml").write_text(yaml.safe_dump({"clouds": {"openstack": {"cacert": str(cacert)}}}))
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(tmp_path / "clouds.yaml"))
+    wanted = [
+        "data:text/plain;charset=utf-8;base64," + base64.b64encode(ca.strip().encode() + b"\n").decode() for ca in (TEST_CA, OTHER_CA)
+    ]
+    standalone = _glance_shim(run(stack_config("standalone"), stack="standalone"))
+    assert [ca["source"] for ca in standalone["ignition"]["security"]["tls"]["certificateAuthorities"]] == wanted
+    integrated = _glance_shim(run(with_section(stack_config("dev"), "openstack", caBundle=TEST_CA)))
+    assert [ca["source"] for ca in integrated["ignition"]["security"]["tls"]["certificateAuthorities"]] == wanted
+
+
+def test_the_glance_shim_goes_through_the_clusters_proxy(tmp_path):
+    from tests.conftest import run, stack_config
+
+    proxy = {"httpProxy": "http://proxy.lab:3128", "httpsProxy": "http://proxy.lab:3128", "noProxy": ["10.0.0.0/16", ".osd2019.local"]}
+    shim = _glance_shim(run(stack_config("standalone", proxy=proxy), stack="standalone"))
+    assert shim["ignition"]["proxy"] == proxy
+    result = ignition_validate(json.dumps(shim), tmp_path, "proxied-shim.ign")
+    # Valid; Ignition only warns that a plain-HTTP proxy carries HTTPS, as most proxies do.
+    assert result.returncode == 0 and "error" not in result.stdout, result.stdout
+
+
 def test_the_helper_shim_merges_the_served_config(tmp_path):
     from tests.conftest import run, stack_config, with_helper
-    from tools.mock_run import unwrap
 
     helper_run = run(with_helper(stack_config("standalone")), stack="standalone")
     node = next(node for node in node_outputs(helper_run) if node.hostname == "ocp4-bootstrap")
