@@ -116,11 +116,12 @@ EFFECTS: dict[str, Effect] = {
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
     "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
     "bootstrap.enabled": Effect("apply", "false removes the bootstrap and where its config is served from (its Glance image, or its helper); true creates them (refused when the configs are too old)"),
-    # Checked in review(): refused only while the bootstrap exists.
+    # Checked in review(): refused only while bootstrap.enabled is true.
     "bootstrap.configSource": Effect(
         "inert",
-        "refused while the bootstrap exists (it fetched its config from there); once it is torn down, inert. A stack "
-        "installed before the key existed used the helper: write configSource: helper until its bootstrap is gone",
+        "refused while bootstrap.enabled is true: the bootstrap fetches its config from where the install put it, and "
+        "a change would delete that under it (a bootstrap made again uses it too); not read while false. A stack "
+        "installed before the key existed used the helper: write configSource: helper",
     ),
     "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
     "bootstrap.image": Effect("warn", _BOOTSTRAP),
@@ -265,15 +266,16 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
 
 def _config_source(config: ClusterConfig, installed: Mapping[str, Any]) -> list[str]:
     """While the bootstrap exists it keeps fetching from where it was made for: a change would
-    delete its helper or image under it (and make the other)."""
+    delete its helper or image under it (and make the other). Which bootstrap exists is not known
+    here, so a bootstrap made again keeps the install's source too."""
     was = installed.get("bootstrap.configSource")
     now = config.bootstrap.config_source
     if config.platform != "openstack" or not config.bootstrap.enabled or was is None or was == now:
         return []
     return [
-        f"ocp:bootstrap.configSource: was {json.dumps(was)} at install, now {json.dumps(now)}: cannot change while the "
-        f"bootstrap exists (it fetches its config from there). Write configSource: {was}; once "
-        "ocp:bootstrap.enabled is false it may change"
+        f"ocp:bootstrap.configSource: was {json.dumps(was)} at install, now {json.dumps(now)}: cannot change while "
+        "ocp:bootstrap.enabled is true (the bootstrap fetches its config from where the install put it: a change "
+        f"would delete that under it). Write configSource: {was}"
     ]
 
 

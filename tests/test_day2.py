@@ -390,6 +390,17 @@ def test_every_classified_key_is_edited_in_this_table():
     assert sorted(set(EFFECTS) - edited) == []
 
 
+def test_a_bootstrap_made_again_keeps_the_installs_config_source():
+    installed = stack_config("dev")
+    torn_down = run_program(with_section(installed, "bootstrap", enabled=False), engine=deployed_from(deploy(installed))).state()
+    # While there is no bootstrap the key is not read; a new bootstrap keeps the install's.
+    assert preview(torn_down, with_section(installed, "bootstrap", enabled=False, configSource="helper")).error is None
+    again = preview(torn_down, with_section(installed, "bootstrap", configSource="helper"))
+    assert again.error is not None and (
+        'ocp:bootstrap.configSource: was "glance" at install, now "helper": cannot change while ocp:bootstrap.enabled is true'
+    ) in again.error and "Write configSource: glance" in again.error
+
+
 # The last commit before ocp:bootstrap.configSource: its stacks' bootstraps were served by the helper.
 BEFORE_CONFIG_SOURCE = "1b28635"
 
