@@ -5,7 +5,9 @@ state: the `state.json` of an earlier plan. For every resource the program regis
 engine's steps are reproduced here from the providers' own replacement rules
 (`tools/providers.json`, for the provider versions in requirements.txt):
 
-- inputs named in `ignoreChanges` keep their deployed value (and a replacement gets it too);
+- inputs named in `ignoreChanges` keep their deployed value, but a replacement is made with the
+  program's (the engine checks a replacement's inputs anew from the program's: `pulumi up
+  --replace` and a trigger's replacement both do so with CLI 3.274.1);
 - no change: `same`; a change of a ForceNew input (or one named in `replaceOnChanges`, or
   any change of a type without an update): `replace`; an OpenStack server's flavor:
   `resize` (one reboot), its image: `rebuild` (root disk re-imaged); anything else: `update`;
@@ -227,7 +229,7 @@ class Engine:
         )
         if action == "replace" and (delete_before_replace or self._deletes_first(type_, effective)):
             self.gone_first.add(old.id)
-        return action, effective
+        return action, inputs if action == "replace" else effective
 
     def _deletes_first(self, type_: str, inputs: Mapping[str, Any]) -> bool:
         facts = provider_facts()["types"].get(type_, {})
