@@ -266,6 +266,23 @@ class Workers(RoleBase):
     # scaling within it changes nothing on any existing node. Each slot adds ~90 bytes to every
     # node's user_data (CoreDNS hosts); 500 keeps masters inside the 24 KiB budget (ignition/nodes.py).
     max_count: Annotated[int, Field(ge=1, le=500)] = 100
+    # OpenStack: at most this many workers per server group (Nova's server_group_members quota
+    # is 10 by default). Worker N goes into group N // this: <infraID>-worker, then -worker-1, ...
+    # Unset: one group, as the installer makes it.
+    server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
+
+    def server_group_of(self, index: int) -> int:
+        """The server group (0: <infraID>-worker) of the worker in slot `index`."""
+        return index // self.server_group_size if self.server_group_size else 0
+
+    def server_group_members(self, count: int | None = None) -> tuple[int, ...]:
+        """Members of each worker server group with `count` workers (the stack's count by default);
+        there is always the first group."""
+        count = self.count if count is None else count
+        groups = [0] * (self.server_group_of(count - 1) + 1 if count else 1)
+        for index in range(count):
+            groups[self.server_group_of(index)] += 1
+        return tuple(groups)
 
 
 class BootstrapHelper(Model):
@@ -582,7 +599,7 @@ def _other_platform(c: Any) -> Iterable[str]:
 
 
 _OTHER = {"openstack": "libvirt", "libvirt": "openstack"}
-_OPENSTACK_ROLE_KEYS = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy")
+_OPENSTACK_ROLE_KEYS = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy", "server_group_size")
 _LIBVIRT_ROLE_KEYS = ("vcpus", "memory_mib", "disk_gib")
 
 

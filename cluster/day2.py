@@ -114,6 +114,11 @@ EFFECTS: dict[str, Effect] = {
         "warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")
     ),
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
+    "workers.serverGroupSize": Effect(
+        "apply",
+        "workers from then on go into server groups of at most this many (<infraID>-worker, -worker-1, ...); the "
+        "preflight refuses a value under which a running worker would change group (Nova would replace it)",
+    ),
     "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
     "bootstrap.enabled": Effect("apply", "false removes the bootstrap and where its config is served from (its Glance image, or its helper); true creates them (refused when the configs are too old)"),
     # Checked in review(): refused only while bootstrap.enabled is true.

@@ -72,6 +72,8 @@ class Existing:
     bootstrap: bool = False
     helper: bool = False
     ports: int = 0
+    # Members of each worker server group by number (<infraID>-worker, -worker-1, ...); () before any.
+    worker_groups: tuple[int, ...] = ()
     # The stack's own VIP ports: a given floating IP associated with one of them is in place, not taken.
     vip_port_ids: frozenset[str] = frozenset()
 
@@ -213,7 +215,9 @@ def footprint(
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
         "ram": sum(use.count * flavor.ram_mib for use, flavor in sized if flavor),
         # Both roles' groups, whatever the worker count; a deployed group shows only by its members.
-        "server_groups": 2 if existing is None else int(masters > 0) + int(workers > 0),
+        "server_groups": 1 + len(config.workers.server_group_members(workers))
+        if existing is None
+        else int(masters > 0) + (sum(1 for members in existing.worker_groups if members) if existing.worker_groups else int(workers > 0)),
         "ports": tagged_ports + extra_ports + network_ports,
         "security_groups": len(groups) if cluster else 0,
         "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,
@@ -251,7 +255,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
 def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
-    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas):
+    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas, _server_group_members):
         found += check(config, plan, facts)
     return list(dict.fromkeys(found))
 
@@ -419,6 +423,55 @@ def _quotas(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
                 f"has {free} left ({quota.used} of {quota.limit} in use): raise it "
                 f"(`openstack quota set --{_flag(name)} {quota.used + need} <project>`) or make the stack smaller"
             )
+
+
+def _server_group_members(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    """Nova's server_group_members quota holds per group (10 by default): past it the next server
+    is refused halfway through `pulumi up`. And a running worker never changes group: Nova
+    cannot move a server, so the worker would be replaced."""
+    quota = facts.quotas.get("server_group_members")
+    limit = UNLIMITED if quota is None else quota.limit
+    workers = config.workers
+    raise_it = "raise the quota (`openstack quota set --server-group-members {need} <project>`)"
+    if limit != UNLIMITED and plan.master_count > limit:
+        yield (
+            f"ocp:masters.count: {plan.master_count} masters share one server group, and the compute quota "
+            f"server_group_members {_where(facts)} allows {limit} per group: " + raise_it.format(need=plan.master_count)
+        )
+    fullest = max(workers.server_group_members(plan.worker_count))
+    if limit != UNLIMITED and fullest > limit:
+        if workers.server_group_size is None:
+            yield (
+                f"ocp:workers.count: {plan.worker_count} workers in one server group, and the compute quota "
+                f"server_group_members {_where(facts)} allows {limit} per group (Nova would refuse worker {limit + 1} "
+                f"halfway through `pulumi up`): set ocp:workers.serverGroupSize: {limit} to spread them over groups of "
+                f"at most {limit}, or " + raise_it.format(need=fullest)
+            )
+        else:
+            yield (
+                f"ocp:workers.serverGroupSize: {workers.server_group_size} workers per server group, and the compute "
+                f"quota server_group_members {_where(facts)} allows {limit} per group: set it to {limit} or less, or "
+                + raise_it.format(need=fullest)
+            )
+    running = _without_empty_tail(facts.existing.worker_groups)
+    if sum(running) and running != _without_empty_tail(workers.server_group_members(sum(running))):
+        keep = (
+            f"unset it or write {sum(running)} or more"
+            if len(running) == 1
+            else f"write serverGroupSize: {running[0]}"
+        )
+        yield (
+            f"ocp:workers.serverGroupSize: the {sum(running)} running workers are in server groups of "
+            f"{list(running)} members; with {workers.server_group_size or 'it unset'} some would change group, and Nova "
+            f"cannot move a server: they would be replaced. To keep them where they are, {keep}"
+        )
+
+
+def _without_empty_tail(groups: tuple[int, ...]) -> tuple[int, ...]:
+    end = len(groups)
+    while end and not groups[end - 1]:
+        end -= 1
+    return groups[:end]
 
 
 def _flag(name: str) -> str:

@@ -132,6 +132,14 @@ DEV_EDITS = [
     Edit("masters.count", section("masters", count=5), refused="ocp:masters.count"),
     Edit("masters.serverGroupPolicy", section("masters", serverGroupPolicy="anti-affinity"), refused="ocp:masters.serverGroupPolicy"),
     Edit("workers.serverGroupPolicy", section("workers", serverGroupPolicy="affinity"), refused="ocp:workers.serverGroupPolicy"),
+    # Two workers stay in the first group; a third starts the second; one group each would move worker 1.
+    Edit("workers.serverGroupSize 2", section("workers", serverGroupSize=2)),
+    Edit(
+        "workers.serverGroupSize 2, workers.count 2 -> 3",
+        section("workers", serverGroupSize=2, count=3),
+        expect={"ocp4-workers-server-group-1": "create", **{f"ocp4-worker{s}-worker-2{p}": "create" for s, p in (("s", ""), ("s", "-port"), ("s", "-drain"), ("-pointers", ""))}},
+    ),
+    Edit("workers.serverGroupSize 1", section("workers", serverGroupSize=1), refused="ocp:workers.serverGroupSize: the 2 running workers are in server groups of [2] members; with 1 some would change group"),
     Edit("openstack.mode", section("openstack", mode="standalone"), refused="ocp:openstack.mode"),
     Edit("clusterNetwork", key("clusterNetwork", {"cidr": "10.132.0.0/14", "hostPrefix": 23}), refused="ocp:clusterNetwork"),
     Edit("serviceNetwork", key("serviceNetwork", "172.31.0.0/16"), refused="ocp:serviceNetwork"),

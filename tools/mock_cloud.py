@@ -133,7 +133,8 @@ class MockCloud:
         return (value[0], value[1]) if isinstance(value, list) else (value, 0)
 
     def _compute_quota(self, args: Mapping[str, Any]) -> Answer:
-        return {"id": "quota-set", **{key: self._quota(name)[0] for key, name in (("instances", "instances"), ("cores", "cores"), ("ram", "ram"), ("serverGroups", "serverGroups"))}}
+        names = ("instances", "cores", "ram", "serverGroups", "serverGroupMembers")
+        return {"id": "quota-set", **{name: self._quota(name)[0] for name in names}}
 
     def _limits(self, args: Mapping[str, Any]) -> Answer:
         if self.d.get("computeLimitsForbidden"):  # Nova's default policy, for a member naming its own project
@@ -149,6 +150,7 @@ class MockCloud:
         ):
             limit, used = self._quota(quota)
             answer[limit_key], answer[used_key] = limit, used + own
+        answer["maxServerGroupMembers"] = self._quota("serverGroupMembers")[0]  # per group: no usage
         return answer
 
     def _network_quota(self, args: Mapping[str, Any]) -> Answer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
@@ -159,6 +159,9 @@ class MachineRole:
     vips: Sequence[IPv4Address]
     # Nova honours soft anti-affinity only between servers it already placed.
     one_at_a_time: bool
+    # The node's server group by slot index (0: the installer's <infraID>-<name>), and how many there are.
+    server_group_of: Callable[[int], int] = lambda index: 0
+    server_groups: int = 1
 
 
 def control_plane(cluster: ClusterContext) -> MachineRole:
@@ -170,7 +173,11 @@ def control_plane(cluster: ClusterContext) -> MachineRole:
 def workers(cluster: ClusterContext) -> MachineRole:
     """Workers: in parallel; scaling within workers.maxCount touches nothing else."""
     plan = cluster.plan
-    return MachineRole("ocp:openstack:Workers", "worker", plan.workers, cluster.config.workers, (plan.ingress_vip,), False)
+    settings = cluster.config.workers
+    return MachineRole(
+        "ocp:openstack:Workers", "worker", plan.workers, settings, (plan.ingress_vip,), False,
+        settings.server_group_of, len(settings.server_group_members()),
+    )
 
 
 class MachineSet(pulumi.ComponentResource):
@@ -196,12 +203,16 @@ class MachineSet(pulumi.ComponentResource):
         super().__init__(machine_role.type_token, name, None, opts)
         role_name, nodes, role = machine_role.name, machine_role.nodes, machine_role.settings
         vips, one_at_a_time = machine_role.vips, machine_role.one_at_a_time
-        group = openstack.compute.ServerGroup(
-            f"{name}-server-group",
-            name=cluster.named(role_name),  # the installer's <infraID>-master / -worker
-            policies=role.server_group_policy,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        # The first is the installer's <infraID>-master / -worker; workers.serverGroupSize adds -worker-1, ...
+        groups = [
+            openstack.compute.ServerGroup(
+                f"{name}-server-group" + (f"-{number}" if number else ""),
+                name=cluster.named(role_name + (f"-{number}" if number else "")),
+                policies=role.server_group_policy,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for number in range(machine_role.server_groups)
+        ]
         self.servers = []
         for node in nodes:
             node_name = f"{name}-{node.role}-{node.index}"
@@ -217,7 +228,7 @@ class MachineSet(pulumi.ComponentResource):
                     role,
                     port,
                     user_data[node.name],
-                    group.id,
+                    groups[machine_role.server_group_of(node.index)].id,
                     pulumi.ResourceOptions(parent=self, depends_on=after),
                 )
             )

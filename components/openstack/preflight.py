@@ -164,6 +164,7 @@ async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
             "cores": Quota(limits.max_total_cores, limits.total_cores_used),
             "ram": Quota(limits.max_total_ram_size, limits.total_ram_used),
             "server_groups": Quota(limits.max_server_groups, limits.total_server_groups_used),
+            "server_group_members": Quota(limits.max_server_group_members),
         }
     quotas = await cloud.get(COMPUTE_QUOTA, openstack.compute.GetQuotaSetV2Result, projectId=project)
     return {
@@ -171,6 +172,7 @@ async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
         "cores": Quota(quotas.cores),
         "ram": Quota(quotas.ram),
         "server_groups": Quota(quotas.server_groups),
+        "server_group_members": Quota(quotas.server_group_members),
     }
 
 
@@ -192,17 +194,26 @@ async def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, inf
     async def ports(**args: Any) -> tuple[str, ...]:
         return tuple((await cloud.get(PORT_IDS, openstack.networking.GetPortIdsResult, tags=tag, **args)).ids or ())
 
-    async def members(role: str) -> int:
+    async def members(role: str) -> int | None:
         group = await cloud.find(SERVER_GROUP, openstack.compute.GetServergroupV2Result, name=f"{infra}-{role}")
-        return len(group.members or ()) if group else 0
+        return len(group.members or ()) if group else None
+
+    async def worker_groups() -> tuple[int, ...]:
+        """<infraID>-worker, then -worker-1, ... while they exist (ocp:workers.serverGroupSize)."""
+        found = [await members("worker") or 0]
+        while (more := await members(f"worker-{len(found)}")) is not None:
+            found.append(more)
+        return tuple(found)
 
     masters, workers, bootstrap, helper, tagged, api, ingress = await asyncio.gather(
         members("master"),
-        members("worker"),
+        worker_groups(),
         ports(name=server_name(config, plan.bootstrap, infra)),
         ports(name=f"{infra}-bootstrap-helper"),
         ports(),
         ports(name=f"{infra}-api-port"),
         ports(name=f"{infra}-ingress-port"),
     )
-    return Existing(masters, workers, bool(bootstrap), bool(helper), len(tagged), frozenset(api + ingress))
+    return Existing(
+        masters or 0, sum(workers), bool(bootstrap), bool(helper), len(tagged), workers, frozenset(api + ingress)
+    )

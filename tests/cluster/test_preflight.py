@@ -119,6 +119,36 @@ def test_what_exists_is_not_needed_again():
     ]
 
 
+def test_workers_spread_over_server_groups_of_the_members_quota():
+    members = {"server_group_members": Quota(10)}
+    config, plan = setup(with_section(HELPER_DEV, "workers", count=12, serverGroupSize=10))
+    assert config.workers.server_group_members() == (10, 2)
+    assert [config.workers.server_group_of(index) for index in (0, 9, 10, 11)] == [0, 0, 1, 1]
+    assert problems(config, plan, facts(members)) == []
+    # The masters' group and both workers' groups.
+    assert footprint(config, plan, FLAVORS)["server_groups"] == 3
+    # On day 2 a group shows by its members: the second one is not there yet.
+    grown = Existing(masters=3, workers=10, bootstrap=True, helper=True, ports=16, worker_groups=(10,))
+    assert footprint(config, plan, FLAVORS, grown)["server_groups"] == 2
+    assert problems(config, plan, facts({**members, "server_groups": Quota(10, 9)}, grown)) == []
+    assert "the stack adds 1 server groups" in problems(config, plan, facts({"server_groups": Quota(10, 10)}, grown))[0]
+
+
+def test_a_running_worker_never_changes_server_group():
+    config, plan = setup(with_section(HELPER_DEV, "workers", count=12, serverGroupSize=10))
+    # Eight workers in one group: 10 per group keeps them all where they are.
+    assert problems(config, plan, facts({}, Existing(masters=3, workers=8, worker_groups=(8, 0)))) == []
+    moved = problems(*setup(with_section(HELPER_DEV, "workers", count=12, serverGroupSize=5)), facts({}, Existing(masters=3, workers=12, worker_groups=(10, 2))))
+    assert moved == [
+        "ocp:workers.serverGroupSize: the 12 running workers are in server groups of [10, 2] members; with 5 some "
+        "would change group, and Nova cannot move a server: they would be replaced. To keep them where they are, "
+        "write serverGroupSize: 10"
+    ]
+    unset = problems(*setup(with_section(HELPER_DEV, "workers", count=9)), facts({}, Existing(masters=3, workers=9, worker_groups=(9,))))
+    assert unset == []
+    assert "unset it or write 11 or more" in problems(config, plan, facts({}, Existing(masters=3, workers=11, worker_groups=(11,))))[0]
+
+
 def test_limit_only_quotas_hold_the_whole_footprint_and_unlimited_is_no_limit():
     config, plan = setup(HELPER_DEV)
     existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9)

@@ -914,3 +914,13 @@ def test_a_worker_added_on_day_2_of_a_4_18_cluster_keeps_the_installers_pointer(
     new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
     assert new["ignition"] == installed_worker["ignition"]
     assert not cluster_api["calls"].exists()
+
+
+def test_workers_fill_server_groups_of_server_group_size():
+    grown = run(with_section(stack_config("dev"), "workers", count=12, serverGroupSize=10))
+    by_id = {r.id: unwrap(r.inputs["name"]) for r in grown.of_type("openstack:compute/serverGroup:ServerGroup")}
+    infra_id = min(by_id.values()).rsplit("-", 1)[0]
+    assert sorted(by_id.values()) == [f"{infra_id}-master", f"{infra_id}-worker", f"{infra_id}-worker-1"]
+    placed = {r.name: by_id[unwrap(r.inputs["schedulerHints"])[0]["group"]] for r in grown.of_type(INSTANCE) if "-workers-worker-" in r.name}
+    assert {name for name, group in placed.items() if group.endswith("-worker-1")} == {"ocp4-workers-worker-10", "ocp4-workers-worker-11"}
+    assert len(placed) == 12

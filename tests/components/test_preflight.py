@@ -84,6 +84,20 @@ CASES = [
     # Nova refuses its limits to a member (the provider names the project): the quota set, without usage.
     ("instances, limits refused", {"quotas": {"instances": [6, 2]}, "computeLimitsForbidden": True}, {}, 'ocp:openstack.cloud: the stack needs 7 instances and the compute quota in cloud "openstack" allows 6'),
     ("server groups", {"quotas": {"serverGroups": [10, 9]}}, {}, "the stack adds 2 server groups and the compute quota in cloud \"openstack\" has 1 left"),
+    # Nova's default server_group_members (10), per group; the installer checks it too.
+    (
+        "server group members, workers",
+        {},
+        {"workers": {"count": 11}},
+        'ocp:workers.count: 11 workers in one server group, and the compute quota server_group_members in cloud "openstack" allows 10 per group (Nova would refuse worker 11 halfway through `pulumi up`): set ocp:workers.serverGroupSize: 10',
+    ),
+    ("server group members, masters", {"quotas": {"serverGroupMembers": 2}}, {}, "ocp:masters.count: 3 masters share one server group, and the compute quota server_group_members"),
+    (
+        "server group members, serverGroupSize",
+        {"quotas": {"serverGroupMembers": 4}},
+        {"workers": {"count": 5, "serverGroupSize": 5}},
+        'ocp:workers.serverGroupSize: 5 workers per server group, and the compute quota server_group_members in cloud "openstack" allows 4 per group: set it to 4 or less',
+    ),
     ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 11 ports and the network quota in cloud \"openstack\" has 6 left"),
     ("security groups", {"quotas": {"securityGroups": 4}}, {}, "the stack needs 5 security groups and the network quota in cloud \"openstack\" allows 4"),
     ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 53 security group rules and the network quota"),

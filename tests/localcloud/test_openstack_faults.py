@@ -2,12 +2,15 @@
 (the real engine and OpenStack plugin, as tests/localcloud/test_openstack_lifecycle.py runs them):
 the CLI, its host, the program and the plugins killed (SIGKILL) while servers are being created.
 After the recovery the README gives (tools.recover), the re-run converges with no duplicate
-server and no orphan port.
+server and no orphan port. And a quota met midway: the error names it, and once it is raised the
+re-run converges.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +18,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import ROOT, deploy
+from tests.conftest import ROOT, deploy, with_section
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs
 from tests.localcloud.test_openstack_lifecycle import PLUGINS, infra_id, sweep
@@ -86,3 +89,76 @@ def test_up_killed_while_servers_are_created_converges_after_the_recovery(stack,
     print(recovered.stdout)
     stack.up()
     converged(stack)
+
+
+# Nova's quota on the project's instances, as an admin sets it.
+SET_INSTANCES = """
+lab = admin.identity.find_project("lab", ignore_missing=False)
+admin.set_compute_quotas(lab.id, instances=limit)
+"""
+
+
+def _logged(log, kind: str, state: str) -> bool:
+    return any(kind in line and state in line for line in log.read_text().splitlines())
+
+
+def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_raised(stack, tmp_path):
+    """The preflight counts every quota before anything is made, so a quota met midway is one
+    lowered (or used up by someone else in the project) after it ran: here an admin lowers
+    Nova's instances quota to one more server while the network is being made."""
+    destroyed = stack.pulumi("destroy", "--yes", "--skip-preview")
+    assert destroyed.returncode == 0, destroyed.stderr[-3000:]
+    cloud = stack.cloud  # type: ignore[attr-defined]
+    log = tmp_path / "up.log"
+    process = stack.start("up", "--yes", "--skip-preview", log=log)
+    before = None
+    try:
+        deadline = time.monotonic() + 900
+        # No server can be asked for before the network exists (servers need ports, ports the subnet):
+        # frozen at that moment, the run has made no server yet.
+        while not _logged(log, "openstack:networking:Network", "created"):
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGSTOP)
+        try:
+            before = sdk(cloud, "result = tenant.compute.get_limits().absolute.to_dict()")
+            assert not _logged(log, "openstack:compute:Instance", "creat")
+            sdk(cloud, SET_INSTANCES, limit=before["instances_used"] + 1)
+        finally:
+            os.killpg(process.pid, signal.SIGCONT)
+        process.wait(timeout=900)
+        output = log.read_text()
+        assert process.returncode != 0, output[-3000:]
+        # What the user reads: which quota, and that it is the cloud's.
+        assert "Quota exceeded for instances" in output, output[-3000:]
+        made = sdk(cloud, OURS, infra=infra_id(stack))
+        # Nova counts again after it accepted a request: racing creates may both be refused.
+        assert len(made["servers"]) <= 1, made
+    finally:
+        if before is not None:
+            sdk(cloud, SET_INSTANCES, limit=before["instances"])
+    stack.up()
+    converged(stack)
+
+
+def test_twelve_workers_are_refused_by_the_server_group_members_quota_before_anything_is_made(stack):
+    """Nova's default server_group_members quota (10), the local cloud's too: past it Nova refuses
+    the 11th worker halfway through `pulumi up`, so the preflight stops the run first."""
+    destroyed = stack.pulumi("destroy", "--yes", "--skip-preview")
+    assert destroyed.returncode == 0, destroyed.stderr[-3000:]
+    try:
+        stack.write_config(with_section(stack.base, "workers", count=12))
+        done = stack.pulumi("up", "--yes", "--skip-preview")
+        output = done.stdout + done.stderr
+        assert done.returncode != 0, output[-3000:]
+        assert (
+            "ocp:workers.count: 12 workers in one server group, and the compute quota server_group_members in cloud "
+            '"openstack" allows 10 per group'
+        ) in output, output[-3000:]
+        assert sdk(stack.cloud, OURS, infra=infra_id(stack)) == {"servers": [], "ports": [], "floating_ips": []}  # type: ignore[attr-defined]
+        # The way out the message names: two groups of at most 10.
+        steps, output = stack.steps(with_section(stack.base, "workers", count=12, serverGroupSize=10))
+        assert steps is not None, output[-3000:]
+        assert steps["ocp4-workers-server-group-1"] == "create"
+    finally:
+        stack.write_config(stack.base)

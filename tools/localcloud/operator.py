@@ -145,7 +145,14 @@ def prepare(description: dict) -> None:
     say(f"volume types: {', '.join(description['volumeTypes'])}")
 
     quotas = {name: value[0] if isinstance(value, list) else value for name, value in description["quotas"].items()}
-    admin.set_compute_quotas(lab.id, instances=quotas["instances"], cores=quotas["cores"], ram=quotas["ram"], server_groups=quotas["serverGroups"])
+    admin.set_compute_quotas(
+        lab.id,
+        instances=quotas["instances"],
+        cores=quotas["cores"],
+        ram=quotas["ram"],
+        server_groups=quotas["serverGroups"],
+        server_group_members=quotas["serverGroupMembers"],
+    )
     admin.set_network_quotas(
         lab.id,
         port=quotas["ports"],
@@ -211,8 +218,12 @@ def describe() -> dict:
     limits = tenant.compute.get_limits().absolute
     network_quota = admin.network.get_quota(project)
     volume_quota = admin.block_storage.get_quota_set(project)
+    region = tenant.config.get_region_name()
     return {
         "project": tenant.identity.get_project(project).name,
+        "region": region,
+        # The catalog's public endpoints by type, as the preflight reads them from the provider's token.
+        "catalog": {"image": tenant.endpoint_for("image", interface="public", region_name=region)},
         "flavors": {f.name: [f.vcpus, f.ram, f.disk] for f in tenant.compute.flavors()},
         "images": {i.name: i.status == "active" for i in tenant.image.images()},
         "networks": {n.name: bool(n.is_router_external) for n in tenant.network.networks()},
@@ -226,6 +237,7 @@ def describe() -> dict:
             "cores": [limits.total_cores, limits.total_cores_used],
             "ram": [limits.total_ram, limits.total_ram_used],
             "serverGroups": [limits.server_groups, limits.server_groups_used],
+            "serverGroupMembers": limits.server_group_members,
             "ports": [network_quota.ports, len(list(tenant.network.ports(project_id=project)))],
             "securityGroups": network_quota.security_groups,
             "securityGroupRules": network_quota.security_group_rules,
