@@ -290,8 +290,7 @@ def run_environment(
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
         "PLATFORM": "openstack" if config.integrated else "none",
-        # The MCO brings the on-node networking's images itself in integrated mode.
-        "RELEASE_COMPONENTS": "" if config.integrated else " ".join(RELEASE_COMPONENTS),
+        "RELEASE_COMPONENTS": " ".join(release_lookups(config)),
         **common,
     }
     if config.integrated:
@@ -338,6 +337,63 @@ def worker_pointer_environment(
         "POINTER_SOURCE": "cluster",
         "KUBECONFIG_DATA": assets.kubeconfig,
         "OC": config.installer.oc,
+        "SERVER": server,
+        "API_URL": api,
+    }
+
+
+def release_lookups(config: ClusterConfig) -> tuple[str, ...]:
+    """The payload images the program reads with `oc adm release info`: the on-node networking's
+    (standalone and libvirt), but those ocp:networking.images names, so naming all three needs no oc."""
+    if config.integrated:  # the MCO brings them itself
+        return ()
+    return tuple(name for name in RELEASE_COMPONENTS if name not in config.networking.images)
+
+
+def worker_images_script() -> str:
+    """The payload images a worker's static pods run, as JSON on stdout, run once, when its server
+    is made: the install's (IMAGES_SOURCE=install), or those of the release the running cluster is
+    at (its ClusterVersion's desired image), read through its API with the stack's kubeconfig:
+    after an upgrade a new worker runs what the MCO gives the others, not images a pruned mirror
+    may have dropped. No server without them: a failure names what to do."""
+    return r"""set -eu
+if [ "$IMAGES_SOURCE" = install ]; then printf '%s' "$INSTALL_IMAGES"; exit 0; fi
+umask 077
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+printf '%s' "$KUBECONFIG_DATA" > "$scratch/kubeconfig"
+printf '%s' "$PULL_SECRET" > "$scratch/pull-secret.json"
+refuse() {
+  echo "ocp:workers.count: no static pod images for $SERVER (a stack made before these lookups reads them once for each running worker, which does not change): a worker made after install runs the keepalived, haproxy and CoreDNS images of the release the cluster runs now (the install's may miss every fix since, or be gone from a pruned mirror), and $1. Make the API ($API_URL) reachable from where \`pulumi up\` runs and ocp:installer.oc a working oc, name the running release's images in ocp:networking.images, or leave ocp:workers.count as it was" >&2
+  exit 3
+}
+release=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get clusterversion version -o 'jsonpath={.status.desired.image}' 2>"$scratch/error") \
+  || refuse "reading the cluster's release through its API failed: $(tr '\n' ' ' < "$scratch/error" | cut -c1-400)"
+[ -n "$release" ] || refuse "the cluster's ClusterVersion names no desired release image"
+images=""
+for name in $COMPONENTS; do
+  image=$("$OC" adm release info --registry-config="$scratch/pull-secret.json" --image-for="$name" "$release" 2>"$scratch/error") \
+    || refuse "reading $name of $release failed: $(tr '\n' ' ' < "$scratch/error" | cut -c1-400)"
+  images="$images${images:+,}\"$name\":\"$image\""
+done
+printf '{%s}' "$images"
+"""
+
+
+def worker_images_environment(
+    config: ClusterConfig, assets: InstallerAssets, server: str, from_cluster: bool
+) -> dict[str, str]:
+    """The environment of `worker_images_script` for one worker (a secret: kubeconfig, pull secret)."""
+    if not from_cluster:
+        return {"IMAGES_SOURCE": "install", "INSTALL_IMAGES": json.dumps(dict(assets.release_images), sort_keys=True, separators=(",", ":"))}
+    kubeconfig = yaml.safe_load(assets.kubeconfig) or {}
+    api = next((c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []), "")
+    return {
+        "IMAGES_SOURCE": "cluster",
+        "KUBECONFIG_DATA": assets.kubeconfig,
+        "PULL_SECRET": config.pull_secret.get_secret_value(),
+        "OC": config.installer.oc,
+        "COMPONENTS": " ".join(release_lookups(config)),
         "SERVER": server,
         "API_URL": api,
     }

@@ -228,12 +228,18 @@ def all_node_ignitions(
     """Every node that exists in this configuration, by hostname; checks the size budgets."""
     result = {node.name: node_ignition(config, plan, node, assets, bootstrap_delivery, cloud_ca) for node in plan.nodes}
     for name, ignition in result.items():
-        limit = SHIM_LIMIT if ignition.served is not None else USER_DATA_LIMIT
         if ignition.served is None and name == plan.bootstrap.name:
             continue  # delivered directly (libvirt fw_cfg): no size limit that matters
         if ignition.served is not None and config.bootstrap.config_source == "glance":
             continue  # sized before anything is made (glance_shim_problems) and when it is built
-        size = len(ignition.user_data.encode())
-        if size > limit:
-            raise ValueError(f"{name}: user_data is {size} bytes, over the budget of {limit}")
+        checked_size(name, ignition)
     return result
+
+
+def checked_size(name: str, ignition: NodeIgnition) -> str:
+    """The node's user_data, within its budget."""
+    limit = SHIM_LIMIT if ignition.served is not None else USER_DATA_LIMIT
+    size = len(ignition.user_data.encode())
+    if size > limit:
+        raise ValueError(f"{name}: user_data is {size} bytes, over the budget of {limit}")
+    return ignition.user_data

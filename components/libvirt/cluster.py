@@ -16,6 +16,7 @@ from components.libvirt.network import Network
 from components.libvirt.volumes import BaseVolume
 from components.outputs import ClusterOutputs
 from components.node_configs import NodeConfigs
+from components.worker_images import WorkerImages
 
 
 class LibvirtCluster(pulumi.ComponentResource):
@@ -50,6 +51,9 @@ class LibvirtCluster(pulumi.ComponentResource):
             Bootstrap(
                 f"{name}-bootstrap", cluster, network.attachment, base.volume_id, nodes.user_data(plan.bootstrap), child
             )
+        # New workers run the static pods' images of the release the cluster is at.
+        user_data = nodes.user_data_of(plan.nodes)
+        user_data |= WorkerImages(f"{name}-worker-images", config, plan, plan.workers, installer.assets, nodes, child).user_data
         # Masters and workers: the role as data (no anti-affinity to honour on one host, no ordering).
         for component, token, nodes_of_role, size in (
             (f"{name}-control-plane", "ocp:libvirt:ControlPlane", plan.masters, config.masters),
@@ -64,7 +68,7 @@ class LibvirtCluster(pulumi.ComponentResource):
                     size,
                     network.attachment,
                     base.volume_id,
-                    nodes.user_data_of(nodes_of_role),
+                    {node.name: user_data[node.name] for node in nodes_of_role},
                     autostart=True,
                     opts=child,
                     drained_with=installer.assets if token == "ocp:libvirt:Workers" else None,

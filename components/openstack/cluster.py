@@ -20,6 +20,7 @@ from components.openstack.pointers import WorkerPointers
 from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
 from components.outputs import ClusterOutputs
+from components.worker_images import WorkerImages
 from components.node_configs import NodeConfigs
 
 
@@ -76,6 +77,8 @@ class OpenStackCluster(pulumi.ComponentResource):
         user_data = nodes.user_data_of(plan.nodes)
         if config.integrated:  # new workers boot from the pointer the running cluster trusts
             user_data |= WorkerPointers(f"{name}-worker-pointers", cluster, plan.workers, installer.assets, child).user_data
+        else:  # new workers run the static pods' images of the release the cluster is at
+            user_data |= WorkerImages(f"{name}-worker-images", config, plan, plan.workers, installer.assets, nodes, child).user_data
         # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
         # as the Machine API finds it by name and breaks on two of one name.
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):

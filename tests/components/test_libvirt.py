@@ -97,7 +97,8 @@ def test_resource_counts_of_the_kvm_stack(kvm_run):
         PROVIDER: 1,
         "pulumi:providers:command": 1,
         "ocp:installer:Installer": 1,
-        "command:local:Command": 3,  # the installer, each worker's drain
+        "command:local:Command": 5,  # the installer, each worker's drain and images
+        "ocp:nodes:WorkerImages": 1,
         "ocp:libvirt:Network": 1,
         NETWORK: 1,
         "ocp:libvirt:BaseVolume": 1,
@@ -505,7 +506,7 @@ def test_outputs_match_openstacks_without_floating_ips(kvm_run):
 
 
 def is_worker(name: str) -> bool:
-    return name.startswith("kvm4-workers")
+    return name.startswith(("kvm4-workers", "kvm4-worker-images"))
 
 
 def node_changes(before: dict[str, str], after: dict[str, str]) -> tuple[set[str], set[str], set[str]]:
@@ -542,21 +543,19 @@ def test_scaling_adds_a_disk_an_ignition_a_domain_and_a_drain_per_worker(scaled)
     added, _, _ = diff(scaled[2], scaled[5])
     assert added == {
         f"kvm4-workers-worker-{i}{suffix}" for i in (2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain", "-drain")
-    }
+    } | {f"kvm4-worker-images-worker-{i}" for i in (2, 3, 4)}
     _, removed, _ = diff(scaled[5], scaled[1])
     assert removed == {
         f"kvm4-workers-worker-{i}{suffix}" for i in (1, 2, 3, 4) for suffix in ("", "-disk", "-ignition", "-domain", "-drain")
-    }
+    } | {f"kvm4-worker-images-worker-{i}" for i in (1, 2, 3, 4)}
 
 
 def test_bootstrap_teardown_removes_only_bootstrap_resources(kvm_run):
-    before = inputs_by_name(kvm_run)
-    after = inputs_by_name(run(with_section(kvm_config(), "bootstrap", enabled=False)))
-    added, removed, changed = node_changes(before, after)
-    assert added == set() and changed == set()
-    assert removed == {
-        "kvm4-bootstrap",
-        "kvm4-bootstrap-node",
+    torn_down = preview(kvm_run.state(), with_section(kvm_config(), "bootstrap", enabled=False), "kvm")
+    assert torn_down.error is None, torn_down.error
+    changes = {name: change.action for name, change in torn_down.changes.items() if change.action != "same"}
+    assert set(changes.values()) == {"delete"}
+    assert set(changes) == {  # custom resources: components never diff
         "kvm4-bootstrap-node-disk",
         "kvm4-bootstrap-node-ignition",
         "kvm4-bootstrap-node-domain",
