@@ -42,6 +42,9 @@ TAG_EXTENSIONS = ("standard-attr-tag", "tag")
 UNLIMITED = -1
 # pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the openstack CLI lists them.
 EXTENSIONS_COMMAND = "openstack extension list --network -c Alias -f value"
+# Nor for Nova's hosts: one line per hypervisor, its state (up/down). Admin-only by Nova's
+# default policy: for a member the cloud reports no hosts.
+HOSTS_COMMAND = "openstack hypervisor list -c State -f value"
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ class CloudFacts:
     # The token's service catalog and the provider's region ("": none); None: not read.
     catalog: tuple[Endpoint, ...] | None = None
     region: str = ""
+    # Compute hosts that are up, where the cloud reports them (hard anti-affinity only); None: not reported.
+    compute_hosts: int | None = None
 
 
 # What the stack needs of each quota: (key, unit for messages, where the limit is set).
@@ -153,6 +158,7 @@ class Wanted:
     volume_zones: bool
     volume_types: bool
     extensions: bool
+    hosts: bool = False
 
 
 @dataclass(frozen=True)
@@ -249,13 +255,14 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         volume_zones=any(role.root_volume and role.root_volume.availability_zones for role in roles),
         volume_types=any(role.root_volume and role.root_volume.type for role in roles),
         extensions=config.integrated,
+        hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
     )
 
 
 def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
-    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas, _server_group_members):
+    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, _quotas, _server_group_members, _anti_affinity):
         found += check(config, plan, facts)
     return list(dict.fromkeys(found))
 
@@ -465,6 +472,23 @@ def _server_group_members(config: ClusterConfig, plan: AddressPlan, facts: Cloud
             f"{list(running)} members; with {workers.server_group_size or 'it unset'} some would change group, and Nova "
             f"cannot move a server: they would be replaced. To keep them where they are, {keep}"
         )
+
+
+def _anti_affinity(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    """Hard anti-affinity puts each member of a group on a host of its own: past the hosts there
+    are, Nova refuses the next server (NoValidHost) halfway through `pulumi up`."""
+    hosts = facts.compute_hosts
+    if hosts is None:
+        return
+    fullest = {"masters": plan.master_count, "workers": max(config.workers.server_group_members(plan.worker_count))}
+    for role, members in fullest.items():
+        if getattr(config, role).server_group_policy == "anti-affinity" and members > hosts:
+            way_out = ", or ocp:workers.serverGroupSize to at most that many" if role == "workers" else ""
+            yield (
+                f"ocp:{role}.serverGroupPolicy: anti-affinity puts each of the {members} {role} of a server group on "
+                f"a compute host of its own, and cloud \"{facts.cloud}\" has {hosts} up: Nova would refuse the next "
+                f"with NoValidHost halfway through `pulumi up`. Write soft-anti-affinity (the installer's default){way_out}"
+            )
 
 
 def _without_empty_tail(groups: tuple[int, ...]) -> tuple[int, ...]:

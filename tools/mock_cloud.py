@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from cluster.preflight import EXTENSIONS_COMMAND
+from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND
 
 DEFAULT = Path(__file__).resolve().parent.parent / "samples" / "cloud" / "dev.yaml"
 
@@ -205,6 +205,8 @@ class MockCloud:
     def _run(self, args: Mapping[str, Any]) -> Answer:
         if args.get("command") == EXTENSIONS_COMMAND:
             return {"stdout": "".join(f"{alias}\n" for alias in self.d["networkExtensions"]), "stderr": ""}
+        if args.get("command") == HOSTS_COMMAND and "computeHosts" in self.d:  # an admin's view
+            return {"stdout": "up\n" * self.d["computeHosts"], "stderr": ""}
         return {}, [("command", f"the mock cloud does not run {args.get('command')!r}")]
 
     _HANDLERS = {

@@ -21,7 +21,7 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
-from cluster.preflight import EXTENSIONS_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Quota, problems, wanted
+from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Quota, problems, wanted
 
 
 def checked(
@@ -128,6 +128,7 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
             sorted(key.removeprefix("volumes_") for key in (volume_quota.volume_type_quota or {}) if key.startswith("volumes_"))
         ),
         network_extensions=await _extensions(config, cloud) if want.extensions else (),
+        compute_hosts=await _hosts(config, cloud) if want.hosts else None,
         quotas={
             **limits,
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
@@ -174,6 +175,16 @@ async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
         "server_groups": Quota(quotas.server_groups),
         "server_group_members": Quota(quotas.server_group_members),
     }
+
+
+async def _hosts(config: ClusterConfig, cloud: _Cloud) -> int | None:
+    """Compute hosts that are up; None where the cloud does not say (a member's view)."""
+    assert config.openstack is not None
+    result = await cloud.find(RUN, command.local.RunResult, command=HOSTS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
+    if result is None:
+        return None
+    states = [line.strip().lower() for line in (result.stdout or "").splitlines() if line.strip()]
+    return sum(state == "up" for state in states) if states else None
 
 
 async def _extensions(config: ClusterConfig, cloud: _Cloud) -> tuple[str, ...] | None:

@@ -98,6 +98,19 @@ CASES = [
         {"workers": {"count": 5, "serverGroupSize": 5}},
         'ocp:workers.serverGroupSize: 5 workers per server group, and the compute quota server_group_members in cloud "openstack" allows 4 per group: set it to 4 or less',
     ),
+    # Where the cloud reports its hosts (to an admin): hard anti-affinity past them.
+    (
+        "hard anti-affinity, masters",
+        {"computeHosts": 2},
+        {"masters": {"serverGroupPolicy": "anti-affinity"}},
+        'ocp:masters.serverGroupPolicy: anti-affinity puts each of the 3 masters of a server group on a compute host of its own, and cloud "openstack" has 2 up',
+    ),
+    (
+        "hard anti-affinity, workers",
+        {"computeHosts": 3},
+        {"workers": {"count": 4, "serverGroupPolicy": "anti-affinity"}},
+        "Write soft-anti-affinity (the installer's default), or ocp:workers.serverGroupSize to at most that many",
+    ),
     ("ports", {"quotas": {"ports": [12, 6]}}, {}, "the stack adds 11 ports and the network quota in cloud \"openstack\" has 6 left"),
     ("security groups", {"quotas": {"securityGroups": 4}}, {}, "the stack needs 5 security groups and the network quota in cloud \"openstack\" allows 4"),
     ("security group rules", {"quotas": {"securityGroupRules": 40}}, {}, "the stack needs 53 security group rules and the network quota"),
@@ -139,6 +152,14 @@ def test_the_committed_stacks_pass_against_the_mock_cloud(dev_run, standalone_ru
     for run in (dev_run, standalone_run):
         assert "openstack:compute/instance:Instance" in cloud_types(run)
         assert not any("skipPreflight" in warning for warning in run.warnings)
+
+
+def test_hard_anti_affinity_within_the_hosts_or_where_none_are_reported_passes():
+    config = _edited({"masters": {"serverGroupPolicy": "anti-affinity"}})
+    for cloud in (_cloud({"computeHosts": 3}), _cloud({})):  # a member's view reports none
+        run, error = attempt(config, cloud)
+        assert error is None, error
+        assert "openstack:compute/instance:Instance" in cloud_types(run)
 
 
 def test_every_problem_at_once():

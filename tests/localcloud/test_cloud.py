@@ -16,7 +16,7 @@ import time
 import yaml
 
 from cluster.config import load_config
-from cluster.preflight import EXTENSIONS_COMMAND, TAG_EXTENSIONS
+from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, TAG_EXTENSIONS
 from tests.conftest import stack_config
 from tests.localcloud.conftest import ROOT, localcloud
 from tools.localcloud.cloud import answering
@@ -66,6 +66,15 @@ def test_the_preflight_lists_neutron_extensions_with_the_real_cli(cloud_env):
     listed = subprocess.run(["bash", "-c", EXTENSIONS_COMMAND], env=cloud_env, capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
     assert set(TAG_EXTENSIONS) & set(listed.stdout.split())
+
+
+def test_the_preflight_reads_compute_hosts_where_nova_lets_the_caller(cloud_env):
+    # Nova's default policy keeps the hypervisors to admins: a member's preflight sees no hosts.
+    member = subprocess.run(["bash", "-c", HOSTS_COMMAND], env=cloud_env, capture_output=True, text=True)
+    assert member.returncode != 0 and "403" in member.stderr, member.stdout + member.stderr
+    admin = subprocess.run(["bash", "-c", HOSTS_COMMAND], env={**cloud_env, "OS_CLOUD": "localcloud-admin"}, capture_output=True, text=True)
+    assert admin.returncode == 0, admin.stderr
+    assert admin.stdout.split() and set(admin.stdout.split()) == {"up"}, admin.stdout
 
 
 # Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.
