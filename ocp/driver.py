@@ -1,0 +1,202 @@
+"""From nothing to an installed cluster, on Pulumi's Automation API (a local workspace on this
+project, the stack selected): preview, up with progress, the bootstrap, its teardown, the
+workers' CSRs (this stack's nodes only), install-complete. Run again, it continues from where
+the cluster is: `up` changes only what is missing, and a stack whose bootstrap is gone skips
+the bootstrap's steps."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pulumi import automation as auto
+
+from cluster.config import ClusterConfig, load_config
+from cluster.installer import installer_dir
+from ocp.approver import approve_until_ready
+from ocp.kube import Kube
+
+PROJECT = Path(__file__).resolve().parent.parent
+# Steps a running cluster does not come back from unchanged.
+DISRUPTIVE_OPS = {"replace", "create-replacement", "delete-replaced", "delete"}
+# What a disruption is judged on: machines and the network they stand on (not commands, rules, files).
+MACHINE_TYPES = (
+    "openstack:compute/instance:Instance",
+    "openstack:networking/network:Network",
+    "openstack:networking/subnet:Subnet",
+    "openstack:networking/port:Port",
+    "openstack:networking/router:Router",
+    "openstack:blockstorage/volume:Volume",
+    "libvirt:index/domain:Domain",
+    "libvirt:index/network:Network",
+    "libvirt:index/volume:Volume",
+)
+
+
+class Stop(Exception):
+    """The install stops here; the message says why and what to do."""
+
+
+@dataclass
+class Progress:
+    say: Callable[[str], None]
+    total: int = 0
+    done: int = 0
+    began: float = field(default_factory=time.monotonic)
+
+    def elapsed(self) -> str:
+        seconds = int(time.monotonic() - self.began)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def event(self, event: auto.EngineEvent) -> None:
+        if event.resource_pre_event and event.resource_pre_event.metadata.op != "same":
+            step = event.resource_pre_event.metadata
+            self.say(f"[{self.done}/{self.total} {self.elapsed()}] {step.op} {step.type} {step.urn.rsplit('::', 1)[1]}")
+        elif event.res_outputs_event and event.res_outputs_event.metadata.op != "same":
+            self.done += 1
+        elif event.res_op_failed_event:
+            self.say(f"[{self.done}/{self.total} {self.elapsed()}] failed: {event.res_op_failed_event.metadata.urn.rsplit('::', 1)[1]}")
+        elif event.diagnostic_event and event.diagnostic_event.severity in ("warning", "error"):
+            self.say(f"{event.diagnostic_event.severity}: {event.diagnostic_event.message.strip()}")
+
+
+def _stack(name: str) -> auto.Stack:
+    return auto.select_stack(stack_name=name, work_dir=str(PROJECT))
+
+
+def _config(stack: auto.Stack) -> ClusterConfig:
+    return load_config({key: value.value for key, value in stack.get_all_config().items()})
+
+
+def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
+    """The steps `up` will take; stops on a disruption of running machines unless `go_on`."""
+    steps: list[auto.StepEventMetadata] = []
+    stack.preview(on_event=lambda e: e.resource_pre_event and steps.append(e.resource_pre_event.metadata))
+    changing = [step for step in steps if step.op != "same"]
+    counts: dict[str, int] = {}
+    for step in changing:
+        counts[step.op] = counts.get(step.op, 0) + 1
+    say("preview: " + (", ".join(f"{n} to {op}" for op, n in sorted(counts.items())) or "nothing to change"))
+    disruptive = [s for s in changing if s.op in DISRUPTIVE_OPS and s.type in MACHINE_TYPES and "bootstrap" not in s.urn]
+    if disruptive:
+        names = ", ".join(f"{s.op} {s.urn.rsplit('::', 1)[1]}" for s in disruptive)
+        if not go_on:
+            raise Stop(f"the preview would disrupt running machines ({names}): review it with `pulumi preview --diff`, then run again with --yes")
+        say(f"going on despite: {names}")
+    return len(changing)
+
+
+def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResult:
+    progress = Progress(say, total)
+    try:
+        result = stack.up(on_event=progress.event)
+    except auto.ConcurrentUpdateError as error:
+        raise Stop(f"another update holds the stack's lock ({error}); if none runs, `pulumi cancel`") from error
+    except auto.CommandError as error:
+        text = str(error)
+        if "pending operations" in text or "interrupted" in text:
+            raise Stop(f"an earlier run was interrupted: `python -m tools.recover --stack {stack.name}`, then run again") from error
+        raise Stop(f"pulumi up failed: {text[-3000:]}") from error
+    say(f"up: {progress.done} changed in {progress.elapsed()}")
+    return result
+
+
+def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd: Path) -> bool:
+    """Runs `command`, its lines told as they come, within `timeout` seconds: True when it succeeded."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    for line in process.stdout:
+        say("  " + line.rstrip())
+        if time.monotonic() > deadline:
+            process.kill()
+            break
+    try:
+        return process.wait(timeout=max(1, deadline - time.monotonic())) == 0
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return False
+
+
+def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600) -> dict:
+    began = time.monotonic()
+    stack = _stack(name)
+    config = _config(stack)
+    binary = config.installer.binary or "openshift-install"
+    directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
+    say(f"1/6 preview of stack {name}")
+    total = preview(stack, say, go_on)
+    say("2/6 pulumi up")
+    up(stack, say, total)
+    if config.bootstrap.enabled:
+        say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete)")
+        if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT):
+            gather = stack.outputs().get("bootstrapGather")
+            if gather is not None:
+                say(f"the bootstrap did not complete: gathering its logs ({gather.value})")
+                _stream(["sh", "-c", gather.value], say, 900, PROJECT)
+                raise Stop(f"the bootstrap did not complete: the log bundle is in {directory} (log-bundle-*.tar.gz); run again once fixed")
+            raise Stop("the bootstrap did not complete")
+        say("4/6 removing the bootstrap (ocp:bootstrap.enabled: false)")
+        stack.set_config("ocp:bootstrap.enabled", auto.ConfigValue("false"), path=True)
+        up(stack, say, 0)
+    else:
+        say("3/6 and 4/6: the bootstrap is gone already")
+    outputs = {key: value.value for key, value in stack.outputs().items()}
+    nodes: dict[str, str] = outputs.get("nodes") or {}
+    workers = {node for node in nodes if "-worker-" in node}
+    say(f"5/6 approving this stack's nodes' certificates until {len(workers)} workers are Ready")
+    kubeconfig = directory / "auth" / "kubeconfig"
+    _write_private(kubeconfig, outputs["kubeconfig"])
+    kube = Kube(config.installer.oc, kubeconfig)
+    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say):
+        raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
+    say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
+    if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT):
+        raise Stop("the install did not complete in time: run again to keep waiting")
+    minutes = (time.monotonic() - began) / 60
+    say(f"installed in {minutes:.0f} min")
+    say(f"console: {outputs.get('consoleUrl')}")
+    say(f"API: {outputs.get('apiUrl')}")
+    say(f"kubeconfig: {kubeconfig} (mode 0600)")
+    say(f"kubeadmin password: {directory / 'auth' / 'kubeadmin-password'}, or `pulumi stack output --show-secrets kubeadminPassword --stack {name}`")
+    if outputs.get("etcHosts"):
+        say("where no DNS serves the cluster's names, add to /etc/hosts:\n" + outputs["etcHosts"].rstrip())
+    return outputs
+
+
+def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
+    """Day 2: the new workers' certificates, until every worker of the stack is Ready."""
+    stack = _stack(name)
+    config = _config(stack)
+    outputs = {key: value.value for key, value in stack.outputs().items()}
+    nodes: dict[str, str] = outputs.get("nodes") or {}
+    directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
+    kubeconfig = directory / "auth" / "kubeconfig"
+    _write_private(kubeconfig, outputs["kubeconfig"])
+    workers = {node for node in nodes if "-worker-" in node}
+    return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say)
+
+
+def destroy(name: str, say: Callable[[str], None]) -> None:
+    stack = _stack(name)
+    progress = Progress(say, len(stack.export_stack().deployment.get("resources") or []))
+    stack.destroy(on_event=progress.event)
+    say(f"destroyed in {progress.elapsed()}")
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+    os.chmod(path, 0o600)
+
+
+def say(line: str) -> None:
+    print(line, flush=True, file=sys.stdout)
