@@ -195,13 +195,21 @@ def parse_time(text: str | None) -> float | None:
         raise PlanError(f"--at {text!r}: write +<hours>h (e.g. +21h) or an ISO 8601 time (2026-11-23T10:00:00+00:00)") from None
 
 
-def deployed_state(directory: str | None) -> Engine | None:
+def deployed_state(directory: str | None, stack: str) -> Engine | None:
     if directory is None:
         return None
     path = Path(directory) / "state.json"
     if not path.is_file():
         raise PlanError(f"--from {directory}: no state.json there: name the directory of an earlier plan of this stack")
-    return deployed_from(json.loads(path.read_text()))
+    state = json.loads(path.read_text())
+    # A resource's URN names its stack: another stack's plan would make every resource look new.
+    stacks = sorted({item["urn"].split("::")[0].removeprefix("urn:pulumi:") for item in state if item.get("urn")})
+    if stacks and stacks != [stack]:
+        raise PlanError(
+            f"--from {directory}: that is a plan of stack {', '.join(stacks)}, and this is stack {stack}: "
+            f"name a plan of {stack} (python -m tools.plan --stack {stack} --out DIR)"
+        )
+    return deployed_from(state)
 
 
 def node_images_of(settings: ClusterConfig, run: ProgramRun) -> dict[str, dict[str, dict[str, str]]]:
@@ -275,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = None
     try:
         stack, config, notes = stack_config(args.stack, args.config_file, args.assets)
-        engine = deployed_state(args.deployed)
+        engine = deployed_state(args.deployed, stack)
         run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at))
         notes += filter(None, [installer_note(run, load_config(config))])
     except (PlanError, StackFileError, pulumi.RunError) as error:

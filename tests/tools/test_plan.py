@@ -142,6 +142,15 @@ def test_preview_of_a_refused_edit_exits_2_and_writes_nothing(tmp_path):
     assert not (tmp_path / "next").exists()
 
 
+def test_a_plan_of_another_stack_is_refused_naming_both(tmp_path):
+    deployed = tmp_path / "deployed"
+    assert plan("--stack", "standalone", "--out", str(deployed)).returncode == 0
+    result = plan("--stack", "dev", "--from", str(deployed), "--out", str(tmp_path / "next"))
+    assert result.returncode == 2
+    assert f"--from {deployed}: that is a plan of stack standalone, and this is stack dev" in result.stderr
+    assert not (tmp_path / "next").exists()
+
+
 def test_preview_later_refuses_a_bootstrap_from_expired_configs(tmp_path):
     deployed = tmp_path / "deployed"
     assert plan("--stack", "dev", "--out", str(deployed)).returncode == 0
