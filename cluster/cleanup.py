@@ -1,7 +1,7 @@
 """What `pulumi destroy` removes first in integrated mode: what the cluster made in OpenStack itself.
 
 An integrated cluster creates resources Pulumi never registered (the installer's
-`destroy cluster` finds them by the infra ID): Octavia load balancers of LoadBalancer
+`destroy cluster` finds them by the infra ID): Octavia load balancers (where the catalog has Octavia) of LoadBalancer
 Services (the cloud provider names them `kube_service_<infraID>_<namespace>_<service>`)
 with floating IPs on their VIP ports, Cinder volumes of PVCs (Cinder CSI sets the metadata
 `cinder.csi.openstack.org/cluster=<infraID>`), servers and ports of user MachineSets
@@ -69,9 +69,14 @@ delete() {
   fi
 }
 
-# Load balancers of LoadBalancer Services: first the floating IPs on their VIP ports (a
-# deleted port would leave them allocated), then the load balancer and all it holds.
-for lb in $(list openstack loadbalancer list -f value -c id -c name | awk -v prefix="kube_service_${INFRA_ID}_" 'index($2, prefix) == 1 { print $1 }'); do
+# The services the token's catalog names: Octavia and Swift are optional.
+# (`catalog show` of a missing service exits 0: the catalog's types say it.)
+services=$(openstack catalog list -f value -c Type 2>/dev/null || true)
+has() { printf '%s\n' "$services" | grep -qx "$1"; }
+
+# Load balancers of LoadBalancer Services, where the cloud has Octavia: first the floating IPs
+# on their VIP ports (a deleted port would leave them allocated), then the load balancer and all it holds.
+has load-balancer && for lb in $(list openstack loadbalancer list -f value -c id -c name | awk -v prefix="kube_service_${INFRA_ID}_" 'index($2, prefix) == 1 { print $1 }'); do
   port=$(openstack loadbalancer show "$lb" -f value -c vip_port_id 2>/dev/null || true)
   if [ -n "$port" ]; then
     for fip in $(list openstack floating ip list --port "$port" -f value -c ID); do
@@ -120,8 +125,7 @@ for image in $(list openstack image list --tag "$tag" -f value -c ID); do
 done
 
 # The image registry's Swift container, where the cloud has an object store.
-# (`catalog show` of a missing service exits 0: the catalog's types say it.)
-if openstack catalog list -f value -c Type 2>/dev/null | grep -qx object-store; then
+if has object-store; then
   for container in $(list openstack container list --prefix "${INFRA_ID}-image-registry-" -f value -c Name); do
     delete "container ${container}" openstack container delete --recursive "$container"
   done

@@ -89,7 +89,7 @@ elif noun == "catalog" and verb == "show":
     # As the real CLI (seen against tools.localcloud): a missing service is no error.
     print(target if cloud.get("object_store") else "service " + target + " not found")
 elif noun == "catalog" and verb == "list":
-    print("\n".join(["identity", "compute", "network", "volumev3", "image", *(["object-store"] if cloud.get("object_store") else [])]))
+    print("\n".join(["identity", "compute", "network", "volumev3", "image", *(["object-store"] if cloud.get("object_store") else []), *(["load-balancer"] if cloud.get("load_balancer", True) else [])]))
 elif noun == "container" and verb == "list":
     cloud.get("object_store") or fail("public endpoint for object-store service not found")
     for container in cloud["containers"]:
@@ -336,6 +336,17 @@ def test_a_cloud_without_swift_is_no_problem(fake):
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert not [call for call in fake.calls() if call.startswith("container")]
     assert len(fake.state()["containers"]) == 3
+
+
+def test_a_cloud_without_octavia_is_no_problem(fake):
+    cloud = a_cloud()
+    cloud["load_balancer"] = False
+    del cloud["lbs"]  # listing them would fail, as without Octavia
+    fake.write(cloud)
+    result = fake()
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert not [call for call in fake.calls() if call.startswith("loadbalancer")]
+    assert {s["id"] for s in fake.state()["servers"]} - OURS == {"srv-other", "srv-lookalike"}
 
 
 def test_without_the_cli_it_says_so_and_lets_the_destroy_go_on(fake, tmp_path):
