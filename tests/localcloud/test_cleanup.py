@@ -220,6 +220,8 @@ def test_the_destroy_cleanup_removes_what_the_cluster_made_and_nothing_else(clea
         assert f"cleanup: deleted {what}" in ran.stdout
     # No Swift here: the script knows it and does not try (nor say it could not list containers).
     assert "container" not in ran.stderr, ran.stderr
+    # Nor Octavia: no failed load balancer listing.
+    assert "loadbalancer" not in ran.stderr, ran.stderr
     # The project's own things (samples/cloud/dev.yaml's "in use") are as they were.
     assert after == before
 
