@@ -195,6 +195,19 @@ def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret:
 # --------------------------------------------------------------------------- the run script
 
 
+# A FIPS cluster needs an installer built FIPS-capable (the `fipscapable` tag: dynamically linked
+# to the host's OpenSSL) on a host in FIPS mode; the installer checks both only once it validates
+# the install-config (pkg/hostcrypt). Only a build without the tag carries this message.
+NOT_FIPS_CAPABLE = "use the FIPS-capable installer binary"
+FIPS_CHECK = (
+    'host=$(cat "${OCP_FIPS_STATE_FILE:-/proc/sys/crypto/fips_enabled}" 2>/dev/null || echo 0); why=""; '
+    # A wrapper script (#!) cannot be judged: the installer's own check still stands.
+    f'if [ "$(head -c2 "$OPENSHIFT_INSTALL" 2>/dev/null)" != "#!" ] && grep -qaF "{NOT_FIPS_CAPABLE}" "$OPENSHIFT_INSTALL"; then why="$OPENSHIFT_INSTALL is not built FIPS-capable (openshift-install-fips from the release payload, or the openshift-install-rhel9 archive)"; fi; '
+    'if [ "$host" != 1 ]; then why="${why:+$why, and }this host is not in FIPS mode (fips-mode-setup --enable, then reboot)"; fi; '
+    'if [ -n "$why" ]; then echo "ocp:fips: true, but $why: the installer refuses to make a FIPS cluster otherwise. Run pulumi up where both hold, or set ocp:fips: false" >&2; exit 3; fi'
+)
+
+
 def run_script() -> str:
     """Runs `openshift-install create ignition-configs` in a directory it owns and prints the
     bundle. Constant text: the environment carries everything that differs per stack."""
@@ -206,6 +219,9 @@ dir=$INSTALLER_DIR
 if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/{DIR_MARKER}" ]; then
   echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
   exit 3
+fi
+if [ "${{FIPS:-false}}" = true ] && [ -z "${{OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION:-}}" ]; then
+  {FIPS_CHECK}
 fi
 rm -rf "$dir" && mkdir -p "$dir" && : > "$dir/{DIR_MARKER}"
 printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
@@ -293,6 +309,8 @@ def run_environment(
         "RELEASE_COMPONENTS": " ".join(release_lookups(config)),
         **common,
     }
+    if config.fips:
+        environment["FIPS"] = "true"
     if config.integrated:
         assert config.openstack is not None
         environment["OS_CLOUD"] = config.openstack.cloud  # the installer validates against the cloud

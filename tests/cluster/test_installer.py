@@ -25,13 +25,14 @@ from cluster.installer import (
     run_environment,
     run_script,
     unbundle,
+    NOT_FIPS_CAPABLE,
     update_script,
     upi_manifests,
     worker_pointer_environment,
     worker_pointer_script,
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
-from tools import sample_installer
+from tools import real_installer, sample_installer, toolchain
 from tools.real_installer import stand_in_oc
 
 # Linux refuses any single environment string of 128 KiB or more (MAX_ARG_STRLEN).
@@ -212,3 +213,47 @@ def test_the_installers_pointer_needs_no_cluster(monkeypatch):
     assert set(environment) == {"POINTER_SOURCE", "INSTALL_POINTER"}  # no kubeconfig kept for it
     result = subprocess.run(["/bin/sh", "-c", worker_pointer_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout) == assets.worker
+
+
+def _fips_run(tmp_path, installer: str, host_state: str, **extra) -> subprocess.CompletedProcess:
+    state = tmp_path / "fips_enabled"
+    state.write_text(host_state + "\n")
+    environment = {
+        "PATH": os.environ["PATH"], "INSTALLER_DIR": str(tmp_path / "assets"), "OPENSHIFT_INSTALL": installer,
+        "FIPS": "true", "OCP_FIPS_STATE_FILE": str(state), "INSTALL_CONFIG": "", **extra,
+    }
+    return subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=60)
+
+
+def test_fips_is_refused_before_the_installer_runs_unless_host_and_binary_can(tmp_path):
+    binary = real_installer.binary()
+    if binary is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    # The toolchain's is a wrapper; the ELF it runs is what a user's download is.
+    elf = next(line for line in Path(binary).read_text().splitlines() if "exec -a" in line).split()[-2]
+    off = _fips_run(tmp_path, elf, "0")
+    assert off.returncode == 3
+    assert off.stderr.startswith(f"ocp:fips: true, but {elf} is not built FIPS-capable")
+    assert "and this host is not in FIPS mode" in off.stderr and "set ocp:fips: false" in off.stderr
+    assert not (tmp_path / "assets").exists(), "nothing ran"
+    on = _fips_run(tmp_path, elf, "1")
+    assert on.returncode == 3 and "this host" not in on.stderr and "is not built FIPS-capable" in on.stderr
+    # As the installer, OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION skips it (then the installer runs).
+    skipped = _fips_run(tmp_path, "/bin/false", "0", OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION="1")
+    assert "ocp:fips" not in skipped.stderr
+
+
+def test_the_fips_check_agrees_with_the_real_installer(tmp_path):
+    """The installer itself refuses a FIPS install-config with this build on this host: the run
+    script's check only says it first, naming ocp:fips."""
+    binary = real_installer.binary()
+    if binary is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    ecdsa = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w7IPIs+ZP+nPhVmI= lab@osd2019"
+    config = load_config({**stack_config("standalone"), "ocp:fips": "true", "ocp:sshKey": ecdsa})
+    directory = tmp_path / "assets"
+    directory.mkdir()
+    (directory / "install-config.yaml").write_text(render_install_config(config, plan_addresses(config), PULL_SECRET))
+    done = subprocess.run([binary, "create", "manifests", "--dir", str(directory)], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert NOT_FIPS_CAPABLE in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
