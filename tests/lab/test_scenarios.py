@@ -137,6 +137,8 @@ def test_ingress_vip_moves_to_another_router_node(lab_run: LabRun):
     routers = lab_run.of_role("worker") or lab_run.of_role("master")  # compact: the masters
     assert result.holder_before in routers and result.holder_after in routers
     assert result.holder_after != result.holder_before
+    # As the MCO labels it, so that ovn-kubernetes does not take the VIP for a node address.
+    assert result.vip_label == "vip"
     # FAULT within two checks a second apart, then priority 0: well inside the target.
     assert result.answers_s is not None and result.answers_s <= lab_run.budget_s
     assert result.failed_outside == 0

@@ -56,6 +56,7 @@ class Result:
     two_holders_s: float = 0.0
     settled: bool = False
     figures: dict[str, float] = field(default_factory=dict)  # the scenario's own
+    vip_label: str | None = None  # the label the new holder took the VIP under (where measured)
     notes: list[str] = field(default_factory=list)
     fault_at: float = 0.0
     settled_at: float = 0.0
@@ -516,9 +517,11 @@ def ingress_moves(bed: Testbed) -> Result:
         observation.fault(lambda: node.standins.set(ROUTER, UNHEALTHY))
         observation.wait_moved()
         observation.wait_answers()
+        label = bed.vip_label("ingress", next(iter(bed.holders.current("ingress")), observation.holder))
         time.sleep(TAIL)
     node.restore()
     result = observation.finish()
+    result.vip_label = label
     roles = sorted({node.role for node in bed.plan.candidates("ingress")})
     result.notes.append(f"Ingress VIP on the {' and '.join(roles)}s")
     return result

@@ -124,6 +124,17 @@ class Testbed:
     def close(self) -> None:
         self.holders.stop()
 
+    def vip_label(self, vip: str, node: str) -> str | None:
+        """The label `node` holds the VIP under (`ip -o` ends the scope with it), None if it does not hold it."""
+        line = subprocess.run(
+            ["ip", "-n", self.namespaces[node], "-4", "-o", "addr", "show", "to", f"{self.plan.vip(vip)}/32"],
+            capture_output=True, text=True,
+        ).stdout
+        if " scope " not in line:
+            return None
+        scope = line.split(" scope ", 1)[1].split("\\", 1)[0].split()
+        return scope[1] if len(scope) > 1 else None
+
     def add_node(self, label: str, address: IPv4Address) -> str:
         """A new worker's namespace at `address`, on the lab's network: a node booting for the
         first time (no OVN-Kubernetes yet, so no rules). Returns the namespace."""
