@@ -16,6 +16,7 @@ registration gets the step the engine would take.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
 import hashlib
 import json
@@ -218,9 +219,12 @@ class ClusterMocks(pulumi.runtime.Mocks):
             self.installer = real_installer.version()
             return bundle(files)
         install_config = environment["INSTALL_CONFIG"]
-        if environment.get("PLATFORM") == "openstack":  # create manifests, the UPI edits, create ignition-configs
+        added = _added_manifests(environment)
+        if environment.get("PLATFORM") == "openstack":  # create manifests, the UPI edits, the stack's own, create ignition-configs
             manifests = upi_manifests(sample_installer.manifests(install_config))
-            files = sample_installer.ignition_configs(install_config, manifests)
+            files = sample_installer.ignition_configs(install_config, {**manifests, **added})
+        elif added:
+            files = sample_installer.ignition_configs(install_config, {**sample_installer.manifests(install_config), **added})
         else:
             files = sample_installer.generate(install_config)
         release = sample_installer.release_images()
@@ -234,6 +238,13 @@ class ClusterMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
         answer = self.cloud.call(args.token, args.args)
         return {} if answer is None else answer
+
+
+def _added_manifests(environment: dict[str, str]) -> dict[str, bytes]:
+    """The manifests the run script writes into openshift/ (its EXTRA_MANIFESTS: `name base64` lines),
+    so that the fake's bootstrap config carries them as the installer's does."""
+    lines = (line.split(" ", 1) for line in environment.get("EXTRA_MANIFESTS", "").splitlines() if line.strip())
+    return {f"openshift/{name}": base64.b64decode(data) for name, data in lines}
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
