@@ -71,6 +71,17 @@ def _dns_name(value: str) -> str:
     return value
 
 
+def _time_source(value: str) -> str:
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if not _DNS_NAME.match(value.lower()):
+        raise ValueError(f"{value!r} is neither an IP address nor a host name: write e.g. 10.20.0.1 or ntp.example.com")
+    return value
+
+
 def _names_its_type(line: str) -> bool:
     """The key data is padded base64, as the installer requires ("ssh: no key found"), and
     names the type written before it: the installer reads the type from the data alone, but
@@ -418,6 +429,9 @@ class Installer(Model):
     dir: NonEmpty | None = None
     # `oc`, to read the release payload's image digests after the run (cluster/installer.py).
     oc: NonEmpty = "oc"
+    # A directory of the user's own manifests (*.yaml, *.yml, *.json), added to the installer's
+    # between `create manifests` and `create ignition-configs` (cluster/manifests.py).
+    extra_manifests: NonEmpty | None = None
     # The installer runs once per cluster; a new generation is a deliberate new PKI and infra
     # ID, refused while the cluster it would orphan exists (cluster/day2.py).
     generation: Annotated[int, Field(ge=1)] = 1
@@ -532,6 +546,10 @@ class ClusterConfig(Model):
     cluster_network: ClusterNetwork = ClusterNetwork()
     service_network: Cidr = IPv4Network("172.30.0.0/16")
     fips: bool = False
+    # Time sources for every node (chrony): RHCOS's default pool needs the internet.
+    ntp_servers: Annotated[
+        tuple[Annotated[str, AfterValidator(_time_source)], ...], BeforeValidator(_list_of_text), Field(max_length=16), AfterValidator(_distinct)
+    ] = ()
     capabilities: Capabilities | None = None
     image_digest_sources: tuple[ImageDigestSource, ...] = ()
     tags: Annotated[
@@ -915,11 +933,11 @@ KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
 STRUCTURED_KEYS = frozenset(
     {
         "masters", "workers", "bootstrap", "openstack", "libvirt", "installer", "nameservers", "proxy", "tags",
-        "networking", "clusterNetwork", "capabilities", "imageDigestSources",
+        "networking", "clusterNetwork", "capabilities", "imageDigestSources", "ntpServers",
     }
 )
 # Lists the installer also takes as one string (one address, or comma-separated).
-SCALAR_LISTS = frozenset({"nameservers"})
+SCALAR_LISTS = frozenset({"nameservers", "ntpServers"})
 # The default OpenStack provider's key; the program's own provider reads ocp:openstack.cloud.
 PROVIDER_CLOUD = "openstack:cloud"
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
+from cluster.manifests import digests, read_extra_manifests
 from cluster.installer import MAX_BOOTSTRAP_AGE_HOURS, InstallerAssets, check_assets, installed_settings
 
 Kind = Literal["refuse", "warn", "apply", "inert"]
@@ -149,6 +150,12 @@ EFFECTS: dict[str, Effect] = {
     ),
     "clusterNetwork": Effect("refuse", "every pod address comes from it: a running cluster's network cannot be re-addressed this way"),
     "serviceNetwork": Effect("refuse", "every service address comes from it: a running cluster's network cannot be re-addressed this way"),
+    "ntpServers": Effect(
+        "warn",
+        "the MachineConfigs 99-master-chrony and 99-worker-chrony were made at install, and new nodes get them from "
+        "the cluster: change the servers with `oc edit machineconfig 99-master-chrony` and `99-worker-chrony` (the "
+        "MCO rewrites /etc/chrony.conf, one node at a time, each rebooted); a bootstrap made again gets the new ones",
+    ),
     "fips": Effect("refuse", f"FIPS mode is chosen at install and cannot be switched on a running cluster: {_NEW_CLUSTER}"),
     "capabilities": Effect("warn", "the cluster keeps the capabilities it was installed with. Enable more with `oc patch clusterversion version --type merge -p '{\"spec\":{\"capabilities\":{\"additionalEnabledCapabilities\":[...]}}}'` (none can be disabled)"),
     "imageDigestSources": Effect("warn", "the cluster keeps the mirrors it was installed with. Change them with an ImageDigestMirrorSet (`oc apply -f`)"),
@@ -162,6 +169,11 @@ EFFECTS: dict[str, Effect] = {
         "the installer already ran (again only for a new generation); the oc that drains a worker before its server "
         "goes (each worker's drain command takes it in place, running nothing); integrated 4.19+: reads the pointer of "
         "workers added once the bootstrap is gone",
+    ),
+    "installer.extraManifests": Effect(
+        "warn",
+        "the installer already consumed them (install time only): the cluster keeps what they made. Apply changes "
+        "with `oc apply -f` (MachineConfigs roll out one node at a time, each rebooted)",
     ),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
@@ -185,6 +197,9 @@ def stack_settings(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     document["apiVip"], document["ingressVip"] = str(plan.api_vip), str(plan.ingress_vip)
     secret = config.pull_secret.get_secret_value().encode()
     document["pullSecret"] = "sha256:" + hashlib.sha256(secret).hexdigest()
+    if config.installer.extra_manifests is not None:  # what the installer got, not only where from
+        manifests, _ = read_extra_manifests(config.installer.extra_manifests)
+        document["installer"]["extraManifests"] = {"dir": config.installer.extra_manifests, "files": digests(manifests)}
     return _flatten(document)
 
 

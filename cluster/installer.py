@@ -228,9 +228,13 @@ printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
 if [ -n "${{CLOUD_CA_BUNDLE:-}}" ]; then
   printf '%s' "$CLOUD_CA_BUNDLE" > "$dir/.cloud-ca.pem" && export OS_CACERT="$dir/.cloud-ca.pem"
 fi
-if [ "$PLATFORM" = openstack ]; then
+if [ "$PLATFORM" = openstack ] || [ -n "${{EXTRA_MANIFESTS:-}}" ]; then
   "$OPENSHIFT_INSTALL" create manifests --dir "$dir" >&2
-  rm -f -- {removed}
+  if [ "$PLATFORM" = openstack ]; then rm -f -- {removed}; fi
+  # The stack's own (ocp:ntpServers, ocp:installer.extraManifests): one "name base64" per line.
+  printf '%s\n' "${{EXTRA_MANIFESTS:-}}" | while read -r name data; do
+    if [ -n "$name" ]; then printf '%s' "$data" | base64 -d > "$dir/openshift/$name"; fi
+  done
 fi
 "$OPENSHIFT_INSTALL" create ignition-configs --dir "$dir" >&2
 generated_at=$(date -u +%s)
@@ -287,7 +291,12 @@ cat "$INSTALLER_DIR/{KEPT_BUNDLE}"
 
 
 def run_environment(
-    config: ClusterConfig, stack: str, install_config_text: str, pull_secret: str, facts: Mapping[str, Any]
+    config: ClusterConfig,
+    stack: str,
+    install_config_text: str,
+    pull_secret: str,
+    facts: Mapping[str, Any],
+    manifests: Mapping[str, bytes] | None = None,
 ) -> dict[str, str]:
     """The script's environment (`run_script`, or `read_script` for installer.assetsDir);
     every value stays far below Linux's 128 KiB per string."""
@@ -311,6 +320,10 @@ def run_environment(
     }
     if config.fips:
         environment["FIPS"] = "true"
+    if manifests:  # between `create manifests` and `create ignition-configs`
+        environment["EXTRA_MANIFESTS"] = "\n".join(
+            f"{name} {base64.b64encode(data).decode()}" for name, data in sorted(manifests.items())
+        )
     if config.integrated:
         assert config.openstack is not None
         environment["OS_CLOUD"] = config.openstack.cloud  # the installer validates against the cloud

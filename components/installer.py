@@ -17,6 +17,7 @@ import pulumi_command as command
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig, ConfigError
 from cluster.day2 import review, stack_settings
+from cluster.manifests import read_extra_manifests
 from cluster.installer import (
     InstallerAssets,
     read_script,
@@ -26,6 +27,7 @@ from cluster.installer import (
     unbundle,
     update_script,
 )
+from ignition.chrony import machine_configs
 
 # Every input of the command: after the first run, none of them may run it again.
 RUN_ONCE = ["create", "update", "delete", "environment", "dir", "interpreter", "logging", "stdin", "triggers"]
@@ -48,9 +50,11 @@ class Installer(pulumi.ComponentResource):
     ):
         super().__init__("ocp:installer:Installer", name, None, opts)
         settings = stack_settings(config, plan)
+        # Checked before any resource (components/program.py): here they are good.
+        manifests = {**machine_configs(config), **read_extra_manifests(config.installer.extra_manifests)[0]}
         environment = pulumi.Output.secret(pull_secret).apply(
             lambda secret: run_environment(
-                config, stack, render_install_config(config, plan, secret, clouds_yaml_ca), secret, settings
+                config, stack, render_install_config(config, plan, secret, clouds_yaml_ca), secret, settings, manifests
             )
         )
         # Configs the user generated are read into the state once, like the installer's.

@@ -29,7 +29,7 @@ from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
 from cluster.identity import ClusterIdentity
 from cluster.installer import InstallerAssets
-from ignition import assembly
+from ignition import assembly, chrony
 from ignition.assembly import Additions, File, NodeIgnition
 
 MCS_PLAIN_PORT = 22624
@@ -125,6 +125,7 @@ def node_ignition(
     additions = node_additions(config, plan, node, assets.identity)
     if node.role == "bootstrap":
         shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(config, plan, assets.infra_id)))
+        shape += chrony.bootstrap_additions(config)
         if cloud_ca and config.integrated:
             shape += Additions(files=(File(CLOUD_CA_FILE, cloud_ca.encode()),))
         full = assembly.with_additions(assets.bootstrap, shape + additions)

@@ -132,6 +132,9 @@ DEV_EDITS = [
     Edit("masters.count", section("masters", count=5), refused="ocp:masters.count"),
     Edit("masters.serverGroupPolicy", section("masters", serverGroupPolicy="anti-affinity"), refused="ocp:masters.serverGroupPolicy"),
     Edit("workers.serverGroupPolicy", section("workers", serverGroupPolicy="affinity"), refused="ocp:workers.serverGroupPolicy"),
+    # Install-time inputs: warned, nothing changes.
+    Edit("ntpServers", key("ntpServers", ["10.20.0.1", "ntp.example.com"]), warns=("ntpServers",)),
+    Edit("installer.extraManifests", lambda config: {**config, "ocp:installer": json.dumps({**json.loads(config["ocp:installer"]), "extraManifests": str(ROOT / "samples" / "manifests")})}, warns=("installer.extraManifests",)),
     # Two workers stay in the first group; a third starts the second; one group each would move worker 1.
     Edit("workers.serverGroupSize 2", section("workers", serverGroupSize=2)),
     Edit(

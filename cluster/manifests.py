@@ -1,0 +1,75 @@
+"""The user's own manifests (ocp:installer.extraManifests): the *.yaml, *.yml and *.json files
+of one directory, each checked as YAML before anything runs, added to the installer's
+`openshift/` between `create manifests` and `create ignition-configs` (cluster/installer.py),
+as OpenShift's docs do for MachineConfigs. Pure Python but for reading that directory."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+KEY = "ocp:installer.extraManifests"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# Names the run script writes without quoting problems.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def read_extra_manifests(directory: str | None) -> tuple[dict[str, bytes], list[str]]:
+    """The directory's manifests by file name, and one problem per bad file (each naming the key
+    and the file); nothing without a directory."""
+    if directory is None:
+        return {}, []
+    path = Path(directory)
+    if not path.is_dir():
+        return {}, [f"{KEY}: {directory} is not a directory: name the directory that holds the manifests to add"]
+    try:
+        names = sorted(p for p in path.iterdir() if p.suffix in MANIFEST_SUFFIXES and not p.is_dir())
+    except OSError as error:
+        return {}, [f"{KEY}: {directory} cannot be read ({error.strerror})"]
+    if not names:
+        return {}, [f"{KEY}: {directory} holds no .yaml, .yml or .json file: add the manifests, or remove the key"]
+    files: dict[str, bytes] = {}
+    problems = []
+    for file in names:
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            problems.append(f"{KEY}: {file.name} in {directory} cannot be read ({error.strerror})")
+            continue
+        problem = manifest_problem(file.name, data)
+        if problem:
+            problems.append(f"{KEY}: {file.name} in {directory} {problem}")
+        else:
+            files[file.name] = data
+    return files, problems
+
+
+def manifest_problem(name: str, data: bytes) -> str | None:
+    """Why the installer or the bootstrap would not take this file as a manifest, or None."""
+    if not _SAFE_NAME.match(name):
+        return "has a name the installer's directory should not take: rename it with letters, digits, '.', '_' and '-' only"
+    try:
+        documents = [document for document in yaml.safe_load_all(data) if document is not None]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        return f"is not valid YAML{line} ({getattr(error, 'problem', None) or error}): fix it, or move it out of the directory"
+    if not documents:
+        return "is empty: remove it"
+    for number, document in enumerate(documents, 1):
+        which = f"document {number}" if len(documents) > 1 else "it"
+        if not isinstance(document, dict) or not all(isinstance(document.get(k), str) and document[k] for k in ("apiVersion", "kind")):
+            return f"is not a Kubernetes manifest ({which} lacks apiVersion or kind): write objects with apiVersion, kind and metadata.name"
+        metadata = document.get("metadata")
+        if not isinstance(metadata, dict) or not metadata.get("name"):
+            return f"is not a Kubernetes manifest ({which} has no metadata.name)"
+    return None
+
+
+def digests(files: Mapping[str, bytes]) -> dict[str, str]:
+    """What the install record keeps of each file: its name and sha256."""
+    return {name: "sha256:" + hashlib.sha256(data).hexdigest() for name, data in files.items()}
