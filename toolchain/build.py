@@ -1,6 +1,7 @@
 """Builds the real toolchain from Go modules and lays it out in the checkout as .toolchain/.
 
     python3 toolchain/build.py            # what `bash .ci/toolchain` runs
+    python3 toolchain/build.py etcd ...   # builds only these; the others are laid out if built before
 
 Everything comes from toolchain/pins.toml. Each binary is built from a small module of our
 own (toolchain/modules/<name>: go.mod, go.sum, and tools.go naming the upstream main package,
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "toolchain" / "pins.toml"
 MODULES = ROOT / "toolchain" / "modules"
 LAYOUT = ROOT / ".toolchain"
+HOW = "run `bash .ci/toolchain`"
 # Bumped when the way a binary is built changes, so cached builds are not taken for new ones.
 RECIPE = "1"
 
@@ -58,6 +60,13 @@ class Component:
     replace: tuple[str, ...] = ()  # `old => new version` lines to repeat, beyond the upstream module's own
     # `go mod tidy -e`: the bridge's code generators import modules the proxy refuses; no plugin reaches them.
     tidy_e: bool = False
+    # More main packages of the module, built beside `package` in one `go build`, each binary named
+    # after its package's last element (as `binary` must then be).
+    packages: tuple[str, ...] = ()
+    # The version at which to repeat the upstream module's replaces by local paths (k8s.io/kubernetes
+    # replaces its staging modules, k8s.io/api and the others, by ./staging/...): each is
+    # required and replaced at it, since the upstream module requires them at v0.0.0.
+    staging: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     def fill(self, text: str) -> str:
@@ -149,15 +158,18 @@ def wanted_go_mod(component: Component, upstream_go_mod: str | None) -> str:
     lines = [f"module example.com/ocp-toolchain/{component.name}", "", "go 1.23", "", "require ("]
     lines += [f"\t{component.module} {component.version}"]
     lines += [f"\t{path} {component.fill(version)}" for path, version in sorted(component.require.items())]
+    staged = local_replaces(upstream_go_mod or "") if component.staging else []
+    lines += [f"\t{path} {component.staging}" for path in staged]
     lines += [")"]
     replaces = [*component.replace, *(line for line in upstream_replaces(upstream_go_mod or "") if line not in component.replace)]
+    replaces += [f"{path} => {path} {component.staging}" for path in staged]
     if replaces:
         lines += ["", "replace (", *[f"\t{line}" for line in replaces], ")"]
     return "\n".join(lines) + "\n"
 
 
-def upstream_replaces(go_mod: str) -> list[str]:
-    """`old [v] => new v` lines of a go.mod, leaving out replaces by local paths."""
+def upstream_replaces(go_mod: str, local: bool = False) -> list[str]:
+    """`old [v] => new v` lines of a go.mod, leaving out replaces by local paths (only those when local)."""
     found = []
     block = False
     for raw in go_mod.splitlines():
@@ -175,16 +187,33 @@ def upstream_replaces(go_mod: str) -> list[str]:
         if "=>" not in line:
             continue
         target = line.split("=>", 1)[1].strip()
-        if target.startswith((".", "/")):
+        if target.startswith((".", "/")) != local:
             continue
         found.append(re.sub(r"\s+", " ", line))
     return found
 
 
+def local_replaces(go_mod: str) -> list[str]:
+    """The modules a go.mod requires and replaces by local paths, sorted (k8s.io/kubernetes' staging
+    modules; those it replaces without requiring, sample-cli-plugin and the like, are left out)."""
+    replaced = {line.split("=>")[0].split()[0] for line in upstream_replaces(go_mod, local=True)}
+    return sorted(path for path in replaced if pinned_requirement(go_mod, path) not in (None, "=>"))
+
+
+def main_packages(component: Component) -> list[str]:
+    return [f"{component.module}/{package}" for package in (component.package, *component.packages)]
+
+
 def tools_go(component: Component) -> str:
+    if not component.packages:
+        return (
+            "//go:build tools\n\n// Names the binary this module builds, so `go mod tidy` keeps its dependencies.\n"
+            f'package tools\n\nimport _ "{component.module}/{component.package}"\n'
+        )
+    imports = "".join(f'\t_ "{package}"\n' for package in main_packages(component))
     return (
-        "//go:build tools\n\n// Names the binary this module builds, so `go mod tidy` keeps its dependencies.\n"
-        f'package tools\n\nimport _ "{component.module}/{component.package}"\n'
+        "//go:build tools\n\n// Names the binaries this module builds, so `go mod tidy` keeps their dependencies.\n"
+        f"package tools\n\nimport (\n{imports})\n"
     )
 
 
@@ -213,6 +242,12 @@ def module_is_current(component: Component) -> bool:
     text = go_mod.read_text()
     pins = {component.module: component.version, **{p: component.fill(v) for p, v in component.require.items()}}
     replaced = upstream_replaces(text)
+    if component.staging:
+        staged = [line.split() for line in replaced if line.split()[0] == line.split()[2]]
+        # `go mod tidy` keeps the requirement of those the binaries import; a replace line is what
+        # pinned_requirement finds ("=>") for the others.
+        if not staged or any(fields[-1] != component.staging or pinned_requirement(text, fields[0]) not in (component.staging, "=>") for fields in staged):
+            return False
     return all(pinned_requirement(text, path) == version for path, version in pins.items()) and all(line in replaced for line in component.replace)
 
 
@@ -245,7 +280,7 @@ def cache_root() -> Path:
     return Path(base)
 
 
-LATER_FIELDS = {"own_main": False, "replace": (), "tidy_e": False}
+LATER_FIELDS = {"own_main": False, "replace": (), "tidy_e": False, "packages": (), "staging": None}
 
 
 def cache_key(component: Component, go_version_text: str) -> str:
@@ -268,10 +303,11 @@ def build(component: Component, target: Path) -> float:
         bin_dir = staging / "bin"
         bin_dir.mkdir()
         ldflags = " ".join(["-s", "-w", *(component.fill(flag) for flag in component.ldflags)])
-        args = ["build", "-trimpath", "-ldflags", ldflags, "-o", str(bin_dir / component.binary)]
+        output = f"{bin_dir}/" if component.packages else str(bin_dir / component.binary)
+        args = ["build", "-trimpath", "-ldflags", ldflags, "-o", output]
         if component.tags:
             args += ["-tags", ",".join(component.tags)]
-        go([*args, "." if component.own_main else f"{component.module}/{component.package}"], component.module_dir, env)
+        go([*args, *(["."] if component.own_main else main_packages(component))], component.module_dir, env)
         source = module_source(component, env) if component.beside or component.data else None
         for relative in component.beside:
             copied = bin_dir / Path(relative).name
@@ -381,7 +417,7 @@ def install_plugin(plugin: str, version: str, binary: Path) -> None:
         raise BuildError(f"pulumi plugin install resource {plugin} {version}: {result.stderr.strip()[-1000:]}")
 
 
-def main() -> int:
+def main(names: list[str]) -> int:
     if shutil.which("go") is None:
         print(
             "toolchain: Go is not installed: cannot build pulumi, pulumi-language-python or openshift-install "
@@ -391,6 +427,10 @@ def main() -> int:
         )
         return 3
     components = load_pins()
+    unknown = sorted(set(names) - {component.name for component in components})
+    if unknown:
+        print(f"toolchain: not in {PINS.relative_to(ROOT)}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     version = go_version()
     cache = cache_root()
     cache.mkdir(parents=True, exist_ok=True)
@@ -409,6 +449,17 @@ def main() -> int:
                 else f"{component.module}@{component.version} is served, but this toolchain has no build recipe for it yet"
             )
             missing.append(f"{component.name}: {entry['missing']}")
+            status[component.name] = entry
+            continue
+        if names and component.name not in names:
+            # Not asked for: laid out when built before (its pins unmoved), never rewritten nor built.
+            target = cache / f"{component.name}-{cache_key(component, version)}" if module_is_current(component) else None
+            if target is None or not (target / "built.json").is_file():
+                entry["missing"] = f"not built by this run (`toolchain/build.py {' '.join(names)}`): {HOW}"
+                status[component.name] = entry
+                continue
+            built[component.name] = target
+            entry["path"] = str(target)
             status[component.name] = entry
             continue
         try:
@@ -438,4 +489,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -72,3 +72,37 @@ replace (
 def test_the_toolchain_stays_outside_git():
     assert "/.toolchain/" in (ROOT / ".gitignore").read_text().splitlines()
     assert "bash .ci/toolchain" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_staging_modules_the_upstream_requires_are_required_and_replaced_at_the_staging_version():
+    upstream = """module k8s.io/kubernetes
+
+require (
+\tk8s.io/api v0.0.0
+\tk8s.io/client-go v0.0.0
+\tgithub.com/x/y v1.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/client-go => ./staging/src/k8s.io/client-go
+\tk8s.io/sample-cli-plugin => ./staging/src/k8s.io/sample-cli-plugin
+)
+"""
+    kubernetes = next(c for c in PINS if c.name == "kubernetes")
+    go_mod = wanted_go_mod(kubernetes, upstream)
+    staging = kubernetes.staging
+    assert f"\tk8s.io/api {staging}\n\tk8s.io/client-go {staging}\n)" in go_mod
+    assert f"\tk8s.io/api => k8s.io/api {staging}\n\tk8s.io/client-go => k8s.io/client-go {staging}\n)" in go_mod
+    assert "sample-cli-plugin" not in go_mod and "./staging" not in go_mod  # replaced, never required: the proxy refuses it
+
+
+def test_the_kubernetes_pins_agree_with_its_version():
+    kubernetes = next(c for c in PINS if c.name == "kubernetes")
+    major, minor, patch = kubernetes.version.removeprefix("v").split(".")
+    assert kubernetes.staging == f"v0.{minor}.{patch}"
+    assert (kubernetes.extra["git_major"], kubernetes.extra["git_minor"]) == (major, minor)
+    assert kubernetes.binary == kubernetes.package.rsplit("/", 1)[-1]  # one `go build -o bin/` names each after its package
+    go_mod = (kubernetes.module_dir / "go.mod").read_text()
+    staged = [line.split() for line in upstream_replaces(go_mod) if line.split()[0] == line.split()[2]]
+    assert len(staged) > 20 and all(fields[-1] == kubernetes.staging for fields in staged)
