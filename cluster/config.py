@@ -746,6 +746,24 @@ def _root_volume_zones(c: Any) -> Iterable[str]:
             )
 
 
+def _added_at_the_installer_run(c: Any) -> Iterable[str]:
+    # Both go into the installer's manifests when the program runs it; assetsDir configs are made already.
+    if c.installer.extra_manifests is not None and c.installer.assets_dir is not None:
+        yield (
+            "ocp:installer.extraManifests goes with installer.binary only: configs in ocp:installer.assetsDir are "
+            "made already, so add the manifests to the openshift/ directory of your own `openshift-install create "
+            "manifests` before `create ignition-configs`, and remove extraManifests"
+        )
+    if c.ntp_servers and c.installer.assets_dir is not None:
+        yield (
+            "ocp:ntpServers: masters and workers get them from the MachineConfigs 99-master-chrony and "
+            "99-worker-chrony that the program adds when it runs the installer, and configs in "
+            "ocp:installer.assetsDir are made already: add those MachineConfigs to the openshift/ directory of your "
+            "own `openshift-install create manifests` (OpenShift's docs show them) and leave ntpServers out, or set "
+            "installer.binary"
+        )
+
+
 def _fips_ssh_keys(c: Any) -> Iterable[str]:
     # The installer's rule: FIPS mode takes only RSA and ECDSA keys.
     if c.fips:
@@ -888,6 +906,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _zones,
     _root_volume_zones,
     _fips_ssh_keys,
+    _added_at_the_installer_run,
     _machine_network_clear,
     _cluster_networks_apart,
     _integrated_only,

@@ -276,11 +276,15 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
 def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
     then was kvm, so a change to qemu is refused there too. One written before
-    ocp:bootstrap.configSource existed is of a bootstrap served by the helper."""
+    ocp:bootstrap.configSource existed is of a bootstrap served by the helper. One written before
+    ocp:ntpServers or ocp:installer.extraManifests existed had neither: setting them warns too."""
     if "libvirt.uri" in installed:
         installed.setdefault("libvirt.domainType", "kvm")
     if "openstack.cloud" in installed:
         installed.setdefault("bootstrap.configSource", "helper")
+    installed.setdefault("ntpServers", [])
+    if not any(key.split(".")[:2] == ["installer", "extraManifests"] for key in installed):
+        installed["installer.extraManifests"] = None
     return installed
 
 

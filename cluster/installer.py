@@ -233,7 +233,12 @@ if [ "$PLATFORM" = openstack ] || [ -n "${{EXTRA_MANIFESTS:-}}" ]; then
   if [ "$PLATFORM" = openstack ]; then rm -f -- {removed}; fi
   # The stack's own (ocp:ntpServers, ocp:installer.extraManifests): one "name base64" per line.
   printf '%s\n' "${{EXTRA_MANIFESTS:-}}" | while read -r name data; do
-    if [ -n "$name" ]; then printf '%s' "$data" | base64 -d > "$dir/openshift/$name"; fi
+    if [ -z "$name" ]; then continue; fi
+    if [ -e "$dir/openshift/$name" ]; then
+      echo "ocp:installer.extraManifests: $name would replace the installer's own openshift/$name: rename it" >&2
+      exit 3
+    fi
+    printf '%s' "$data" | base64 -d > "$dir/openshift/$name"
   done
 fi
 "$OPENSHIFT_INSTALL" create ignition-configs --dir "$dir" >&2

@@ -14,13 +14,17 @@ import yaml
 
 KEY = "ocp:installer.extraManifests"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# The run script gets every added manifest in one environment string (EXTRA_MANIFESTS), which Linux
+# caps at 128 KiB (MAX_ARG_STRLEN); the rest is left to ocp:ntpServers' MachineConfigs.
+ENVIRONMENT_BUDGET = 120 * 1024
 # Names the run script writes without quoting problems.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def read_extra_manifests(directory: str | None) -> tuple[dict[str, bytes], list[str]]:
+def read_extra_manifests(directory: str | None, ours: Mapping[str, bytes] | None = None) -> tuple[dict[str, bytes], list[str]]:
     """The directory's manifests by file name, and one problem per bad file (each naming the key
-    and the file); nothing without a directory."""
+    and the file); nothing without a directory. `ours`: the program's own manifests by file name
+    (ocp:ntpServers' MachineConfigs), which no file may replace by name or by object."""
     if directory is None:
         return {}, []
     path = Path(directory)
@@ -40,12 +44,35 @@ def read_extra_manifests(directory: str | None) -> tuple[dict[str, bytes], list[
         except OSError as error:
             problems.append(f"{KEY}: {file.name} in {directory} cannot be read ({error.strerror})")
             continue
-        problem = manifest_problem(file.name, data)
+        problem = manifest_problem(file.name, data) or _replaces(file.name, data, ours or {})
         if problem:
             problems.append(f"{KEY}: {file.name} in {directory} {problem}")
         else:
             files[file.name] = data
+    size = sum(len(name) + 2 + 4 * -(-len(data) // 3) for name, data in files.items())
+    if size > ENVIRONMENT_BUDGET:
+        problems.append(
+            f"{KEY}: the manifests in {directory} take {size // 1024} KiB as the installer's command carries them "
+            f"(base64, in one environment string, which Linux caps at 128 KiB), over {ENVIRONMENT_BUDGET // 1024} KiB: "
+            "keep bulky data out of install-time manifests and `oc apply -f` it once the cluster runs"
+        )
     return files, problems
+
+
+def _objects(data: bytes) -> set[tuple[str, str]]:
+    documents = [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
+    return {(str(d.get("kind")), str((d.get("metadata") or {}).get("name"))) for d in documents}
+
+
+def _replaces(name: str, data: bytes, ours: Mapping[str, bytes]) -> str | None:
+    # Both would land in openshift/: one file would silently replace the other, or two objects share a name.
+    if name in ours:
+        return "has the name of a manifest this program makes from ocp:ntpServers: rename it, or leave ntpServers out"
+    theirs = {f"{kind} {object_name}" for made in ours.values() for kind, object_name in _objects(made)}
+    clash = sorted(theirs & {f"{kind} {object_name}" for kind, object_name in _objects(data)})
+    if clash:
+        return f"holds {', '.join(clash)}, which this program makes from ocp:ntpServers: remove it, or leave ntpServers out"
+    return None
 
 
 def manifest_problem(name: str, data: bytes) -> str | None:

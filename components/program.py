@@ -17,6 +17,7 @@ from cluster.config import ClusterConfig, ConfigError, load_config, pem_bundle_p
 from cluster.installer import DIR_MARKER, cloud_ca_bundle, installer_dir, missing_asset_files
 from cluster.manifests import read_extra_manifests
 from cluster.preflight import libvirt_host_problems
+from ignition.chrony import machine_configs
 from ignition.nodes import glance_shim_problems
 
 
@@ -60,7 +61,7 @@ def check_local_files(config: ClusterConfig, plan: AddressPlan, stack: str) -> N
     cloud_ca, ca_problems = clouds_yaml_ca(config)
     problems += ca_problems or glance_shim_problems(config, plan, cloud_ca_bundle(config, cloud_ca))
     problems += libvirt_host_problems(config)
-    problems += read_extra_manifests(installer.extra_manifests)[1]
+    problems += read_extra_manifests(installer.extra_manifests, machine_configs(config))[1]
     key_file = config.bootstrap.helper.ssh_private_key_file
     if config.platform == "openstack" and config.bootstrap.enabled and key_file is not None:
         if not Path(key_file).expanduser().is_file():

@@ -345,6 +345,20 @@ def test_a_kvm_stack_installed_before_the_domain_type_key_keeps_its_domains():
     assert {r.type for r in emulated.registered if r.custom} <= COMMAND_TYPES
 
 
+@pytest.mark.parametrize("name,edit", [
+    ("ntpServers", key("ntpServers", ["10.20.0.1"])),
+    ("installer.extraManifests", section("installer", extraManifests=str(ROOT / "samples" / "manifests"))),
+])
+def test_a_stack_installed_before_a_key_existed_is_warned_when_it_is_set(name, edit):
+    """Such a record lacks the key, and only recorded keys are compared: it was unset then."""
+    base, state = deployed(DEV_EDITS[0])
+    older = _without_in_record(state, name)
+    assert preview(older, base).warnings == []
+    result = preview(older, edit(base))
+    assert result.error is None, result.error
+    assert [w for w in result.warnings if w.startswith(f"ocp:{name}:")], result.warnings
+
+
 def _leaf_keys(model: type, prefix: str = "") -> set[str]:
     keys = set()
     for name, info in model.model_fields.items():

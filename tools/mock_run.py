@@ -220,11 +220,15 @@ class ClusterMocks(pulumi.runtime.Mocks):
             return bundle(files)
         install_config = environment["INSTALL_CONFIG"]
         added = _added_manifests(environment)
-        if environment.get("PLATFORM") == "openstack":  # create manifests, the UPI edits, the stack's own, create ignition-configs
-            manifests = upi_manifests(sample_installer.manifests(install_config))
+        if environment.get("PLATFORM") == "openstack" or added:  # create manifests, the UPI edits, the stack's own, create ignition-configs
+            manifests = sample_installer.manifests(install_config)
+            if environment.get("PLATFORM") == "openstack":
+                manifests = upi_manifests(manifests)
+            clash = sorted(set(added) & set(manifests))
+            if clash:  # as the run script refuses it
+                name = clash[0].removeprefix("openshift/")
+                raise pulumi.RunError(f"installer-run: ocp:installer.extraManifests: {name} would replace the installer's own {clash[0]}")
             files = sample_installer.ignition_configs(install_config, {**manifests, **added})
-        elif added:
-            files = sample_installer.ignition_configs(install_config, {**sample_installer.manifests(install_config), **added})
         else:
             files = sample_installer.generate(install_config)
         release = sample_installer.release_images()

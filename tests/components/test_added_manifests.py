@@ -71,3 +71,13 @@ def test_the_chrony_machine_configs_are_ignition_the_real_validator_takes(role, 
     assert document["apiVersion"] == "machineconfiguration.openshift.io/v1" and document["kind"] == "MachineConfig"
     result = ignition_validate(json.dumps(document["spec"]["config"]), tmp_path)
     assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
+
+
+def test_a_manifest_named_as_one_of_the_installers_stops_the_run_under_the_fake_too(tmp_path):
+    """As the run script refuses it with the real installer (tests/cluster/test_manifests.py)."""
+    from tests.conftest import run_recording
+
+    name = "99_openshift-machineconfig_99-worker-ssh.yaml"
+    (tmp_path / name).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    _, error = run_recording(with_section(stack_config("dev"), "installer", extraManifests=str(tmp_path)))
+    assert error is not None and f"{name} would replace the installer's own openshift/{name}" in str(error)

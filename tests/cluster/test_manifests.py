@@ -1,0 +1,130 @@
+"""ocp:installer.extraManifests: every file checked before anything runs, one message per bad
+file naming the key and the file; none may replace a manifest of the installer or the program's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cluster.addresses import plan_addresses
+from cluster.config import load_config
+from cluster.day2 import stack_settings
+from cluster.installer import render_install_config, run_environment, run_script
+from cluster.manifests import ENVIRONMENT_BUDGET, read_extra_manifests
+from ignition.chrony import machine_configs
+from tests.conftest import PULL_SECRET, ROOT, run_recording, stack_config, with_section
+from tools import real_installer, toolchain
+from tools.real_installer import stand_in_oc
+
+KEY = "ocp:installer.extraManifests"
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: openshift-config\ndata:\n  a: b\n"
+
+
+def _directory(tmp_path: Path, files: dict[str, str]) -> Path:
+    directory = tmp_path / "manifests"
+    directory.mkdir(parents=True)
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    return directory
+
+
+def test_good_manifests_are_read_by_name_and_other_files_left_alone(tmp_path):
+    directory = _directory(tmp_path, {"a.yaml": CONFIG_MAP.format(name="a"), "b.json": json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}), "README.md": "# notes"})
+    files, problems = read_extra_manifests(str(directory))
+    assert problems == [] and sorted(files) == ["a.yaml", "b.json"]
+
+
+def test_each_bad_file_has_its_own_message_naming_the_key_and_the_file(tmp_path):
+    directory = _directory(tmp_path, {
+        "good.yaml": CONFIG_MAP.format(name="good"),
+        "broken.yaml": "apiVersion: v1\nkind: [ConfigMap\n",
+        "nokind.yml": "apiVersion: v1\nmetadata:\n  name: x\n",
+        "noname.yaml": "apiVersion: v1\nkind: ConfigMap\n",
+        "empty.yaml": "---\n",
+        "with space.yaml": CONFIG_MAP.format(name="s"),
+    })
+    files, problems = read_extra_manifests(str(directory))
+    assert list(files) == ["good.yaml"]
+    by_file = {name: [p for p in problems if p.startswith(f"{KEY}: {name} in {directory} ")] for name in ("broken.yaml", "nokind.yml", "noname.yaml", "empty.yaml", "with space.yaml")}
+    assert all(len(found) == 1 for found in by_file.values()), problems
+    assert len(problems) == 5
+    assert "is not valid YAML at line 3" in by_file["broken.yaml"][0]
+    assert "lacks apiVersion or kind" in by_file["nokind.yml"][0]
+    assert "has no metadata.name" in by_file["noname.yaml"][0]
+    assert "is empty" in by_file["empty.yaml"][0]
+    assert "rename it" in by_file["with space.yaml"][0]
+
+
+def test_a_directory_that_is_not_there_or_holds_no_manifest(tmp_path):
+    assert read_extra_manifests(str(tmp_path / "nope"))[1] == [f"{KEY}: {tmp_path / 'nope'} is not a directory: name the directory that holds the manifests to add"]
+    (tmp_path / "notes.txt").write_text("x")
+    (problem,) = read_extra_manifests(str(tmp_path))[1]
+    assert problem.startswith(f"{KEY}: {tmp_path} holds no .yaml, .yml or .json file")
+
+
+def test_no_file_may_replace_the_chrony_machine_configs_while_ntp_servers_are_set(tmp_path):
+    ours = machine_configs(load_config({**stack_config("dev"), "ocp:ntpServers": "10.20.0.1"}))
+    (same_name,) = [name for name in ours if "master" in name]
+    same_object = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-chrony\nspec: {}\n"
+    directory = _directory(tmp_path, {same_name: same_object.replace("worker", "master"), "mine.yaml": same_object})
+    _, problems = read_extra_manifests(str(directory), ours)
+    assert [p.split(" in ")[0] for p in problems] == [f"{KEY}: {same_name}", f"{KEY}: mine.yaml"]
+    assert "holds MachineConfig 99-worker-chrony, which this program makes from ocp:ntpServers" in problems[1]
+    # Without ntpServers the documented way (a 99-worker-chrony of one's own) is the user's to take.
+    assert read_extra_manifests(str(directory))[1] == []
+
+
+def test_manifests_too_big_for_the_installers_command_are_refused_before_anything_runs(tmp_path):
+    blob = "x" * (ENVIRONMENT_BUDGET * 3 // 4 + 1024)
+    directory = _directory(tmp_path, {"big.yaml": CONFIG_MAP.format(name="big").replace("a: b", f"a: {blob}")})
+    (problem,) = read_extra_manifests(str(directory))[1]
+    assert problem.startswith(f"{KEY}: the manifests in {directory} take ") and "128 KiB" in problem
+    # Just under the budget the whole environment still execs (Linux refuses one string of 128 KiB or more).
+    fits = _directory(tmp_path / "fits", {"big.yaml": CONFIG_MAP.format(name="big").replace("a: b", "a: " + "x" * (ENVIRONMENT_BUDGET * 3 // 4 - 2048))})
+    files, problems = read_extra_manifests(str(fits))
+    assert problems == []
+    config = load_config({**stack_config("standalone"), "ocp:ntpServers": "10.20.0.1"})
+    plan = plan_addresses(config)
+    environment = run_environment(config, "standalone", render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan), {**machine_configs(config), **files})
+    assert subprocess.run(["/bin/sh", "-c", "true"], env={"PATH": os.environ["PATH"], **environment}).returncode == 0
+
+
+def test_a_bad_manifest_stops_the_program_before_any_resource(tmp_path):
+    directory = _directory(tmp_path, {"broken.yaml": "kind: [\n"})
+    program_run, error = run_recording(with_section(stack_config("dev"), "installer", extraManifests=str(directory)))
+    assert error is not None and f"{KEY}: broken.yaml in {directory} is not valid YAML" in str(error)
+    assert [r for r in program_run.resources if r.custom] == []
+
+
+@pytest.mark.parametrize("key,config", [
+    ("ocp:installer.extraManifests goes with installer.binary only", {"installer": {"assetsDir": str(ROOT / "samples/installer/ocp4"), "extraManifests": str(ROOT / "samples/manifests")}}),
+    ("ocp:ntpServers: masters and workers get them from the MachineConfigs", {"installer": {"assetsDir": str(ROOT / "samples/installer/ocp4")}, "ntpServers": ["10.20.0.1"]}),
+])
+def test_configs_made_already_cannot_take_what_the_installer_run_adds(key, config):
+    from cluster.config import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(stack_config("standalone", **config))
+    assert [p for p in raised.value.problems if p.startswith(key)], raised.value.problems
+
+
+def test_the_run_script_never_lets_a_manifest_replace_one_of_the_installers(tmp_path):
+    """With the real installer: a file named as one of its own openshift/ manifests stops the run."""
+    binary = real_installer.binary()
+    if binary is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    config = load_config(stack_config("standalone"))
+    plan = plan_addresses(config)
+    ssh = "99_openshift-machineconfig_99-master-ssh.yaml"
+    environment = {
+        **run_environment(config, "standalone", render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan), {ssh: CONFIG_MAP.format(name="x").encode()}),
+        "PATH": os.environ["PATH"], "OPENSHIFT_INSTALL": str(binary), "OC": str(stand_in_oc(tmp_path)), "INSTALLER_DIR": str(tmp_path / "assets"),
+    }
+    result = subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 3 and result.stdout == ""
+    assert f"ocp:installer.extraManifests: {ssh} would replace the installer's own openshift/{ssh}" in result.stderr
+    assert "99-master-ssh" in (tmp_path / "assets" / "openshift" / ssh).read_text(), "the installer's file stays"
