@@ -73,11 +73,15 @@ def _dns_name(value: str) -> str:
 
 def _time_source(value: str) -> str:
     try:
-        ipaddress.ip_address(value)
-        return value
+        address = ipaddress.ip_address(value)
     except ValueError:
-        pass
-    if not _DNS_NAME.match(value.lower()):
+        address = None
+    if address is not None:
+        if address.is_loopback or address.is_unspecified or address.is_multicast:
+            raise ValueError(f"{value} is not a time server the nodes can ask: write the address of an NTP server, e.g. 10.20.0.1")
+        return value
+    # A last label of digits only is a mistyped address (10.0.0.300), never a host name.
+    if not _DNS_NAME.match(value.lower()) or value.rsplit(".", 1)[-1].isdigit():
         raise ValueError(f"{value!r} is neither an IP address nor a host name: write e.g. 10.20.0.1 or ntp.example.com")
     return value
 
@@ -548,7 +552,7 @@ class ClusterConfig(Model):
     fips: bool = False
     # Time sources for every node (chrony): RHCOS's default pool needs the internet.
     ntp_servers: Annotated[
-        tuple[Annotated[str, AfterValidator(_time_source)], ...], BeforeValidator(_list_of_text), Field(max_length=16), AfterValidator(_distinct)
+        tuple[Annotated[str, AfterValidator(_time_source)], ...], BeforeValidator(_list_of_text), Field(min_length=1, max_length=16), AfterValidator(_distinct)
     ] = ()
     capabilities: Capabilities | None = None
     image_digest_sources: tuple[ImageDigestSource, ...] = ()

@@ -125,6 +125,11 @@ BAD_CONFIGS = [
     (section("openstack", additionalNetworkIds=["storage-net"]), "ocp:openstack.additionalNetworkIds[0]: 'storage-net' is not an OpenStack ID: write the UUID"),
     (section("openstack", existingNetwork={"networkId": "n", "subnetId": "s"}), "ocp:openstack.existingNetwork works in standalone mode only"),
     (section("workers", rootVolume={"size": 120}), "ocp:workers.rootVolume.type is required in integrated mode"),
+    (bad("ntpServers", ["10.0.0.300"]), "ocp:ntpServers[0]: '10.0.0.300' is neither an IP address nor a host name"),
+    (bad("ntpServers", "127.0.0.1"), "ocp:ntpServers[0]: 127.0.0.1 is not a time server the nodes can ask"),
+    (bad("ntpServers", []), "ocp:ntpServers: Value should have at least 1 item"),
+    (bad("ntpServers", ["ntp.lab", "ntp.lab"]), "ocp:ntpServers: lists ntp.lab more than once"),
+    (section("installer", extraManifests="no/such/manifests"), "ocp:installer.extraManifests: no/such/manifests is not a directory"),
 ]
 
 
