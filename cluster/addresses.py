@@ -1,13 +1,4 @@
-"""Which address every VIP and node gets. Pure Python.
-
-Layout, as host offsets inside the machine network (10.0.0.0/16: offset 5 is 10.0.0.5):
-
-    1            router / gateway
-    5, 7         API and Ingress VIPs (defaults, as the installer chose them)
-    10           bootstrap            11   bootstrap helper
-    20-24        master slots 0-4
-    30 ...       worker slots 0 .. workers.maxCount-1
-    after that   the subnet's DHCP allocation pool, up to the last host
+"""Which address every VIP and node gets, from the layout in cluster/address_layout.py. Pure Python.
 
 A node's address depends only on its role and index, never on how many nodes there are,
 so scaling workers (within maxCount) or removing the bootstrap moves no one. The same
@@ -21,19 +12,21 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
-from cluster.config import ClusterConfig, ConfigError
+from cluster.address_layout import (
+    BOOTSTRAP_OFFSET,
+    HELPER_OFFSET,
+    MASTER_OFFSET,
+    MASTER_SLOTS,
+    WORKER_OFFSET,
+    effective_vips,
+    gateway,
+    host,
+    placement_problems,
+)
+from cluster.config_base import ConfigError
+from cluster.config_schema import ClusterConfig
 
 Role = Literal["bootstrap", "master", "worker"]
-
-GATEWAY_OFFSET = 1
-API_VIP_OFFSET = 5
-INGRESS_VIP_OFFSET = 7
-BOOTSTRAP_OFFSET = 10
-HELPER_OFFSET = 11
-MASTER_OFFSET = 20
-MASTER_SLOTS = 5
-WORKER_OFFSET = 30
-
 
 @dataclass(frozen=True)
 class Node:
@@ -110,77 +103,23 @@ def server_name(config: ClusterConfig, node: Node, infra_id: str) -> str:
     return f"{infra_id}-bootstrap" if node.role == "bootstrap" else f"{infra_id}-{node.role}-{node.index}"
 
 
-def _host(network: IPv4Network, offset: int) -> IPv4Address:
-    return network.network_address + offset
-
-
-def gateway(network: IPv4Network) -> IPv4Address:
-    return _host(network, GATEWAY_OFFSET)
-
-
-def effective_vips(
-    network: IPv4Network, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None
-) -> tuple[IPv4Address, IPv4Address]:
-    """The configured VIPs, or the installer's defaults (5th and 7th host)."""
-    return api_vip or _host(network, API_VIP_OFFSET), ingress_vip or _host(network, INGRESS_VIP_OFFSET)
-
-
-def reserved_addresses(network: IPv4Network, name: str, max_workers: int) -> dict[IPv4Address, str]:
-    """Every address the plan gives a node or the router, with what it is."""
-    return {
-        gateway(network): "the router's gateway address",
-        _host(network, BOOTSTRAP_OFFSET): f"{name}-bootstrap",
-        _host(network, HELPER_OFFSET): "the bootstrap helper",
-        **{_host(network, MASTER_OFFSET + i): f"{name}-master-{i}'s reserved address" for i in range(MASTER_SLOTS)},
-        **{_host(network, WORKER_OFFSET + i): f"{name}-worker-{i}'s reserved address" for i in range(max_workers)},
-    }
-
-
-def placement_problems(
-    network: IPv4Network, name: str, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None, max_workers: int
-) -> list[str]:
-    """Why these addresses cannot be planned, one message per problem; checked with the config
-    (cluster.config), so they come with every other problem of the stack at once."""
-    last_host = network.broadcast_address - 1
-    if _host(network, WORKER_OFFSET + max_workers) > last_host - 8:
-        return [
-            f"ocp:workers.maxCount: {max_workers} worker addresses from host {WORKER_OFFSET} on leave no room "
-            f"for a DHCP pool in {network}: lower workers.maxCount or use a larger ocp:machineNetwork"
-        ]
-    api_vip, ingress_vip = effective_vips(network, api_vip, ingress_vip)
-    taken = reserved_addresses(network, name, max_workers)
-    problems = []
-    for key, vip in (("apiVip", api_vip), ("ingressVip", ingress_vip)):
-        if vip not in network or vip in (network.network_address, network.broadcast_address):
-            problems.append(f"ocp:{key}: {vip} is not a host address in ocp:machineNetwork {network}")
-        elif vip in taken:
-            problems.append(
-                f"ocp:{key}: {vip} is {taken[vip]}: pick a free address such as "
-                f"{_host(network, API_VIP_OFFSET if key == 'apiVip' else INGRESS_VIP_OFFSET)} "
-                f"or one at the top of the network"
-            )
-    if api_vip == ingress_vip:
-        problems.append(f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ")
-    return problems
-
-
 def plan_addresses(config: ClusterConfig) -> AddressPlan:
     network = config.machine_network
     name = config.cluster_name
     last_host = network.broadcast_address - 1
     max_workers = config.workers.max_count
-    pool_start = _host(network, WORKER_OFFSET + max_workers)
+    pool_start = host(network, WORKER_OFFSET + max_workers)
     problems = placement_problems(network, name, config.api_vip, config.ingress_vip, max_workers)
     if problems:
         raise ConfigError(problems)
 
     master_slots = tuple(
-        Node(f"{name}-master-{i}", "master", i, _host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
+        Node(f"{name}-master-{i}", "master", i, host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
     )
     worker_slots = tuple(
-        Node(f"{name}-worker-{i}", "worker", i, _host(network, WORKER_OFFSET + i)) for i in range(max_workers)
+        Node(f"{name}-worker-{i}", "worker", i, host(network, WORKER_OFFSET + i)) for i in range(max_workers)
     )
-    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, _host(network, BOOTSTRAP_OFFSET))
+    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, host(network, BOOTSTRAP_OFFSET))
     api_vip, ingress_vip = effective_vips(network, config.api_vip, config.ingress_vip)
 
     return AddressPlan(
@@ -189,7 +128,7 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
         api_vip=api_vip,
         ingress_vip=ingress_vip,
         bootstrap=bootstrap,
-        helper_ip=_host(network, HELPER_OFFSET),
+        helper_ip=host(network, HELPER_OFFSET),
         master_slots=master_slots,
         worker_slots=worker_slots,
         master_count=config.masters.count,

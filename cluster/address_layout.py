@@ -1,0 +1,83 @@
+"""Where every VIP and node sits in the machine network, as plain values. Pure Python.
+
+Layout, as host offsets inside the machine network (10.0.0.0/16: offset 5 is 10.0.0.5):
+
+    1            router / gateway
+    5, 7         API and Ingress VIPs (defaults, as the installer chose them)
+    10           bootstrap            11   bootstrap helper
+    20-24        master slots 0-4
+    30 ...       worker slots 0 .. workers.maxCount-1
+    after that   the subnet's DHCP allocation pool, up to the last host
+
+A node's address depends only on its role and index, never on how many nodes there are,
+so scaling workers (within maxCount) or removing the bootstrap moves no one. The same
+holds for the *slot* lists, which the on-node networking uses for VRRP peers and DNS
+names: they cover every address a node of that role may ever have.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+
+GATEWAY_OFFSET = 1
+API_VIP_OFFSET = 5
+INGRESS_VIP_OFFSET = 7
+BOOTSTRAP_OFFSET = 10
+HELPER_OFFSET = 11
+MASTER_OFFSET = 20
+MASTER_SLOTS = 5
+WORKER_OFFSET = 30
+
+
+def host(network: IPv4Network, offset: int) -> IPv4Address:
+    return network.network_address + offset
+
+
+def gateway(network: IPv4Network) -> IPv4Address:
+    return host(network, GATEWAY_OFFSET)
+
+
+def effective_vips(
+    network: IPv4Network, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None
+) -> tuple[IPv4Address, IPv4Address]:
+    """The configured VIPs, or the installer's defaults (5th and 7th host)."""
+    return api_vip or host(network, API_VIP_OFFSET), ingress_vip or host(network, INGRESS_VIP_OFFSET)
+
+
+def reserved_addresses(network: IPv4Network, name: str, max_workers: int) -> dict[IPv4Address, str]:
+    """Every address the plan gives a node or the router, with what it is."""
+    return {
+        gateway(network): "the router's gateway address",
+        host(network, BOOTSTRAP_OFFSET): f"{name}-bootstrap",
+        host(network, HELPER_OFFSET): "the bootstrap helper",
+        **{host(network, MASTER_OFFSET + i): f"{name}-master-{i}'s reserved address" for i in range(MASTER_SLOTS)},
+        **{host(network, WORKER_OFFSET + i): f"{name}-worker-{i}'s reserved address" for i in range(max_workers)},
+    }
+
+
+def placement_problems(
+    network: IPv4Network, name: str, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None, max_workers: int
+) -> list[str]:
+    """Why these addresses cannot be planned, one message per problem; checked with the config
+    (cluster/config_rules.py), so they come with every other problem of the stack at once."""
+    last_host = network.broadcast_address - 1
+    if host(network, WORKER_OFFSET + max_workers) > last_host - 8:
+        return [
+            f"ocp:workers.maxCount: {max_workers} worker addresses from host {WORKER_OFFSET} on leave no room "
+            f"for a DHCP pool in {network}: lower workers.maxCount or use a larger ocp:machineNetwork"
+        ]
+    api_vip, ingress_vip = effective_vips(network, api_vip, ingress_vip)
+    taken = reserved_addresses(network, name, max_workers)
+    problems = []
+    for key, vip in (("apiVip", api_vip), ("ingressVip", ingress_vip)):
+        if vip not in network or vip in (network.network_address, network.broadcast_address):
+            problems.append(f"ocp:{key}: {vip} is not a host address in ocp:machineNetwork {network}")
+        elif vip in taken:
+            problems.append(
+                f"ocp:{key}: {vip} is {taken[vip]}: pick a free address such as "
+                f"{host(network, API_VIP_OFFSET if key == 'apiVip' else INGRESS_VIP_OFFSET)} "
+                f"or one at the top of the network"
+            )
+    if api_vip == ingress_vip:
+        problems.append(f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ")
+    return problems

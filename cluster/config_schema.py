@@ -1,0 +1,365 @@
+"""The stack file's sections as frozen models: what each key may hold and its default.
+
+Pure Python (pydantic v2), no Pulumi. Single values are checked by their types
+(cluster/config_fields.py); the rules that read several keys are in cluster/config_rules.py and
+run once the whole config is read.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from cluster.config_base import Model
+from cluster.config_fields import (
+    Cidr,
+    CidrList,
+    DnsLabel,
+    DnsName,
+    DomainType,
+    FloatingIpChoice,
+    MachineNetwork,
+    Nameservers,
+    NonEmpty,
+    NtpServers,
+    OpenStackId,
+    PemBundle,
+    PullSecret,
+    SshPublicKeys,
+    Tags,
+    TextList,
+)
+from cluster.config_rules import cross_key_problems
+from cluster.networking import NetworkingSettings
+
+DEFAULT_OPENSTACK_IMAGE = "rhcos"
+ServerGroupPolicy = Literal["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity"]
+
+
+class RootVolume(Model):
+    """Boot from a Cinder volume instead of the flavor's disk; deleted with the server."""
+
+    size: Annotated[int, Field(ge=25, le=16384, description="GiB; RHCOS needs at least 25")]
+    type: NonEmpty | None = None
+    # Cinder zones, round-robin like the servers' zones. Nova cannot place a volume it makes
+    # from an image, so with zones the program makes each root volume itself.
+    availability_zones: tuple[NonEmpty, ...] = ()
+
+
+class RoleBase(Model):
+    """What masters and workers share. OpenStack keys and libvirt keys are each rejected on the other platform."""
+
+    # OpenStack
+    flavor: NonEmpty | None = None
+    image: NonEmpty | None = None
+    root_volume: RootVolume | None = None
+    availability_zones: tuple[NonEmpty, ...] = ()
+    server_group_policy: ServerGroupPolicy = "soft-anti-affinity"
+    # Indexes of existing nodes whose size follows flavor (OpenStack: resize, one reboot) or
+    # vcpus/memoryMib (libvirt: the domain restarts); every other node keeps the size it has.
+    resize: tuple[Annotated[int, Field(ge=0, le=499)], ...] = ()
+    # libvirt
+    vcpus: Annotated[int, Field(ge=1, le=256)] | None = None
+    memory_mib: Annotated[int, Field(ge=2048, le=1048576)] | None = None
+    disk_gib: Annotated[int, Field(ge=25, le=16384)] | None = None
+
+    @property
+    def openstack_image(self) -> str:
+        """The Glance image this role's servers boot."""
+        return self.image or DEFAULT_OPENSTACK_IMAGE
+
+    def libvirt_size(self) -> tuple[int, int, int]:
+        """libvirt: (vCPUs, memory MiB, disk GiB) of one domain, the stack's values or the role's defaults."""
+        vcpus, memory_mib, disk_gib = self._libvirt_defaults()
+        return self.vcpus or vcpus, self.memory_mib or memory_mib, self.disk_gib or disk_gib
+
+    def _libvirt_defaults(self) -> tuple[int, int, int]:
+        return 2, 8192, 120  # a worker: OpenShift's minimum is 2 vCPUs and 8 GiB
+
+
+class Masters(RoleBase):
+    count: Literal[1, 3, 5] = 3
+
+    @field_validator("resize")
+    @classmethod
+    def _one_master_at_a_time(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if len(value) > 1:
+            raise ValueError(
+                "resize one master at a time, so etcd keeps its quorum: list one index, e.g. resize: [0], "
+                "wait for that master to be Ready, then the next"
+            )
+        return value
+
+    def _libvirt_defaults(self) -> tuple[int, int, int]:
+        return 4, 16384, 120  # OpenShift's minimum for a control plane node (and the bootstrap)
+
+
+class Workers(RoleBase):
+    count: Annotated[int, Field(ge=0, le=500)] = 2
+    # Addresses (and DNS names, VRRP peers) are reserved for this many workers up front, so
+    # scaling within it changes nothing on any existing node. Each slot adds ~90 bytes to every
+    # node's user_data (CoreDNS hosts); 500 keeps masters inside the 24 KiB budget (ignition/nodes.py).
+    max_count: Annotated[int, Field(ge=1, le=500)] = 100
+    # OpenStack: at most this many workers per server group (Nova's server_group_members quota
+    # is 10 by default). Worker N goes into group N // this: <infraID>-worker, then -worker-1, ...
+    # Unset: one group, as the installer makes it.
+    server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
+
+    def server_group_of(self, index: int) -> int:
+        """The server group (0: <infraID>-worker) of the worker in slot `index`."""
+        return index // self.server_group_size if self.server_group_size else 0
+
+    def server_group_members(self, count: int | None = None) -> tuple[int, ...]:
+        """Members of each worker server group with `count` workers (the stack's count by default);
+        there is always the first group."""
+        count = self.count if count is None else count
+        groups = [0] * (self.server_group_of(count - 1) + 1 if count else 1)
+        for index in range(count):
+            groups[self.server_group_of(index)] += 1
+        return tuple(groups)
+
+
+class BootstrapHelper(Model):
+    """A small VM that serves the bootstrap's full ignition over HTTP on the tenant network."""
+
+    flavor: NonEmpty = "m1.small"
+    image: NonEmpty = "centos-stream-9"
+    ssh_user: NonEmpty = "cloud-user"
+    port: Annotated[int, Field(ge=1024, le=65535)] = 8080
+    # Where `pulumi up` reaches the helper over SSH: its floating IP, or its fixed IP when
+    # the Pulumi host sits on the machine network itself.
+    floating_ip: bool = True
+    ssh_private_key_file: NonEmpty | None = None
+
+
+class Bootstrap(Model):
+    enabled: bool = True
+    flavor: NonEmpty | None = None
+    image: NonEmpty | None = None
+    # Where the bootstrap fetches its full config (OpenStack): a private Glance image, fetched with
+    # a Keystone token, as the installer does; or the helper VM, for clouds whose image endpoint
+    # the machines cannot reach.
+    config_source: Literal["glance", "helper"] = "glance"
+    helper: BootstrapHelper = BootstrapHelper()
+
+
+
+class ExistingNetwork(Model):
+    network_id: NonEmpty
+    subnet_id: NonEmpty
+
+
+class OpenStack(Model):
+    # integrated: `platform: openstack` (cloud provider, Cinder, Machine API; the MCO runs the
+    # VIPs). standalone: `platform: none` with this program's own keepalived/haproxy/CoreDNS.
+    mode: Literal["integrated", "standalone"] = "integrated"
+    # A private CA of the cloud's APIs (integrated mode: the cluster talks to them).
+    ca_bundle: PemBundle | None = None
+    # More networks and security groups on every node, by ID (the installer's additionalNetworkIDs,
+    # additionalSecurityGroupIDs).
+    additional_network_ids: tuple[OpenStackId, ...] = ()
+    additional_security_group_ids: tuple[OpenStackId, ...] = ()
+    cloud: NonEmpty = "openstack"
+    # Skip the checks against the cloud before anything is made (cluster/preflight.py); warned every run.
+    skip_preflight: bool = False
+    external_network: NonEmpty | None = None
+    api_floating_ip: FloatingIpChoice = "none"
+    ingress_floating_ip: FloatingIpChoice = "none"
+    existing_network: ExistingNetwork | None = None
+    # Who may reach what beyond the machine network (cluster/firewall.py). The machine network
+    # itself is always admitted; a list replaces the default, [] admits nobody else.
+    api_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    ingress_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    node_port_allowed_cidrs: CidrList = ()
+    # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
+    ssh_allowed_cidr: Cidr | None = None
+
+
+
+class Libvirt(Model):
+    """libvirt/KVM: which host, where the disks live, the image they start from, the network they join."""
+
+    uri: NonEmpty = "qemu:///system"
+    # Storage pool for the base image, every node's disk and every node's ignition file.
+    pool: NonEmpty = "default"
+    # RHCOS (or FCOS) qcow2 for QEMU: a path on the machine that runs Pulumi, or an http(s) URL.
+    # Uploaded once into the pool as every node's backing file. Required: checked with the
+    # platform, so that leaving the whole of ocp:libvirt out gets the same message.
+    image: NonEmpty | None = None
+    # Default (neither set): a NAT network this program creates from ocp:machineNetwork, with
+    # the cluster domain and DHCP restricted to the address plan's pool. Else the nodes join an
+    # existing libvirt network or a host bridge, by name, whose DHCP is the owner's to arrange.
+    network: NonEmpty | None = None
+    bridge: NonEmpty | None = None
+    # kvm: hardware virtualisation. qemu: software emulation (TCG), far slower, for hosts without
+    # usable KVM; components/libvirt/common.py picks each one's CPU mode.
+    domain_type: DomainType = "kvm"
+
+    @field_validator("image")
+    @classmethod
+    def _uncompressed(cls, value: str | None) -> str | None:
+        if value is not None and value.endswith((".gz", ".xz", ".bz2", ".zst")):
+            raise ValueError(
+                f"{value!r} is compressed and libvirt would boot the compressed bytes: decompress it "
+                "(gunzip / xz -d) and name the .qcow2"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_network(self) -> Libvirt:
+        if self.network is not None and self.bridge is not None:
+            raise ValueError(
+                "set at most one of ocp:libvirt.network (an existing libvirt network) and ocp:libvirt.bridge "
+                "(a host bridge); leave both out to have a NAT network created from ocp:machineNetwork"
+            )
+        return self
+
+
+class Installer(Model):
+    """Either run `openshift-install` (binary) or read configs it already wrote (assetsDir)."""
+
+    binary: NonEmpty | None = None
+    assets_dir: NonEmpty | None = None
+    # Where a run leaves its files, for `openshift-install wait-for ... --dir`.
+    dir: NonEmpty | None = None
+    # `oc`, to read the release payload's image digests after the run (cluster/installer.py).
+    oc: NonEmpty = "oc"
+    # A directory of the user's own manifests (*.yaml, *.yml, *.json), added to the installer's
+    # between `create manifests` and `create ignition-configs` (cluster/manifests.py).
+    extra_manifests: NonEmpty | None = None
+    # The installer runs once per cluster; a new generation is a deliberate new PKI and infra
+    # ID, refused while the cluster it would orphan exists (cluster/day2.py).
+    generation: Annotated[int, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> Installer:
+        if (self.binary is None) == (self.assets_dir is None):
+            raise ValueError(
+                "set exactly one of installer.binary (path of openshift-install to run) "
+                "or installer.assetsDir (a directory with bootstrap.ign, master.ign, worker.ign, "
+                "metadata.json and auth/)"
+            )
+        if self.assets_dir is not None and self.dir is not None:
+            raise ValueError("installer.dir goes with installer.binary only; remove it or drop assetsDir")
+        return self
+
+
+class Proxy(Model):
+    http_proxy: NonEmpty | None = None
+    https_proxy: NonEmpty | None = None
+    no_proxy: TextList = ()
+
+    @field_validator("http_proxy", "https_proxy")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not a proxy URL: write http://host:port")
+        return value
+
+
+
+class ClusterNetwork(Model):
+    """Pod addresses: each node gets a /hostPrefix out of cidr (the installer's networking.clusterNetwork)."""
+
+    cidr: Cidr = IPv4Network("10.128.0.0/14")
+    host_prefix: Annotated[int, Field(ge=8, le=30)] = 23
+
+    @model_validator(mode="after")
+    def _room_for_nodes(self) -> ClusterNetwork:
+        if self.host_prefix <= self.cidr.prefixlen:
+            raise ValueError(
+                f"hostPrefix {self.host_prefix} leaves no room in {self.cidr} for more than one node: "
+                f"write a larger prefix, e.g. hostPrefix: {min(self.cidr.prefixlen + 9, 30)}"
+            )
+        return self
+
+
+class Capabilities(Model):
+    """Optional cluster capabilities (the installer's `capabilities`)."""
+
+    baseline_capability_set: Literal["None", "vCurrent", "v4.11", "v4.12", "v4.13", "v4.14", "v4.15", "v4.16", "v4.17", "v4.18"] | None = None
+    additional_enabled_capabilities: tuple[NonEmpty, ...] = ()
+
+
+class ImageDigestSource(Model):
+    """A mirror for disconnected installs: images from `source` are pulled from `mirrors`."""
+
+    source: NonEmpty
+    mirrors: Annotated[tuple[NonEmpty, ...], Field(min_length=1)]
+
+
+class ClusterConfig(Model):
+    platform: Literal["openstack", "libvirt"]
+    cluster_name: DnsLabel
+    base_domain: DnsName
+    machine_network: MachineNetwork = IPv4Network("10.0.0.0/16")
+    api_vip: IPv4Address | None = None
+    ingress_vip: IPv4Address | None = None
+    masters: Masters = Masters()
+    workers: Workers = Workers()
+    bootstrap: Bootstrap = Bootstrap()
+    openstack: OpenStack | None = None
+    libvirt: Libvirt | None = None
+    installer: Installer
+    nameservers: Nameservers
+    ssh_key: SshPublicKeys
+    pull_secret: PullSecret
+    proxy: Proxy | None = None
+    additional_trust_bundle: PemBundle | None = None
+    cluster_network: ClusterNetwork = ClusterNetwork()
+    service_network: Cidr = IPv4Network("172.30.0.0/16")
+    fips: bool = False
+    # Time sources for every node (chrony): RHCOS's default pool needs the internet.
+    ntp_servers: NtpServers = ()
+    capabilities: Capabilities | None = None
+    image_digest_sources: tuple[ImageDigestSource, ...] = ()
+    tags: Tags = ()
+    networking: NetworkingSettings = NetworkingSettings()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterConfig:
+        # Every cross-key problem at once; load_config splits them into one message each.
+        problems = cross_key_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def cluster_domain(self) -> str:
+        return f"{self.cluster_name}.{self.base_domain}"
+
+    @property
+    def integrated(self) -> bool:
+        """OpenStack's integrated mode: `platform: openstack`, the MCO runs the VIPs."""
+        return self.platform == "openstack" and self.openstack is not None and self.openstack.mode == "integrated"
+
+    @property
+    def uses_helper(self) -> bool:
+        """A bootstrap helper VM serves the bootstrap's config (bootstrap.configSource: helper)."""
+        return self.platform == "openstack" and self.bootstrap.enabled and self.bootstrap.config_source == "helper"
+
+    @property
+    def uses_glance(self) -> bool:
+        """A private Glance image holds the bootstrap's config (bootstrap.configSource: glance)."""
+        return self.platform == "openstack" and self.bootstrap.enabled and self.bootstrap.config_source == "glance"
+
+    @property
+    def helper_ssh_cidr(self) -> IPv4Network:
+        """Where the bootstrap helper admits SSH from: sshAllowedCidr, else (no floating IP,
+        Pulumi runs inside) the machine network."""
+        configured = self.openstack.ssh_allowed_cidr if self.openstack else None
+        return configured or self.machine_network
+
+    @property
+    def worker_pool_flavor(self) -> str | None:
+        """The flavor a description of the worker pool names: the workers', or the masters' when
+        the workers have none (count 0), since the installer and the Machine API need one."""
+        return self.workers.flavor or self.masters.flavor
+
+    @property
+    def bootstrap_image(self) -> str:
+        """The Glance image the bootstrap boots: its own, else the masters'."""
+        return self.bootstrap.image or self.masters.openstack_image
