@@ -113,8 +113,6 @@ def _verdict(request: Request, nodes: Mapping[str, str], registered: set[str], d
         return refuse(f"subject {subject.rfc4514_string()} is not exactly CN=system:node:{node}, O=system:nodes", node)
     if node not in nodes:
         return refuse(f"{node} is not a node of this stack", node)
-    if (node, kind) in this_pass.approved:
-        return refuse(f"another {kind} request of {node} was approved in this pass", node)
     dns, ips, other = _alternative_names(parsed)
     usages = set(request.usages)
     if kind == "client":
@@ -139,6 +137,9 @@ def _verdict(request: Request, nodes: Mapping[str, str], registered: set[str], d
             return refuse(f"IP addresses {foreign} are not {node}'s ({nodes[node]})", node)
         if other:
             return refuse(f"alternative names {other} are neither DNS names nor IP addresses", node)
+    # Last, so that a request refused anyway is told its own reason, not this one.
+    if (node, kind) in this_pass.approved:
+        return refuse(f"another {kind} request of {node} was approved in this pass", node)
     this_pass.approved.add((node, kind))
     return Verdict(request.name, node, kind, True, f"{kind} certificate of {node}, a node of this stack")
 

@@ -43,7 +43,7 @@ def approve_until_ready(
         try:
             result = one_pass(kube, nodes, domain)
         except KubeError as error:  # the API comes and goes while masters restart
-            say(f"csr: the API did not answer ({error}); trying again")
+            say(f"csr: asking the API failed ({error}); trying again")
         else:
             for verdict in result.verdicts:
                 if (verdict.csr, verdict.approve, verdict.reason) not in told:

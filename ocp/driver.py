@@ -54,15 +54,20 @@ class Progress:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
     def event(self, event: auto.EngineEvent) -> None:
-        if event.resource_pre_event and event.resource_pre_event.metadata.op != "same":
+        if event.resource_pre_event and _op(event.resource_pre_event.metadata) != "same":
             step = event.resource_pre_event.metadata
-            self.say(f"[{self.done}/{self.total} {self.elapsed()}] {step.op} {step.type} {step.urn.rsplit('::', 1)[1]}")
-        elif event.res_outputs_event and event.res_outputs_event.metadata.op != "same":
+            self.say(f"[{self.done}/{self.total} {self.elapsed()}] {_op(step)} {step.type} {step.urn.rsplit('::', 1)[1]}")
+        elif event.res_outputs_event and _op(event.res_outputs_event.metadata) != "same":
             self.done += 1
         elif event.res_op_failed_event:
             self.say(f"[{self.done}/{self.total} {self.elapsed()}] failed: {event.res_op_failed_event.metadata.urn.rsplit('::', 1)[1]}")
         elif event.diagnostic_event and event.diagnostic_event.severity in ("warning", "error"):
             self.say(f"{event.diagnostic_event.severity}: {event.diagnostic_event.message.strip()}")
+
+
+def _op(step: auto.StepEventMetadata) -> str:
+    """The step's operation as the CLI prints it (the SDK gives an enum)."""
+    return getattr(step.op, "value", step.op)
 
 
 def _stack(name: str) -> auto.Stack:
@@ -77,14 +82,14 @@ def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
     """The steps `up` will take; stops on a disruption of running machines unless `go_on`."""
     steps: list[auto.StepEventMetadata] = []
     stack.preview(on_event=lambda e: e.resource_pre_event and steps.append(e.resource_pre_event.metadata))
-    changing = [step for step in steps if step.op != "same"]
+    changing = [step for step in steps if _op(step) != "same"]
     counts: dict[str, int] = {}
     for step in changing:
-        counts[step.op] = counts.get(step.op, 0) + 1
+        counts[_op(step)] = counts.get(_op(step), 0) + 1
     say("preview: " + (", ".join(f"{n} to {op}" for op, n in sorted(counts.items())) or "nothing to change"))
-    disruptive = [s for s in changing if s.op in DISRUPTIVE_OPS and s.type in MACHINE_TYPES and "bootstrap" not in s.urn]
+    disruptive = [s for s in changing if _op(s) in DISRUPTIVE_OPS and s.type in MACHINE_TYPES and "bootstrap" not in s.urn]
     if disruptive:
-        names = ", ".join(f"{s.op} {s.urn.rsplit('::', 1)[1]}" for s in disruptive)
+        names = ", ".join(f"{_op(s)} {s.urn.rsplit('::', 1)[1]}" for s in disruptive)
         if not go_on:
             raise Stop(f"the preview would disrupt running machines ({names}): review it with `pulumi preview --diff`, then run again with --yes")
         say(f"going on despite: {names}")
@@ -101,26 +106,38 @@ def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResu
         text = str(error)
         if "pending operations" in text or "interrupted" in text:
             raise Stop(f"an earlier run was interrupted: `python -m tools.recover --stack {stack.name}`, then run again") from error
-        raise Stop(f"pulumi up failed: {text[-3000:]}") from error
+        raise Stop(f"pulumi up failed: {_errors(text)}") from error
     say(f"up: {progress.done} changed in {progress.elapsed()}")
     return result
 
 
-def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd: Path) -> bool:
-    """Runs `command`, its lines told as they come, within `timeout` seconds: True when it succeeded."""
+def _errors(text: str, most: int = 5) -> str:
+    """The engine's own error lines of a failed command (its text also holds whole inputs, such
+    as the installer's script: those are no help to read)."""
+    lines = [line.strip() for line in text.replace("\\n", "\n").splitlines() if line.strip().startswith("error:")]
+    return "; ".join(line[:400] for line in lines[-most:]) or text[-1000:]
+
+
+def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd: Path, hidden: tuple[str, ...] = ()) -> bool:
+    """Runs `command`, its lines told as they come (every `hidden` text masked), within `timeout`
+    seconds: True when it succeeded."""
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
-    for line in process.stdout:
-        say("  " + line.rstrip())
-        if time.monotonic() > deadline:
-            process.kill()
-            break
     try:
+        for line in process.stdout:
+            for text in filter(None, hidden):
+                line = line.replace(text, "[secret]")
+            say("  " + line.rstrip())
+            if time.monotonic() > deadline:
+                break
         return process.wait(timeout=max(1, deadline - time.monotonic())) == 0
     except subprocess.TimeoutExpired:
-        process.kill()
         return False
+    finally:  # the deadline, or Ctrl-C: nothing of ours keeps running
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600) -> dict:
@@ -133,9 +150,14 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     total = preview(stack, say, go_on)
     say("2/6 pulumi up")
     up(stack, say, total)
+    # What `wait-for` reads, from the state: the installer's directory may be another machine's.
+    outputs = {key: value.value for key, value in stack.outputs().items()}
+    kubeconfig = _write_credentials(directory, outputs)
+    # `wait-for install-complete` prints the kubeadmin password (it has no flag not to): masked.
+    hidden = (outputs["kubeadminPassword"],)
     if config.bootstrap.enabled:
         say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete)")
-        if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT):
+        if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT, hidden):
             gather = stack.outputs().get("bootstrapGather")
             if gather is not None:
                 say(f"the bootstrap did not complete: gathering its logs ({gather.value})")
@@ -151,13 +173,11 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     nodes: dict[str, str] = outputs.get("nodes") or {}
     workers = {node for node in nodes if "-worker-" in node}
     say(f"5/6 approving this stack's nodes' certificates until {len(workers)} workers are Ready")
-    kubeconfig = directory / "auth" / "kubeconfig"
-    _write_private(kubeconfig, outputs["kubeconfig"])
     kube = Kube(config.installer.oc, kubeconfig)
     if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
-    if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT):
+    if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT, hidden):
         raise Stop("the install did not complete in time: run again to keep waiting")
     minutes = (time.monotonic() - began) / 60
     say(f"installed in {minutes:.0f} min")
@@ -177,8 +197,7 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
     outputs = {key: value.value for key, value in stack.outputs().items()}
     nodes: dict[str, str] = outputs.get("nodes") or {}
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
-    kubeconfig = directory / "auth" / "kubeconfig"
-    _write_private(kubeconfig, outputs["kubeconfig"])
+    kubeconfig = _write_credentials(directory, outputs)
     workers = {node for node in nodes if "-worker-" in node}
     return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say)
 
@@ -188,6 +207,16 @@ def destroy(name: str, say: Callable[[str], None]) -> None:
     progress = Progress(say, len(stack.export_stack().deployment.get("resources") or []))
     stack.destroy(on_event=progress.event)
     say(f"destroyed in {progress.elapsed()}")
+
+
+def _write_credentials(directory: Path, outputs: dict) -> Path:
+    """auth/kubeconfig and auth/kubeadmin-password from the stack's outputs, as the installer
+    lays them out (its `wait-for install-complete` reads both), only the owner may read them:
+    the state has them wherever the installer's directory is not (another machine)."""
+    _write_private(directory / "auth" / "kubeadmin-password", outputs["kubeadminPassword"])
+    kubeconfig = directory / "auth" / "kubeconfig"
+    _write_private(kubeconfig, outputs["kubeconfig"])
+    return kubeconfig
 
 
 def _write_private(path: Path, text: str) -> None:

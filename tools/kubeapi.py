@@ -234,11 +234,17 @@ class KubeAPI:
         self.admin = make_leaf(pki, "admin", self.ca, "admin", organization="system:masters")
         _write_key(rsa.generate_private_key(public_exponent=65537, key_size=2048), pki / "service-account.key")
 
-    def start_apiserver(self, timeout: float = 120) -> None:
+    def start_apiserver(self, timeout: float = 120, *, port: int | None = None, sni: tuple[Pair, str] | None = None, client_cas: tuple[Path, ...] = ()) -> None:
+        """`port` a fixed one (a cluster's kubeconfig names 6443); `sni` another serving pair for
+        a host name (a cluster's own certificate for api.<cluster>.<domain>); `client_cas`
+        further CAs whose client certificates are accepted (that cluster's admin kubeconfig)."""
         assert self.ca and self.admin, "make_certificates first"
         pki = self.directory / "pki"
-        port = free_port()
+        port = port or free_port()
         self.url = f"https://{LOOPBACK}:{port}"
+        client_ca = pki / "client-ca.crt"
+        client_ca.write_bytes(b"".join(path.read_bytes() for path in (self.ca.cert, *client_cas)))
+        extra = [f"--tls-sni-cert-key={sni[0].cert},{sni[0].key}:{sni[1]}"] if sni else []
         self._start(
             "kube-apiserver",
             [
@@ -249,7 +255,7 @@ class KubeAPI:
                 f"--cert-dir={self.directory / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
-                f"--client-ca-file={self.ca.cert}",
+                f"--client-ca-file={client_ca}",
                 f"--service-account-key-file={pki / 'service-account.key'}",
                 f"--service-account-signing-key-file={pki / 'service-account.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc",
@@ -258,6 +264,7 @@ class KubeAPI:
                 "--allow-privileged=true",
                 # The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints refuse.
                 "--endpoint-reconciler-type=none",
+                *extra,
             ],
         )
         context = self.ssl_context()
@@ -364,15 +371,23 @@ def _listening_sockets() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running(directory: Path, *, controllers: tuple[str, ...] = ()) -> Iterator[KubeAPI]:
+def running(
+    directory: Path,
+    *,
+    controllers: tuple[str, ...] = (),
+    port: int | None = None,
+    sni: tuple[Pair, str] | None = None,
+    client_cas: tuple[Path, ...] = (),
+) -> Iterator[KubeAPI]:
     """etcd and kube-apiserver (ready: /readyz answers 200) in `directory`, and
-    kube-controller-manager when `controllers` are named; stopped on leaving, whatever happens."""
+    kube-controller-manager when `controllers` are named; stopped on leaving, whatever happens.
+    `port`, `sni`, `client_cas`: as KubeAPI.start_apiserver."""
     directory.mkdir(parents=True, exist_ok=True)
     api = KubeAPI(directory)
     try:
         api.make_certificates()
         api.start_etcd()
-        api.start_apiserver()
+        api.start_apiserver(port=port, sni=sni, client_cas=client_cas)
         if controllers:
             api.start_controller_manager(*controllers)
         yield api

@@ -131,9 +131,11 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
         assert process.returncode != 0, output[-3000:]
         # What the user reads: which quota, and that it is the cloud's.
         assert "Quota exceeded for instances" in output, output[-3000:]
+        # Stopped midway: not every server was made (Nova counts again once it accepted a request,
+        # so one of two racing creates may be left in ERROR rather than refused).
         made = sdk(cloud, OURS, infra=infra_id(stack))
-        # Nova counts again after it accepted a request: racing creates may both be refused.
-        assert len(made["servers"]) <= 1, made
+        planned = sum(r["type"] == "openstack:compute/instance:Instance" for r in deploy(stack.base, stack.name))
+        assert len(made["servers"]) < planned, made
     finally:
         if before is not None:
             sdk(cloud, SET_INSTANCES, limit=before["instances"])

@@ -1,0 +1,217 @@
+"""The one-command install (`python -m ocp install --stack kvm`) from nothing to "installed", with
+the real engine and libvirt plugin against the local libvirt, the real `openshift-install
+wait-for`, and a real Kubernetes API server playing the cluster (tests/ocp/played.py): it serves
+the installer's own certificate for api.<cluster>.<domain>, which resolves to it (127.0.0.1) in
+the driver's own mount namespace only (a hosts file bound over /etc/hosts there).
+
+Then what a user would check: the steps in order, progress lines, the bootstrap gone from libvirt,
+only this stack's workers' certificates approved (another cluster's node and a wrong requester left
+pending with their reasons), the console and API URLs, the kubeconfig (0600), where the password
+is; that a Ctrl-C while waiting leaves a state the next run picks up; that a run on an installed
+cluster changes nothing; and the driver's own time over the steps it waits on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.localcloud.conftest import libvirt_exports
+from tests.localcloud.engine import Stack, needs, structured
+from tests.ocp.played import played
+from tools import kubeapi, toolchain
+from tools.real_installer import stand_in_oc
+
+STACK = "kvm"
+
+pytestmark = pytest.mark.skipif(needs(("libvirt", "0.5.4")) is not None or kubeapi.missing() is not None, reason=str(needs(("libvirt", "0.5.4")) or kubeapi.missing()))
+
+# `oc` for the driver: the real kubectl against the played cluster (`oc adm X` is `kubectl X`);
+# only `oc adm release info` is the stand-in's (it needs a registry).
+OC = """#!/bin/sh
+case " $* " in *" release info "*) exec "{standin}" "$@";; esac
+dropped=""
+for word in "$@"; do
+  shift
+  if [ -z "$dropped" ] && [ "$word" = adm ]; then dropped=1; continue; fi
+  set -- "$@" "$word"
+done
+exec "{kubectl}" "$@"
+"""
+
+
+class Driver:
+    """`python -m ocp install` (or another command) run as a user would, in a mount namespace of
+    its own where the cluster's API name resolves to the played cluster; lines kept as they come."""
+
+    def __init__(self, stack: Stack, hosts: Path, *args: str):
+        command = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+        command += [str(stack.project / "venv" / "bin" / "python"), "-m", "ocp", *args, "--stack", stack.name]
+        self.began = time.monotonic()
+        self.lines: list[tuple[float, str]] = []
+        self.process = subprocess.Popen(
+            command, cwd=stack.project, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append((time.monotonic() - self.began, line.rstrip("\n")))
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
+
+    def wait_for_line(self, pattern: str, timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, line in self.lines:
+                if re.search(pattern, line):
+                    return at
+            assert self.process.poll() is None or self._reader.is_alive(), f"the driver ended ({self.process.returncode}) before {pattern!r}:\n{self.text()[-6000:]}"
+            time.sleep(0.2)
+        raise AssertionError(f"no {pattern!r} within {timeout:.0f} s:\n{self.text()[-6000:]}")
+
+    def wait(self, timeout: float) -> int:
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=30)
+        return code
+
+
+@pytest.fixture(scope="module")
+def stack(local_libvirt, tmp_path_factory) -> Stack:
+    exports = libvirt_exports(local_libvirt)
+    work = tmp_path_factory.mktemp("kvm-install")
+    (work / "standin").mkdir()
+    oc = work / "oc"
+    oc.write_text(OC.format(standin=stand_in_oc(work / "standin"), kubectl=toolchain.binary("kubectl")))
+    oc.chmod(0o755)
+
+    def local(committed: dict) -> dict:
+        libvirt = dict(committed["ocp:libvirt"], uri=exports["LIBVIRT_DEFAULT_URI"], image=exports["OCP_LIBVIRT_IMAGE"])
+        if exports["OCP_LIBVIRT_DOMAIN_TYPE"] != "kvm":
+            libvirt["domainType"] = exports["OCP_LIBVIRT_DOMAIN_TYPE"]
+        return {**committed, "ocp:libvirt": libvirt, "ocp:installer": dict(committed["ocp:installer"], oc=str(oc))}
+
+    made = Stack.create(STACK, work, {"LIBVIRT_DEFAULT_URI": exports["LIBVIRT_DEFAULT_URI"]}, [("libvirt", "0.5.4")], local)
+    made.libvirt = local_libvirt  # type: ignore[attr-defined]
+    yield made
+    if os.environ.get("OCP_KEEP_LIFECYCLE"):
+        print(f"kept: the stack in {made.project}")
+        return
+    made.pulumi("destroy", "--yes", "--skip-preview")
+
+
+@pytest.fixture(scope="module")
+def hosts(stack, tmp_path_factory) -> Path:
+    config = {key: structured(value) for key, value in stack.base.items()}
+    path = tmp_path_factory.mktemp("hosts") / "hosts"
+    path.write_text(Path("/etc/hosts").read_text() + f"\n127.0.0.1 api.{config['ocp:clusterName']}.{config['ocp:baseDomain']}\n")
+    return path
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_one_command_installs_the_kvm_stack(stack, hosts, tmp_path):
+    assert _port_free(6443), "127.0.0.1:6443 is taken: the played cluster's kubeconfig names that port"
+    config = {key: structured(value) for key, value in stack.base.items()}
+    cluster, domain = config["ocp:clusterName"], f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
+    assets = stack.project / config["ocp:installer"]["dir"]
+    driver = Driver(stack, hosts, "install")
+    # 1-2: the preview and `up`, with progress; then it waits for the bootstrap.
+    waiting = driver.wait_for_line(r"^3/6 waiting for the bootstrap", 1800)
+    up_done = driver.wait_for_line(r"^up: \d+ changed in", 5)
+    outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
+    nodes = outputs["nodes"]
+    with played(tmp_path, assets, nodes, domain) as cluster_played:
+        # The real `wait-for` finds the API (the installer's certificate, its admin client certificate).
+        driver.wait_for_line(r"for bootstrapping to complete", 300)
+        # Ctrl-C while it waits (a terminal sends it to the whole group): the next run picks up.
+        os.killpg(driver.process.pid, signal.SIGINT)
+        assert driver.wait(120) == 130, driver.text()[-4000:]
+        assert "interrupted: run the same command again" in driver.text()
+        first = driver.text()
+        again = Driver(stack, hosts, "install")
+        again.wait_for_line(r"^preview: nothing to change", 600)
+        again.wait_for_line(r"for bootstrapping to complete", 600)
+        handed = time.monotonic()
+        cluster_played.bootstrap_complete()
+        code = again.wait(1800)
+        output = again.text()
+        assert code == 0, output[-8000:] + "\nplayed: " + "; ".join(cluster_played.events + cluster_played.errors)
+        pending = cluster_played.pending()
+    print(first + "\n---- run again ----\n" + output)
+    # The steps, in order, each once.
+    steps = [line for _, line in again.lines if re.match(r"^\d/6 ", line)]
+    assert [s[:3] for s in steps] == ["1/6", "2/6", "3/6", "4/6", "5/6", "6/6"], steps
+    assert re.search(r"^\[\d+/\d+ \d+m\d\ds\] create libvirt:index/domain:Domain", first, re.M), first[:3000]
+    # The bootstrap is gone (its domain and volumes), and the stack says so.
+    assert f"{cluster}-bootstrap" not in stack.libvirt.names("list", "--all", "--name")  # type: ignore[attr-defined]
+    assert structured(stack.pulumi("config", "get", "ocp:bootstrap.enabled", "--path").stdout.strip()) in (False, "false")
+    # Only this stack's workers were approved; the stranger and the wrong requester wait, with reasons.
+    workers = sorted(n for n in nodes if "-worker-" in n)
+    for worker in workers:
+        assert re.search(rf"csr: approved csr-{worker}-client: ", output), output
+        assert re.search(rf"csr: approved csr-{worker}-serving: ", output), output
+    assert re.search(r"csr: left pending csr-other-cluster \(client\): .*other-worker-0 is not a node of this stack", output), output
+    assert re.search(r"csr: left pending csr-wrong-requester \(client\): .*not the node bootstrapper", output), output
+    assert set(pending) == {"csr-other-cluster", "csr-wrong-requester"}, pending
+    # What the installer says at the end, and what the driver prints.
+    assert "Install complete!" in output
+    assert f"Access the OpenShift web-console here: https://console-openshift-console.apps.{domain}" in output
+    assert f"console: https://console-openshift-console.apps.{domain}" in output
+    assert f"API: https://api.{domain}:6443" in output
+    kubeconfig = assets / "auth" / "kubeconfig"
+    assert f"kubeconfig: {kubeconfig} (mode 0600)" in output
+    assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
+    assert oct((assets / "auth" / "kubeadmin-password").stat().st_mode & 0o777) == "0o600"
+    assert "kubeadmin password: " in output
+    # The installer prints the password at the end (wait-for has no flag not to): never in the driver's output.
+    password = (assets / "auth" / "kubeadmin-password").read_text().strip()
+    assert password not in first + output
+    assert 'Login to the console with user: "kubeadmin", and password: "[secret]"' in output
+    assert re.search(r"^installed in \d+ min", output, re.M)
+    # The driver's own time: all of its wall time but the real waits (wait-for, the engine).
+    spans = _spans(again.lines)
+    print(
+        f"first run: preview+up {up_done:.0f} s (3/6 at {waiting:.0f} s); second run: total {again.lines[-1][0]:.0f} s, "
+        f"from the hand-over to the end {time.monotonic() - handed:.0f} s; spans: {spans}"
+    )
+
+
+def _spans(lines: list[tuple[float, str]]) -> dict[str, float]:
+    """Seconds from each step's line to the next step's line."""
+    marks = [(at, line[:3]) for at, line in lines if re.match(r"^\d/6 ", line)] + [(lines[-1][0], "end")]
+    return {name: round(next_at - at, 1) for (at, name), (next_at, _) in zip(marks, marks[1:])}
+
+
+def test_a_run_on_an_installed_cluster_changes_nothing(stack, hosts, tmp_path):
+    config = {key: structured(value) for key, value in stack.base.items()}
+    domain = f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
+    assets = stack.project / config["ocp:installer"]["dir"]
+    outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
+    # The played cluster from a fresh API server: installed already (the bootstrap handed over, workers Ready).
+    shutil.rmtree(tmp_path / "api", ignore_errors=True)
+    with played(tmp_path, assets, outputs["nodes"], domain) as cluster_played:
+        cluster_played.bootstrap_complete()
+        driver = Driver(stack, hosts, "install")
+        code = driver.wait(900)
+        output = driver.text()
+    assert code == 0, output[-6000:]
+    assert "preview: nothing to change" in output
+    assert "3/6 and 4/6: the bootstrap is gone already" in output
+    assert "Install complete!" in output
+    print(output)
