@@ -7,6 +7,7 @@ the bootstrap's steps."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -114,7 +115,9 @@ def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResu
 def _errors(text: str, most: int = 5) -> str:
     """The engine's own error lines of a failed command (its text also holds whole inputs, such
     as the installer's script: those are no help to read)."""
-    lines = [line.strip() for line in text.replace("\\n", "\n").splitlines() if line.strip().startswith("error:")]
+    # CommandResult's text: " code: N\n stdout: ...\n stderr: ...", with escaped newlines inside quoted inputs.
+    lines = [re.sub(r"^(stdout|stderr): ", "", line.strip()) for line in text.replace("\\n", "\n").splitlines()]
+    lines = [line for line in lines if line.startswith("error:")]
     return "; ".join(line[:400] for line in lines[-most:]) or text[-1000:]
 
 

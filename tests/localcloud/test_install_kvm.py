@@ -18,8 +18,6 @@ import re
 import shutil
 import signal
 import socket
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -27,75 +25,19 @@ import pytest
 
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
+from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
-from tools import kubeapi, toolchain
-from tools.real_installer import stand_in_oc
+from tools import kubeapi
 
 STACK = "kvm"
 
 pytestmark = pytest.mark.skipif(needs(("libvirt", "0.5.4")) is not None or kubeapi.missing() is not None, reason=str(needs(("libvirt", "0.5.4")) or kubeapi.missing()))
 
-# `oc` for the driver: the real kubectl against the played cluster (`oc adm X` is `kubectl X`);
-# only `oc adm release info` is the stand-in's (it needs a registry).
-OC = """#!/bin/sh
-case " $* " in *" release info "*) exec "{standin}" "$@";; esac
-dropped=""
-for word in "$@"; do
-  shift
-  if [ -z "$dropped" ] && [ "$word" = adm ]; then dropped=1; continue; fi
-  set -- "$@" "$word"
-done
-exec "{kubectl}" "$@"
-"""
-
-
-class Driver:
-    """`python -m ocp install` (or another command) run as a user would, in a mount namespace of
-    its own where the cluster's API name resolves to the played cluster; lines kept as they come."""
-
-    def __init__(self, stack: Stack, hosts: Path, *args: str):
-        command = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
-        command += [str(stack.project / "venv" / "bin" / "python"), "-m", "ocp", *args, "--stack", stack.name]
-        self.began = time.monotonic()
-        self.lines: list[tuple[float, str]] = []
-        self.process = subprocess.Popen(
-            command, cwd=stack.project, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append((time.monotonic() - self.began, line.rstrip("\n")))
-
-    def text(self) -> str:
-        return "\n".join(line for _, line in self.lines)
-
-    def wait_for_line(self, pattern: str, timeout: float) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for at, line in self.lines:
-                if re.search(pattern, line):
-                    return at
-            assert self.process.poll() is None or self._reader.is_alive(), f"the driver ended ({self.process.returncode}) before {pattern!r}:\n{self.text()[-6000:]}"
-            time.sleep(0.2)
-        raise AssertionError(f"no {pattern!r} within {timeout:.0f} s:\n{self.text()[-6000:]}")
-
-    def wait(self, timeout: float) -> int:
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=30)
-        return code
-
-
 @pytest.fixture(scope="module")
 def stack(local_libvirt, tmp_path_factory) -> Stack:
     exports = libvirt_exports(local_libvirt)
     work = tmp_path_factory.mktemp("kvm-install")
-    (work / "standin").mkdir()
-    oc = work / "oc"
-    oc.write_text(OC.format(standin=stand_in_oc(work / "standin"), kubectl=toolchain.binary("kubectl")))
-    oc.chmod(0o755)
+    oc = write_oc(work)
 
     def local(committed: dict) -> dict:
         libvirt = dict(committed["ocp:libvirt"], uri=exports["LIBVIRT_DEFAULT_URI"], image=exports["OCP_LIBVIRT_IMAGE"])
@@ -115,9 +57,7 @@ def stack(local_libvirt, tmp_path_factory) -> Stack:
 @pytest.fixture(scope="module")
 def hosts(stack, tmp_path_factory) -> Path:
     config = {key: structured(value) for key, value in stack.base.items()}
-    path = tmp_path_factory.mktemp("hosts") / "hosts"
-    path.write_text(Path("/etc/hosts").read_text() + f"\n127.0.0.1 api.{config['ocp:clusterName']}.{config['ocp:baseDomain']}\n")
-    return path
+    return hosts_file(tmp_path_factory.mktemp("hosts") / "hosts", f"api.{config['ocp:clusterName']}.{config['ocp:baseDomain']}")
 
 
 def _port_free(port: int) -> bool:
@@ -215,3 +155,32 @@ def test_a_run_on_an_installed_cluster_changes_nothing(stack, hosts, tmp_path):
     assert "3/6 and 4/6: the bootstrap is gone already" in output
     assert "Install complete!" in output
     print(output)
+
+
+def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, hosts, tmp_path):
+    """Day 2: workers 2 -> 3 with `pulumi up`, then `python -m ocp approve-csrs`: the new worker's
+    certificates only, until it is Ready; the running workers and the masters are left alone."""
+    config = {key: structured(value) for key, value in stack.base.items()}
+    domain = f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
+    assets = stack.project / config["ocp:installer"]["dir"]
+    running = frozenset(n for n in json.loads(stack.pulumi("stack", "output", "--json").stdout)["nodes"] if "-worker-" in n)
+    before = json.loads(stack.pulumi("stack", "output", "--json").stdout)["nodes"]
+    stack.base = {**stack.base, "ocp:workers": json.dumps({**config["ocp:workers"], "count": len(running) + 1})}
+    stack.write_config(stack.base)
+    shutil.rmtree(tmp_path / "api", ignore_errors=True)
+    with played(tmp_path, assets, before, domain, running=running) as cluster_played:
+        # `pulumi up` asks the cluster which release it runs (the new worker's static pod images): it needs the API.
+        up = Driver(stack, hosts, "up", "--yes", "--skip-preview", "--non-interactive", program=("pulumi",))
+        assert up.wait(900) == 0, up.text()[-6000:]
+        nodes = json.loads(stack.pulumi("stack", "output", "--json").stdout)["nodes"]
+        (new,) = sorted(set(n for n in nodes if "-worker-" in n) - running)
+        cluster_played.add_worker(new, nodes[new])
+        driver = Driver(stack, hosts, "approve-csrs", "--timeout", "5")
+        code = driver.wait(600)
+        output = driver.text()
+        pending = cluster_played.pending()
+    print(output)
+    assert code == 0, output[-4000:]
+    approved = re.findall(r"^csr: approved (\S+):", output, re.M)
+    assert approved == [f"csr-{new}-client", f"csr-{new}-serving"], output
+    assert set(pending) == {"csr-other-cluster", "csr-wrong-requester"}, pending

@@ -119,15 +119,18 @@ def _stamp(moment: datetime) -> str:
 
 
 class PlayedCluster:
-    def __init__(self, api: kubeapi.KubeAPI, nodes: dict[str, str], cluster_domain: str, foreign: bool = True):
+    def __init__(self, api: kubeapi.KubeAPI, nodes: dict[str, str], cluster_domain: str, foreign: bool = True, running: frozenset[str] = frozenset()):
+        """`running`: workers that joined already (day 2: registered and Ready from the start)."""
         self.api, self.nodes, self.domain = api, nodes, cluster_domain
         self.masters = sorted(n for n in nodes if "-master-" in n)
-        self.workers = sorted(n for n in nodes if "-worker-" in n)
+        self.running = sorted(running)
+        self.workers = sorted(n for n in nodes if "-worker-" in n and n not in running)
         self.foreign = foreign
         self.handed_over = threading.Event()
         self.stopping = threading.Event()
         self.events: list[str] = []  # what the cluster did, in order (for the test's eyes)
         self.errors: list[str] = []
+        self.installed = False
         self._thread: threading.Thread | None = None
 
     # ---- the API, as the admin or as someone else
@@ -167,15 +170,26 @@ class PlayedCluster:
             self.kubectl("create", "namespace", namespace)
         self.apply({"apiVersion": "operator.openshift.io/v1", "kind": "Etcd", "metadata": {"name": "cluster"}, "spec": {"managementState": "Managed"}})
         now = datetime.now(UTC)
-        for master in self.masters:
-            self.register(master, now)
+        for node in self.masters + self.running:
+            self.register(node, now)
+        if self.running:  # day 2: installed long ago
+            self.bootstrap_complete()
+            self.routers_run(now)
         for worker in self.workers:
             self.submit(f"csr-{worker}-client", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{worker}"))
         if self.foreign:
-            stranger = re.sub(r"^[^-]+", "other", self.workers[0]) if self.workers else "other-worker-0"
+            worker = (self.workers + self.running)[0]
+            stranger = re.sub(r"^[^-]+", "other", worker)
             self.submit("csr-other-cluster", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{stranger}"))
-            self.submit("csr-wrong-requester", "system:serviceaccount:default:builder", CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{self.workers[0]}"))
+            self.submit("csr-wrong-requester", "system:serviceaccount:default:builder", CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{worker}"))
         self.events.append("kubelets asked for their client certificates")
+
+    def add_worker(self, node: str, address: str) -> None:
+        """A worker made on day 2 boots: its kubelet asks for its client certificate."""
+        self.nodes = {**self.nodes, node: address}
+        self.submit(f"csr-{node}-client", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{node}"))
+        self.workers = sorted({*self.workers, node})
+        self.events.append(f"{node} asked for its client certificate")
 
     def register(self, node: str, moment: datetime) -> None:
         self.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
@@ -215,8 +229,8 @@ class PlayedCluster:
             any(c.get("type") == "Ready" and c.get("status") == "True" for c in nodes.get(w, {}).get("status", {}).get("conditions") or ())
             for w in self.workers
         )
-        if not (every and self.handed_over.is_set()):
-            return False
+        if not (every and self.handed_over.is_set()) or self.installed:
+            return self.installed
         self.routers_run(now)
         return True
 
@@ -251,13 +265,14 @@ class PlayedCluster:
                 ],
             },
         )
+        self.installed = True
         self.events.append("installed")
 
     def run(self, interval: float = 1.0) -> None:
+        """Plays until stopped: day 2 may bring more workers."""
         while not self.stopping.is_set():
             try:
-                if self._step():
-                    return
+                self._step()
             except kubeapi.KubeAPIError as error:
                 self.errors.append(str(error))
             self.stopping.wait(interval)
@@ -277,12 +292,12 @@ class PlayedCluster:
 
 
 @contextmanager
-def played(directory: Path, assets: Path, nodes: dict[str, str], cluster_domain: str) -> Iterator[PlayedCluster]:
+def played(directory: Path, assets: Path, nodes: dict[str, str], cluster_domain: str, running: frozenset[str] = frozenset()) -> Iterator[PlayedCluster]:
     """The API server on 127.0.0.1:6443 with the installer's certificates from `assets`, the
     csrsigning controller, the CRDs, and the cluster played (its thread started)."""
     serving, admin_ca = cluster_certificates(assets, directory / "cluster-tls")
     with kubeapi.running(directory / "api", controllers=("csrsigning",), port=6443, sni=(serving, f"api.{cluster_domain}"), client_cas=(admin_ca,)) as api:
-        cluster = PlayedCluster(api, nodes, cluster_domain)
+        cluster = PlayedCluster(api, nodes, cluster_domain, running=running)
         cluster.set_up(openshift_api_module())
         cluster.start()
         try:
