@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from pulumi import automation as auto
 
@@ -188,8 +190,9 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     say(f"API: {outputs.get('apiUrl')}")
     say(f"kubeconfig: {kubeconfig} (mode 0600)")
     say(f"kubeadmin password: {directory / 'auth' / 'kubeadmin-password'}, or `pulumi stack output --show-secrets kubeadminPassword --stack {name}`")
-    if outputs.get("etcHosts"):
-        say("where no DNS serves the cluster's names, add to /etc/hosts:\n" + outputs["etcHosts"].rstrip())
+    api_host = urlparse(str(outputs.get("apiUrl") or "")).hostname or ""
+    if outputs.get("etcHosts") and not _resolves(api_host):
+        say(f"nothing here resolves {api_host}: add to /etc/hosts:\n" + outputs["etcHosts"].rstrip())
     return outputs
 
 
@@ -210,6 +213,13 @@ def destroy(name: str, say: Callable[[str], None]) -> None:
     progress = Progress(say, len(stack.export_stack().deployment.get("resources") or []))
     stack.destroy(on_event=progress.event)
     say(f"destroyed in {progress.elapsed()}")
+
+
+def _resolves(host: str) -> bool:
+    try:
+        return bool(host) and bool(socket.getaddrinfo(host, 443))
+    except OSError:
+        return False
 
 
 def _write_credentials(directory: Path, outputs: dict) -> Path:
