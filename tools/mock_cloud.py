@@ -14,9 +14,10 @@ import copy
 import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND
 
@@ -32,6 +33,74 @@ Answer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
 
 def load(path: Path | str = DEFAULT) -> dict[str, Any]:
     return yaml.safe_load(Path(path).read_text())
+
+
+class DescriptionError(Exception):
+    """A cloud description this module cannot answer from, in one message."""
+
+
+def _quota(value: Any) -> Any:
+    numbers = value if isinstance(value, list) and len(value) == 2 else [value]
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        raise ValueError("write the limit, or [limit, what other things in the project use]")
+    return value
+
+
+Quotaed = Annotated[Any, PlainValidator(_quota)]
+
+
+class _Quotas(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+    instances: Quotaed
+    cores: Quotaed
+    ram: Quotaed
+    serverGroups: Quotaed
+    serverGroupMembers: Quotaed
+    ports: Quotaed
+    securityGroups: Quotaed
+    securityGroupRules: Quotaed
+    floatingIps: Quotaed
+    volumes: Quotaed
+    gigabytes: Quotaed
+
+
+class _Description(BaseModel):
+    """What samples/cloud/dev.yaml holds; a user's own description must say the same things."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+    project: StrictStr
+    region: StrictStr = ""
+    catalog: dict[StrictStr, StrictStr | dict[StrictStr, StrictStr] | None] | None = None
+    token: StrictStr
+    flavors: dict[StrictStr, tuple[StrictInt, StrictInt, StrictInt]]
+    images: dict[StrictStr, StrictBool]
+    networks: dict[StrictStr, StrictBool]
+    floatingIps: dict[StrictStr, StrictStr]
+    computeZones: list[StrictStr]
+    volumeZones: list[StrictStr]
+    volumeTypes: list[StrictStr]
+    networkExtensions: list[StrictStr]
+    quotas: _Quotas
+    computeLimitsForbidden: StrictBool = False
+    computeHosts: StrictInt | None = None
+
+
+def read(path: Path | str) -> dict[str, Any]:
+    """A cloud description from a file, checked: DescriptionError names the file and every wrong key."""
+    try:
+        description = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise DescriptionError(f"cloud description {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise DescriptionError(f"cloud description {path}: not YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(description, dict):
+        raise DescriptionError(f"cloud description {path}: a mapping of project, flavors, images, ... (as in samples/cloud/{DEFAULT.name}), not {type(description).__name__}")
+    try:
+        _Description.model_validate(description)
+    except ValidationError as error:
+        wrong = "; ".join(f"{'.'.join(str(part) for part in item['loc'])}: {item['msg'].removeprefix('Value error, ')}" for item in error.errors()[:6])
+        raise DescriptionError(f"cloud description {path}: {wrong} (samples/cloud/{DEFAULT.name} shows every key)") from None
+    return description
 
 
 def described(**changes: Any) -> dict[str, Any]:

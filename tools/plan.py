@@ -6,6 +6,7 @@
     python -m tools.plan --stack dev --out DIR       # default build/plan-<stack>
     python -m tools.plan --stack dev --from DIR      # the next `pulumi up` of a stack deployed as plan DIR
     python -m tools.plan ... --at +21h               # as if run later (or at an ISO 8601 time)
+    python -m tools.plan ... --cloud FILE            # check against this cloud description (default samples/cloud/dev.yaml)
 
 Writes resources.json (with each resource's options) and outputs.json (secrets shown as
 "[secret]"), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
@@ -45,7 +46,7 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
-from tools import real_installer, toolchain
+from tools import mock_cloud, real_installer, toolchain
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
@@ -95,6 +96,33 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
         config["ocp:installer"] = json.dumps({"assetsDir": assets})
         notes.append(f"installer configs: read from {assets}")
     return stack_name, config, notes
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def cloud_note(settings: ClusterConfig, description: Path) -> str | None:
+    """The summary's line naming the cloud the flavors, images and quotas were checked against."""
+    if settings.openstack is None:
+        return None  # libvirt: no cloud to describe
+    if settings.openstack.skip_preflight:
+        return f"cloud: not checked (ocp:openstack.skipPreflight), invokes answered from the cloud description {shown(description)}"
+    hint = " (tools.plan --cloud FILE to check against yours)" if description == mock_cloud.DEFAULT else ""
+    return f'cloud: checked against the cloud description {shown(description)}, standing in for cloud "{settings.openstack.cloud}"{hint}'
+
+
+def against_description(text: str, config: dict[str, str], description: Path) -> str:
+    """The program's messages name the clouds.yaml entry (in cloud "openstack"); offline, the
+    cloud that answered is the description: say which, and how to check against another."""
+    try:
+        settings = load_config(config)
+    except Exception:  # a refused config names no cloud
+        return text
+    if settings.openstack is None:
+        return text
+    hint = " (tools.plan --cloud FILE to check against yours)" if description == mock_cloud.DEFAULT else ""
+    return text.replace(f'in cloud "{settings.openstack.cloud}"', f"in the cloud description {shown(description)}{hint}")
 
 
 def installer_note(run: ProgramRun, settings: ClusterConfig) -> str | None:
@@ -279,16 +307,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default build/plan-<stack>)")
     parser.add_argument("--from", dest="deployed", metavar="PLANDIR", help="preview the next `pulumi up` of a stack deployed as this earlier plan")
     parser.add_argument("--at", metavar="TIME", help="run as if at this time: +<hours>h or ISO 8601 (default: now)")
+    parser.add_argument("--cloud", metavar="FILE", help=f"cloud description to check flavors, images, quotas against (default {shown(mock_cloud.DEFAULT)})")
     args = parser.parse_args(argv)
     engine = None
+    description = Path(args.cloud).resolve() if args.cloud else mock_cloud.DEFAULT
+    config: dict[str, str] = {}
     try:
+        cloud = mock_cloud.read(args.cloud or description)
         stack, config, notes = stack_config(args.stack, args.config_file, args.assets)
         engine = deployed_state(args.deployed, stack)
-        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at))
-        notes += filter(None, [installer_note(run, load_config(config))])
-    except (PlanError, StackFileError, pulumi.RunError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=cloud)
+        settings = load_config(config)
+        notes += filter(None, [cloud_note(settings, description), installer_note(run, settings)])
+    except mock_cloud.DescriptionError as error:
+        print(f"error: --cloud: {error}", file=sys.stderr)
         return 2
+    except (PlanError, StackFileError, pulumi.RunError) as error:
+        print(f"error: {against_description(str(error), config, description)}", file=sys.stderr)
+        return 2
+    run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
     out = Path(args.out or ROOT / "build" / f"plan-{stack}")
     changes: list[Change] = engine.all_changes() if engine is not None else []
     # Written aside (mode 0700) and moved into place: a failure leaves the previous plan, never half a new one.

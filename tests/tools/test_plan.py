@@ -29,6 +29,11 @@ def test_plan_of_the_dev_stack(tmp_path):
     assert f"{infra_id}-master-0" in result.stdout and "in all" in result.stdout
     # What a reviewer looks for first: endpoints and everything open beyond the machine network.
     assert "API       https://api.ocp4.osd2019.local:6443  VIP 10.0.0.5  floating IP 203.0.113." in result.stdout
+    # Which cloud the flavors and quotas were checked against: the sample's, not the user's own.
+    assert (
+        '  cloud: checked against the cloud description samples/cloud/dev.yaml, standing in for cloud "openstack" '
+        "(tools.plan --cloud FILE to check against yours)"
+    ) in result.stdout
     beyond = result.stdout.split("open beyond the machine network")[1].split("\n\n")[0].splitlines()[1:]
     assert [line.split()[:4] for line in beyond] == [
         ["master", "icmp", "from", "0.0.0.0/0"],
@@ -76,6 +81,47 @@ def test_invalid_config_exits_2_and_writes_nothing(tmp_path):
     assert "ocp:masters.count" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) <= 3
     assert not out.exists() and list(tmp_path.iterdir()) == [stack]
+
+
+def test_refusals_name_the_cloud_description_and_cloud_takes_another(tmp_path):
+    stack = edited_stack(tmp_path, "flavor: worker", "flavor: huge.worker")
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists()
+    assert (
+        'ocp:workers.flavor: flavor "huge.worker" does not exist in the cloud description samples/cloud/dev.yaml '
+        "(tools.plan --cloud FILE to check against yours)"
+    ) in result.stderr
+    # The user's own cloud has the flavor, and 30 vCPUs of which 4 are in use.
+    description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["flavors"]["huge.worker"] = [16, 65536, 40]
+    description["quotas"]["cores"] = [30, 4]
+    mine = tmp_path / "mycloud.yaml"
+    mine.write_text(yaml.safe_dump(description))
+    result = plan("--config-file", str(stack), "--cloud", str(mine), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and "huge.worker" not in result.stderr
+    assert f"the compute quota in the cloud description {mine} has 26 left (4 of 30 in use)" in result.stderr
+    assert "--cloud FILE" not in result.stderr  # it is the user's own already
+    description["quotas"]["cores"] = [300, 4]
+    mine.write_text(yaml.safe_dump(description))
+    result = plan("--config-file", str(stack), "--cloud", str(mine), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    assert f'  cloud: checked against the cloud description {mine}, standing in for cloud "openstack"\n' in result.stdout
+
+
+def test_a_bad_cloud_description_is_one_message(tmp_path):
+    description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["flavors"]["worker"] = [2, "8G", 40]
+    del description["token"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(description))
+    for path, says in (
+        (bad, "token: Field required; flavors.worker.1: Input should be a valid integer"),
+        (tmp_path / "none.yaml", "No such file or directory"),
+    ):
+        result = plan("--stack", "dev", "--cloud", str(path), "--out", str(tmp_path / "p"))
+        assert result.returncode == 2 and not (tmp_path / "p").exists()
+        assert result.stderr.startswith(f"error: --cloud: cloud description {path}: ") and says in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_unknown_stack_exits_2(tmp_path):
