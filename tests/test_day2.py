@@ -2,8 +2,8 @@
 
 Each case deploys a stack (the state a `pulumi up` leaves), edits it, and previews the next
 `pulumi up` as the engine would run it (tools/preview.py, the providers' own replacement
-rules): the same steps `python -m tools.plan --from` writes to changes.json. The README's
-day-2 table states these effects; cluster/day2.py classifies every key.
+rules): the same steps `python -m tools.plan --from` writes to changes.json. The day-2 table of
+docs/day2.md states these effects; cluster/day2.py classifies every key.
 """
 
 from __future__ import annotations
@@ -391,7 +391,7 @@ KIND_WORDS = {
 
 
 def day2_table() -> str:
-    """The README's day-2 table, as cluster/day2.py classifies the keys."""
+    """The day-2 table of docs/day2.md, as cluster/day2.py classifies the keys."""
     rows = ["| key | a change on a running cluster | what happens |", "|---|---|---|"]
     for key, effect in EFFECTS.items():
         if effect.refused_when_set_or_unset:
@@ -404,10 +404,10 @@ def day2_table() -> str:
     return "\n".join(rows)
 
 
-def test_the_readme_day2_table_is_the_classification():
+def test_the_docs_day2_table_is_the_classification():
     from tests.conftest import ROOT
 
-    assert day2_table() in (ROOT / "README.md").read_text(), "regenerate the README's day-2 table from tests/test_day2.py day2_table()"
+    assert day2_table() in (ROOT / "docs" / "day2.md").read_text(), "regenerate the table in docs/day2.md from tests/test_day2.py day2_table()"
 
 
 def test_every_classified_key_is_edited_in_this_table():

@@ -528,7 +528,7 @@ def test_a_new_token_on_every_run_changes_nothing():
 
 
 def test_a_new_bootstrap_gets_the_token_of_its_run():
-    """The recovery when the bootstrap did not fetch its config in time (README): bootstrap.enabled
+    """The recovery when the bootstrap did not fetch its config in time (docs/troubleshooting.md): bootstrap.enabled
     false, then true; the new server and image are made with that run's token."""
     installed = deploy(stack_config("dev"))
     torn_down = run_program(with_section(stack_config("dev"), "bootstrap", enabled=False), engine=deployed_from(installed)).state()

@@ -1,7 +1,7 @@
 """A fault met halfway through a real `pulumi up` of the standalone stack against the local cloud
 (the real engine and OpenStack plugin, as tests/localcloud/test_openstack_lifecycle.py runs them):
 the CLI, its host, the program and the plugins killed (SIGKILL) while servers are being created.
-After the recovery the README gives (tools.recover), the re-run converges with no duplicate
+After the recovery docs/troubleshooting.md gives (tools.recover), the re-run converges with no duplicate
 server and no orphan port. And a quota met midway: the error names it, and once it is raised the
 re-run converges.
 """
@@ -79,7 +79,7 @@ def test_up_killed_while_servers_are_created_converges_after_the_recovery(stack,
     Stack.kill(process)
     pending = json.loads(stack.pulumi("stack", "export").stdout)["deployment"].get("pending_operations", [])
     assert any(op["type"] == "creating" for op in pending), pending
-    # What the README tells a user to do: tools.recover, which imports what the cloud made and drops the rest.
+    # What docs/troubleshooting.md tells a user to do: tools.recover, which imports what the cloud made and drops the rest.
     recovered = subprocess.run(
         [sys.executable, "-m", "tools.recover", "--stack", stack.name, "--yes", "--cancel", "--cwd", str(stack.project)],
         cwd=ROOT, env=stack.env,

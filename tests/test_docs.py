@@ -1,0 +1,124 @@
+"""The README a new user reads, CONTRIBUTING.md and docs/: short, linked to files that exist, and
+telling commands, options and versions the project has. Pulumi.example.yaml, the stack file the
+README says to copy, plans as written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ocp.__main__ import main as ocp_main
+from tests.conftest import ROOT
+from tools.plan import main as plan_main
+
+README = ROOT / "README.md"
+PAGES = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Drawn by the offline plan and committed; a checkout may not have it before it is generated.
+PICTURE = "docs/images/dev-topology.svg"
+QUICK_START = [
+    "bash .ci/setup && venv/bin/python -m tools.plan --stack dev   # offline plan of the dev stack -> build/plan-dev/",
+    "bash .ci/run                                                   # the whole test suite (installs what it needs; root for apt and netns tests)",
+]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def section(text: str, heading: str) -> str:
+    return text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_is_short():
+    assert len(README.read_bytes()) <= 12_500
+
+
+def test_the_quick_start_keeps_its_two_commands():
+    quick = section(README.read_text(), "## Quick start")
+    block = quick.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    assert block.splitlines() == QUICK_START
+
+
+def test_no_long_lines():
+    """The README wraps every line; elsewhere only a Markdown table row may not (a row cannot wrap)."""
+    long = [f"{page.relative_to(ROOT)}:{number}" for page in PAGES for number, line in enumerate(page.read_text().splitlines(), 1)
+            if len(line) > 200 and (page == README or not line.startswith("|"))]
+    assert long == []
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    lines, inside = [], False
+    for line in page.read_text().splitlines():
+        inside ^= line.lstrip().startswith("```")
+        if not inside and line.startswith("#"):
+            lines.append(_slug(line.lstrip("#")))
+    return set(lines)
+
+
+def _links() -> list[tuple[str, str]]:
+    return [(str(page.relative_to(ROOT)), target) for page in PAGES for target in LINK.findall(page.read_text())
+            if not re.match(r"[a-z]+:", target)]
+
+
+@pytest.mark.parametrize("page,target", _links(), ids=[f"{page}->{target}" for page, target in _links()])
+def test_every_relative_link_resolves(page, target):
+    path, _, anchor = target.partition("#")
+    file = (ROOT / page).parent / path if path else ROOT / page
+    if not file.exists() and file.resolve() == (ROOT / PICTURE).resolve():
+        pytest.skip(f"{PICTURE} is drawn by the offline plan and not generated in this checkout yet")
+    assert file.exists(), f"{page} links to {target}, which does not exist"
+    if anchor:
+        assert anchor in _anchors(file), f"{page} links to {target}: no such heading in {file.relative_to(ROOT)}"
+
+
+def test_the_pages_link_each_other():
+    readme = README.read_text()
+    for page in PAGES[1:]:
+        assert f"({page.relative_to(ROOT)})" in readme, f"the README does not link {page.relative_to(ROOT)}"
+
+
+def test_the_commands_the_readme_gives_exist(capsys):
+    readme = README.read_text()
+    given = set(re.findall(r"venv/bin/python -m ocp ([a-z-]+)", readme))
+    assert given == {"install", "approve-csrs", "destroy"}
+    for command in given:
+        with pytest.raises(SystemExit) as usage:  # the stack is required: argparse's usage error
+            ocp_main([command])
+        assert usage.value.code == 2
+    with pytest.raises(SystemExit):
+        plan_main(["--help"])
+    usage = capsys.readouterr().out
+    options = {name for line in re.findall(r"-m tools\.plan ([^`\n]*)", readme) for name in re.findall(r"--[a-z-]+", line)}
+    assert options and {name for name in options if name not in usage} == set()
+    assert "pulumi preview --diff" in readme and "--secrets-provider" in readme
+
+
+def test_the_plugin_versions_are_the_sdks():
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line)
+    given = dict(re.findall(r"pulumi plugin install resource ([a-z]+) ([0-9.]+)", README.read_text()))
+    assert given == {name: pins[f"pulumi-{name}"] for name in ("openstack", "command", "libvirt")}
+    assert f"Pulumi CLI, {'.'.join(pins['pulumi'].split('.')[:2])} or later" in README.read_text()
+
+
+def test_the_example_stack_file_plans_as_written(tmp_path, capsys):
+    example = ROOT / "Pulumi.example.yaml"
+    out = tmp_path / "plan"
+    assert plan_main(["--config-file", str(example), "--out", str(out)]) == 0, capsys.readouterr().err
+    outputs = json.loads((out / "outputs.json").read_text())
+    assert outputs["apiUrl"] == "https://api.ocp4.osd2019.local:6443"
+    # Every line a user must change is marked, and the stack file says nothing the dev lab does not.
+    keys = [re.match(r"\s*([\w:]+?):(\s|$)", line) for line in example.read_text().splitlines() if "# CHANGE" in line]
+    marked = {key.group(1) for key in keys if key}
+    assert {"openstack:cloud", "ocp:clusterName", "ocp:baseDomain", "ocp:nameservers", "flavor", "image", "cloud",
+            "externalNetwork", "sshAllowedCidr"} <= marked
+    assert "ocp:sshKey: ssh-" in example.read_text().split("# CHANGE: your SSH public key", 1)[1]
+    config = yaml.safe_load(example.read_text())["config"]
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    assert set(config) <= set(dev)
+    assert "cp Pulumi.example.yaml Pulumi.<stack>.yaml" in README.read_text()
