@@ -17,8 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")
     approve = commands.add_parser("approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready")
     approve.add_argument("--timeout", type=float, default=30, help="minutes (default 30)")
-    commands.add_parser("destroy", help="pulumi destroy, with progress")
-    for sub in (install, approve, commands.choices["destroy"]):
+    destroy = commands.add_parser("destroy", help="the stack's resources and the cluster's own, with progress")
+    destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
+    for sub in (install, approve, destroy):
         sub.add_argument("--stack", required=True)
     args = parser.parse_args(argv)
     try:
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60) else 1
         else:
-            driver.destroy(args.stack, driver.say)
+            return 0 if driver.destroy(args.stack, driver.say, lambda what: args.yes or _confirm(what, args.stack)) else 1
     except driver.Stop as stop:
         print(f"stopped: {stop}", file=sys.stderr)
         return 1
@@ -35,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted: run the same command again to go on (`python -m tools.recover --stack {args.stack}` if pulumi says pending operations)", file=sys.stderr)
         return 130
     return 0
+
+
+def _confirm(what: str, stack: str) -> bool:
+    if not sys.stdin.isatty():
+        print(f"{what}: add --yes to go on without a question", file=sys.stderr)
+        return False
+    return input(f"{what}. Type the stack's name to go on: ").strip() == stack
 
 
 if __name__ == "__main__":

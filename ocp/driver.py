@@ -208,11 +208,34 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
     return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say)
 
 
-def destroy(name: str, say: Callable[[str], None]) -> None:
+def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:
+    """Everything of the stack, the cluster's own cloud resources too (the program's cleanup).
+    Protected resources (ocp:protect) stop it until the key is lowered; then their protection is
+    lifted with an `up` that changes nothing else, and the stack is destroyed. False when the user
+    did not confirm."""
     stack = _stack(name)
-    progress = Progress(say, len(stack.export_stack().deployment.get("resources") or []))
+    resources = stack.export_stack().deployment.get("resources") or []
+    if not resources:
+        say(f"stack {name} has nothing to destroy")
+        return True
+    protected = [r["urn"].rsplit("::", 1)[1] for r in resources if r.get("protect")]
+    lowered = (stack.get_all_config().get("ocp:protect") or auto.ConfigValue("true")).value.strip().lower() == "false"
+    if protected and not lowered:
+        raise Stop(
+            f"stack {name} protects {len(protected)} resources ({', '.join(protected[:4])}{', ...' if len(protected) > 4 else ''}): "
+            f"a destroy of them is the cluster's end. If that is what you want: `pulumi config set ocp:protect false --stack {name}`, then run again"
+        )
+    if not confirmed(f"destroy stack {name}: {len(resources)} resources, the cluster with them"):
+        say("nothing destroyed")
+        return False
+    if protected:
+        say(f"lifting the protection of {len(protected)} resources (pulumi up, nothing else changes)")
+        changing = preview(stack, say, go_on=False)
+        up(stack, say, changing)
+    progress = Progress(say, len(resources))
     stack.destroy(on_event=progress.event)
     say(f"destroyed in {progress.elapsed()}")
+    return True
 
 
 def _resolves(host: str) -> bool:

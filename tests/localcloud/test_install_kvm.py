@@ -184,3 +184,27 @@ def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, ho
     approved = re.findall(r"^csr: approved (\S+):", output, re.M)
     assert approved == [f"csr-{new}-client", f"csr-{new}-serving"], output
     assert set(pending) == {"csr-other-cluster", "csr-wrong-requester"}, pending
+
+
+def test_destroy_asks_first_then_leaves_nothing_in_libvirt(stack, hosts):
+    """`python -m ocp destroy`: where no one can answer, nothing without --yes; a stack that
+    protects its masters (ocp:protect) says how to lower it; then everything goes."""
+    libvirt = stack.libvirt  # type: ignore[attr-defined]
+    asked = Driver(stack, hosts, "destroy")
+    assert asked.wait(300) == 1, asked.text()
+    assert "add --yes to go on without a question" in asked.text()
+    assert libvirt.names("list", "--all", "--name"), "nothing may go without the user's yes"
+    resources = json.loads(stack.pulumi("stack", "export").stdout)["deployment"]["resources"]
+    if any(r.get("protect") for r in resources):
+        refused = Driver(stack, hosts, "destroy", "--yes")
+        assert refused.wait(300) == 1, refused.text()
+        assert f"`pulumi config set ocp:protect false --stack {stack.name}`, then run again" in refused.text()
+        assert libvirt.names("list", "--all", "--name")
+        assert stack.pulumi("config", "set", "ocp:protect", "false").returncode == 0
+    destroyed = Driver(stack, hosts, "destroy", "--yes")
+    code = destroyed.wait(900)
+    print(destroyed.text())
+    assert code == 0, destroyed.text()[-4000:]
+    assert re.search(r"^destroyed in \d+m\d\ds$", destroyed.text(), re.M)
+    assert libvirt.names("list", "--all", "--name") == []
+    assert libvirt.names("net-list", "--all", "--name") == []
