@@ -8,8 +8,9 @@
     python -m tools.plan ... --at +21h               # as if run later (or at an ISO 8601 time)
     python -m tools.plan ... --cloud FILE            # check against this cloud description (default samples/cloud/dev.yaml)
 
-Writes resources.json (with each resource's options) and outputs.json (secrets shown as
-"[secret]"), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
+Writes resources.json (with each resource's options), outputs.json (secrets shown as
+"[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
+Graphviz, tools/topology.py), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
 user_data (exactly what the server receives), ignition.json (the config the node ends up
 with, data URLs decoded) and files/<path> (every file Ignition writes). With --from, also
@@ -46,7 +47,7 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
-from tools import mock_cloud, real_installer, toolchain
+from tools import mock_cloud, real_installer, toolchain, topology
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
@@ -339,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
             _write(staging / "images.json", json.dumps(images, indent=2, sort_keys=True) + "\n")
         if settings.integrated:
             _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump(worker_machineset(settings, run.outputs["infraId"]), sort_keys=False))
+        svg = topology.render(run.state(), run.outputs, f"stack {stack}")
+        if svg is not None:
+            _write(staging / "topology.svg", svg)
+        notes.append("picture: topology.svg" if svg is not None else f"picture: none, Graphviz's dot is missing: {topology.HOW}")
         if engine is not None:
             _write(staging / "changes.json", json.dumps([c.as_json() for c in changes], indent=2) + "\n")
         if out.exists():

@@ -1,0 +1,151 @@
+"""The plan's topology.svg, read as a user reads it: the text in its boxes and which arrows join what."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cluster.config import load_config
+from tests.conftest import ROOT, stack_config
+from tools.real_installer import LOCALCLOUD_SWITCH
+
+SVG = "{http://www.w3.org/2000/svg}"
+COMMITTED = ROOT / "docs/images/dev-topology.svg"
+# The README's picture is the plan without the local cloud: the fake installer's infra ID,
+# the same on every machine (the real installer's, against the local cloud, is another).
+REGENERATE = (
+    f"{LOCALCLOUD_SWITCH}=off venv/bin/python -m tools.plan --stack dev --out build/plan-dev "
+    "&& cp build/plan-dev/topology.svg docs/images/dev-topology.svg"
+)
+
+
+def plan(stack: str, out: Path, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, LOCALCLOUD_SWITCH: "off", **({"PATH": path} if path is not None else {})}
+    command = [sys.executable, "-m", "tools.plan", "--stack", stack, "--out", str(out)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+
+
+def boxes(svg: bytes) -> dict[str, list[str]]:
+    """Each node's and cluster's title (its id) and the lines of text shown in it."""
+    root = ET.fromstring(svg)
+    found = {}
+    for group in root.iter(f"{SVG}g"):
+        if group.get("class") in ("node", "cluster"):
+            title = group.find(f"{SVG}title").text
+            found[title] = [text.text.strip() for text in group.iter(f"{SVG}text") if text.text]
+    return found
+
+
+def arrows(svg: bytes) -> set[tuple[str, str]]:
+    root = ET.fromstring(svg)
+    titles = [g.find(f"{SVG}title").text for g in root.iter(f"{SVG}g") if g.get("class") == "edge"]
+    return {tuple(title.split("->")) for title in titles}
+
+
+def exposure(lines: list[str]) -> dict[str, set[str]]:
+    """A security group's box: remote CIDR -> what it may reach (continuation lines joined)."""
+    open_to: dict[str, set[str]] = {}
+    source = None
+    for line in lines[1:]:
+        if line.startswith("from "):
+            source, _, line = line.removeprefix("from ").partition(": ")
+        open_to.setdefault(source, set()).update(part.strip() for part in line.split(","))
+    return open_to
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dev") / "plan"
+    result = plan("dev", out)
+    assert result.returncode == 0, result.stderr
+    assert "picture: topology.svg" in result.stdout
+    return out
+
+
+def test_the_dev_picture_shows_addresses_and_exposure(dev):
+    svg = (dev / "topology.svg").read_bytes()
+    outputs = json.loads((dev / "outputs.json").read_text())
+    shown = boxes(svg)
+    assert shown["vip 10.0.0.5"] == ["API VIP", "10.0.0.5"] and shown["vip 10.0.0.7"] == ["Ingress VIP", "10.0.0.7"]
+    infra = outputs["infraId"]
+    assert len(outputs["nodes"]) == 6
+    for name, address in outputs["nodes"].items():
+        assert shown[f"node {name}"][:2] == [name, address]
+    # dev has workers: they run the routers, so they alone take the ingress group.
+    assert shown[f"node {infra}-master-0"][2] == "security groups: master"
+    assert shown[f"node {infra}-worker-0"][2] == "security groups: ingress, worker"
+    assert shown[f"node {infra}-bootstrap"][2] == "security groups: bootstrap, master"
+    # The floating IPs, each NATed to what it fronts.
+    assert ("fip ocp4-vips-api-fip", "vip 10.0.0.5") in arrows(svg)
+    assert ("fip ocp4-vips-ingress-fip", "vip 10.0.0.7") in arrows(svg)
+    assert ("fip ocp4-bootstrap-fip", f"node {infra}-bootstrap") in arrows(svg)
+    assert shown["fip ocp4-vips-api-fip"] == ["floating IP", outputs["apiFloatingIp"]]
+    assert shown["fip ocp4-vips-ingress-fip"] == ["floating IP", outputs["ingressFloatingIp"]]
+    # The router's gateway on the external network the stack names; the machine network's CIDR.
+    router = shown["router ocp4-network-router"]
+    assert router == [f"router {infra}-external-router", "external gateway: external"]
+    assert ("external", "router ocp4-network-router") in arrows(svg)
+    assert shown["cluster_external"][0] == "external network external"
+    assert shown["cluster_machine"][0] == f"machine network 10.0.0.0/16 (subnet {infra}-nodes)"
+    # What each group lets in: the API and routes from anywhere, SSH only from the machine
+    # network and the configured CIDR.
+    groups = {title.removeprefix(f"sg {infra}-"): exposure(lines) for title, lines in shown.items() if title.startswith("sg ")}
+    assert set(groups) == {"master", "worker", "ingress", "bootstrap"}
+    assert groups["master"]["0.0.0.0/0"] == {"icmp", "tcp 6443"}
+    assert groups["ingress"]["0.0.0.0/0"] == {"tcp 80", "tcp 443"}
+    ssh_from = str(load_config(stack_config("dev")).openstack.ssh_allowed_cidr)
+    assert groups["bootstrap"] == {ssh_from: {"tcp 22"}}
+    assert {source for group in groups.values() for source, ports in group.items() if "tcp 22" in ports} == {ssh_from, "10.0.0.0/16"}
+
+
+def test_the_same_plan_draws_the_same_bytes_and_the_committed_picture_is_current(dev, tmp_path):
+    again = plan("dev", tmp_path / "again")
+    assert again.returncode == 0, again.stderr
+    drawn = (dev / "topology.svg").read_bytes()
+    assert (tmp_path / "again/topology.svg").read_bytes() == drawn
+    assert b"Generated by graphviz" not in drawn  # no version of dot in the picture
+    assert COMMITTED.is_file() and COMMITTED.read_bytes() == drawn, f"docs/images/dev-topology.svg is stale: {REGENERATE}"
+
+
+def test_a_libvirt_stack_shows_its_network_and_domains(tmp_path):
+    result = plan("kvm", tmp_path / "kvm")
+    assert result.returncode == 0, result.stderr
+    svg = (tmp_path / "kvm/topology.svg").read_bytes()
+    shown = boxes(svg)
+    network = next(lines for title, lines in shown.items() if title.startswith("cluster_kvm"))
+    assert network[0] == "libvirt network kvm4 192.168.126.0/24 (mode nat, domain kvm4.lab.local)"
+    nodes = json.loads((tmp_path / "kvm/outputs.json").read_text())["nodes"]
+    assert {title: lines for title, lines in shown.items() if title.startswith("node ")} == {
+        f"node {name}": [name, address] for name, address in nodes.items()
+    }
+    assert shown["vip 192.168.126.5"] == ["API VIP", "192.168.126.5"]
+    assert not any(title.startswith("sg ") for title in shown)
+
+
+def test_a_standalone_stack_draws_too(tmp_path):
+    result = plan("standalone", tmp_path / "p")
+    assert result.returncode == 0, result.stderr
+    shown = boxes((tmp_path / "p/topology.svg").read_bytes())
+    nodes = json.loads((tmp_path / "p/outputs.json").read_text())["nodes"]
+    assert all(shown[f"node {name}"][:2] == [name, address] for name, address in nodes.items())
+    assert {"vip 10.0.0.5", "vip 10.0.0.7", "router ocp4-network-router"} <= set(shown)
+
+
+def test_without_dot_the_plan_writes_the_rest_and_says_how(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in sorted(Path(directory).iterdir()):
+            if tool.name != "dot" and not (bin_dir / tool.name).exists():
+                (bin_dir / tool.name).symlink_to(tool)
+    result = plan("dev", tmp_path / "p", path=str(bin_dir))
+    assert result.returncode == 0, result.stderr
+    assert "picture: none, Graphviz's dot is missing: apt-get install graphviz, then run the plan again" in result.stdout
+    assert not (tmp_path / "p/topology.svg").exists()
+    assert (tmp_path / "p/resources.json").is_file() and (tmp_path / "p/state.json").is_file()
