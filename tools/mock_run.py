@@ -261,13 +261,36 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.engine = engine
         # Event loops the SDK makes in its worker threads: closed with the run.
         self.thread_loops: set[asyncio.AbstractEventLoop] = set()
+        # Each registration's alias URNs: its children inherit them, as in the engine.
+        self.aliases: dict[str, list[str]] = {}
+        self.root = ""  # the stack's URN: the parent of what has no other
+
+    def alias_urns(self, request: Any, urn: str) -> list[str]:
+        """The URNs this registration answers to besides its own: its aliases, and its URN under
+        each alias of its parent."""
+        parents = self.aliases.get(request.parent, [])
+        found = [self.make_urn(parent, request.type, request.name) for parent in parents]
+        found += list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.urn:
+                found.append(alias.urn)
+                continue
+            spec = alias.spec
+            for parent in [self.root] if spec.noParent else [spec.parentUrn] if spec.parentUrn else [request.parent, *parents]:
+                found.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return [alias for alias in dict.fromkeys(found) if alias != urn]
 
     def RegisterResource(self, request: Any) -> Any:
         if request.type == "pulumi:pulumi:Stack":
-            return super().RegisterResource(request)
+            response = super().RegisterResource(request)
+            self.root = response.urn
+            return response
         pulumi_mocks._ensure_event_loop()
         self.thread_loops.add(asyncio.get_event_loop())
         urn = self.make_urn(request.parent, request.type, request.name)
+        self.aliases[urn] = self.alias_urns(request, urn)
+        # Deployed under an alias: the engine takes it as that resource, not a new one.
+        deployed_urn = next((u for u in (urn, *self.aliases[urn]) if self.engine is not None and u in self.engine.deployed), urn)
         inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
         plain = unwrap(inputs)
         options = {
@@ -287,7 +310,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             action, kept = self.engine.step(
                 request.type,
                 request.name,
-                urn,
+                deployed_urn,
                 plain,
                 request.ignoreChanges,
                 request.replaceOnChanges,
@@ -295,7 +318,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 [path.split(".")[0].split("[")[0] for path in resource.secret_paths],
                 custom,
             )
-        deployed = self.engine.deployed.get(urn) if self.engine is not None else None
+        deployed = self.engine.deployed.get(deployed_urn) if self.engine is not None else None
         if deployed is not None and action in KEEPS_IDENTITY:
             id_, state = deployed.id, {**deployed.outputs, **kept}
         else:
