@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from cluster import preflight
+from cluster import libvirt_host
 from cluster.stackfile import read_stack_file
 from tools.mock_run import ProgramRun, Resource, deployed_from, run_program, unwrap
 from tools.preview import Change
@@ -28,7 +28,7 @@ os.environ["OS_CLIENT_CONFIG_FILE"] = str(ROOT / "tests" / "no-clouds.yaml")
 os.environ["OCP_PLAN_LOCALCLOUD"] = "off"
 # The committed kvm stack (domain type kvm, URI on this machine) must plan on a machine without
 # KVM too: in-process runs see a usable device; tests of the check itself name theirs.
-preflight.KVM_DEVICE = Path(os.devnull)
+libvirt_host.KVM_DEVICE = Path(os.devnull)
 # A real ECDSA public key: FIPS mode takes RSA and ECDSA keys only, not the stacks' ed25519 one.
 ECDSA_SSH_KEY = (
     "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBHwiFmJ7CYNurCuYIzQniyoIS+3NeYeLF"

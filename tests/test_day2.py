@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import preflight
+from cluster import libvirt_host
 from cluster.config import ClusterConfig
 from cluster.day2 import EFFECTS, effect_of
 from cluster.installer import RECORD_FILE, bundle, unbundle
@@ -207,7 +207,7 @@ EDITS = DEV_EDITS + KVM_EDITS + STANDALONE_EDITS
 def usable_kvm():
     """The kvm edits must not depend on this machine's KVM: a device that opens read-write stands in for /dev/kvm."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(preflight, "KVM_DEVICE", Path(os.devnull))
+        patch.setattr(libvirt_host, "KVM_DEVICE", Path(os.devnull))
         yield
 _deployed: dict[tuple[str, str], list] = {}
 

@@ -1,9 +1,10 @@
 """Preflight: read the cloud with invokes and gate every cloud resource on cluster.preflight's verdict.
 
-Every OpenStack resource of the cluster is named from the infra ID, so `checked()` hands the
-components an infra ID that fails with the problems: none of them registers. The verdict
-needs no infra ID on a first run (nothing of the cluster exists yet; in a first preview it is
-unknown), and uses it on later runs to find what the cluster already holds.
+The cloud is read with the providers' invoke functions, plain values, when the cluster's
+components start (before any of its cloud resources). Every OpenStack resource of the cluster
+is named from the infra ID, so `checked()` hands the components an infra ID that fails with the
+problems: none of them registers. What the cluster already holds is found by its infra ID's tag,
+so that part waits for the infra ID (`when_known`).
 
 pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the tag extension is read with
 the `openstack` CLI (pulumi-command's local.run invoke), which integrated mode needs anyway
@@ -12,7 +13,8 @@ for `pulumi destroy` (components/openstack/cleanup.py).
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -39,80 +41,64 @@ def checked(
             "quotas and Neutron's tag extension are not checked; a shortfall shows up as a failed resource midway"
         )
         return infra_id
-    verdict = pulumi.Output.from_input(asyncio.ensure_future(_verdict(config, plan, _Cloud(provider, runner), infra_id)))
-    return pulumi.Output.all(verdict, infra_id).apply(lambda both: both[1])
+    cloud = _Cloud(provider, runner)
+    facts = read_facts(config, plan, cloud)
+
+    def verdict(infra: str | None) -> None:
+        found = problems(config, plan, dataclasses.replace(facts, existing=_existing(config, plan, cloud, infra)))
+        if found:
+            count = f" ({len(found)} problems)" if len(found) > 1 else ""
+            raise pulumi.RunError(f"the cloud cannot hold this stack{count}:\n  " + "\n  ".join(found))
+
+    return when_known(infra_id, verdict)
 
 
-async def _verdict(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra_id: pulumi.Output[str]) -> bool:
-    facts = await read_facts(config, plan, cloud, infra_id)
-    found = problems(config, plan, facts)
-    if found:
-        count = f" ({len(found)} problems)" if len(found) > 1 else ""
-        raise pulumi.RunError(f"the cloud cannot hold this stack{count}:\n  " + "\n  ".join(found))
-    return True
+def when_known(infra_id: pulumi.Output[str], check: Callable[[str | None], None]) -> pulumi.Output[str]:
+    """The infra ID once `check` passed on it; `check(None)` while it is unknown (a first preview:
+    the installer has not run, so nothing of the cluster exists), the ID staying unknown. apply
+    with run_with_unknowns hands an unknown as a placeholder that is no str."""
+
+    def gate(value: Any) -> Any:
+        known = isinstance(value, str)
+        check(value if known else None)
+        return value if known else infra_id
+
+    return infra_id.apply(gate, run_with_unknowns=True)
 
 
 class _Cloud:
-    """Invokes through the cluster's providers. The data sources fail when nothing matches;
-    awaited directly (not as outputs), such a failure stays ours to read as "not found"."""
+    """Invokes through the cluster's providers. The data sources fail when nothing matches:
+    called directly (not as outputs), such a failure stays ours to read as "not found"."""
 
     def __init__(self, provider: openstack.Provider, runner: command.Provider):
         self.provider, self.runner = provider, runner
 
-    async def get(self, token: str, typ: type, **args: Any) -> Any:
-        provider = self.runner if token.startswith("command:") else self.provider
-        return await pulumi.runtime.invoke_async(token, args, pulumi.InvokeOptions(provider=provider), typ)
+    def get(self, function: Callable[..., Any], **args: Any) -> Any:
+        provider = self.runner if function is command.local.run else self.provider
+        return function(**args, opts=pulumi.InvokeOptions(provider=provider))
 
-    async def find(self, token: str, typ: type, **args: Any) -> Any:
+    def find(self, function: Callable[..., Any], **args: Any) -> Any:
         try:
-            return await self.get(token, typ, **args)
+            return self.get(function, **args)
         except Exception:  # noqa: BLE001 - a lookup by name that fails: not there
             return None
 
 
-FLAVOR = "openstack:compute/getFlavor:getFlavor"
-IMAGE = "openstack:images/getImage:getImage"
-NETWORK = "openstack:networking/getNetwork:getNetwork"
-FLOATING_IP = "openstack:networking/getFloatingIp:getFloatingIp"
-SCOPE = "openstack:identity/getAuthScope:getAuthScope"
-LIMITS = "openstack:compute/getLimitsV2:getLimitsV2"
-COMPUTE_QUOTA = "openstack:compute/getQuotaSetV2:getQuotaSetV2"
-NETWORK_QUOTA = "openstack:networking/getQuotaV2:getQuotaV2"
-VOLUME_QUOTA = "openstack:blockstorage/getQuotasetV3:getQuotasetV3"
-PORT_IDS = "openstack:networking/getPortIds:getPortIds"
-ZONES = "openstack:compute/getAvailabilityZones:getAvailabilityZones"
-VOLUME_ZONES = "openstack:blockstorage/getAvailabilityZonesV3:getAvailabilityZonesV3"
-SERVER_GROUP = "openstack:compute/getServergroupV2:getServergroupV2"
-RUN = "command:local:run"
-
-
-async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra_id: pulumi.Output[str]) -> CloudFacts:
+def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> CloudFacts:
+    """Everything the verdict reads but what the cluster already holds (see _existing)."""
     assert config.openstack is not None
     want = wanted(config, plan)
-    flavors, images, networks, fips = await asyncio.gather(
-        asyncio.gather(*(cloud.find(FLAVOR, openstack.compute.GetFlavorResult, name=name) for name in want.flavors)),
-        asyncio.gather(
-            *(cloud.find(IMAGE, openstack.images.GetImageResult, name=name, mostRecent=True) for name in want.images)
-        ),
-        asyncio.gather(
-            *(cloud.find(NETWORK, openstack.networking.GetNetworkResult, name=name) for name in want.external_networks)
-        ),
-        asyncio.gather(
-            *(cloud.find(FLOATING_IP, openstack.networking.GetFloatingIpResult, address=a) for a in want.floating_ips)
-        ),
-    )
-    scope = await cloud.get(SCOPE, openstack.identity.GetAuthScopeResult, name="preflight")
+    flavors = [cloud.find(openstack.compute.get_flavor, name=name) for name in want.flavors]
+    images = [cloud.find(openstack.images.get_image, name=name, most_recent=True) for name in want.images]
+    networks = [cloud.find(openstack.networking.get_network, name=name) for name in want.external_networks]
+    fips = [cloud.find(openstack.networking.get_floating_ip, address=address) for address in want.floating_ips]
+    scope = cloud.get(openstack.identity.get_auth_scope, name="preflight")
     project = scope.project_id
-    limits, network_quota, volume_quota, project_ports = await asyncio.gather(
-        _compute_quotas(cloud, project),
-        cloud.get(NETWORK_QUOTA, openstack.networking.GetQuotaV2Result, projectId=project),
-        cloud.get(VOLUME_QUOTA, openstack.blockstorage.GetQuotasetV3Result, projectId=project),
-        cloud.get(PORT_IDS, openstack.networking.GetPortIdsResult, projectId=project),
-    )
-    zones = (await cloud.get(ZONES, openstack.compute.GetAvailabilityZonesResult)).names if want.zones else ()
-    volume_zones = (
-        (await cloud.get(VOLUME_ZONES, openstack.blockstorage.GetAvailabilityZonesV3Result)).names if want.volume_zones else ()
-    )
+    network_quota = cloud.get(openstack.networking.get_quota_v2, project_id=project)
+    volume_quota = cloud.get(openstack.blockstorage.get_quotaset_v3, project_id=project)
+    project_ports = cloud.get(openstack.networking.get_port_ids, project_id=project)
+    zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
+    volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
@@ -127,10 +113,10 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
         volume_types=tuple(
             sorted(key.removeprefix("volumes_") for key in (volume_quota.volume_type_quota or {}) if key.startswith("volumes_"))
         ),
-        network_extensions=await _extensions(config, cloud) if want.extensions else (),
-        compute_hosts=await _hosts(config, cloud) if want.hosts else None,
+        network_extensions=_extensions(config, cloud) if want.extensions else (),
+        compute_hosts=_hosts(config, cloud) if want.hosts else None,
         quotas={
-            **limits,
+            **_compute_quotas(cloud, project),
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
             "security_groups": Quota(network_quota.security_group),
             "security_group_rules": Quota(network_quota.security_group_rule),
@@ -138,7 +124,6 @@ async def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, in
             "volumes": Quota(volume_quota.volumes),
             "gigabytes": Quota(volume_quota.gigabytes),
         },
-        existing=await _existing(config, plan, cloud, infra_id),
         catalog=catalog_of(scope.service_catalogs),
         region=scope.region or "",
     )
@@ -154,11 +139,11 @@ def catalog_of(services: Any) -> tuple[Endpoint, ...]:
     )
 
 
-async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
+def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
     """Nova's limits with their usage; where the cloud refuses them (the provider always names the
     project, and Nova's default policy keeps `limits:other_project` for admins even when it is the
     caller's own: seen against the local cloud), the quota set, which a member may read, without usage."""
-    limits = await cloud.find(LIMITS, openstack.compute.GetLimitsV2Result, projectId=project)
+    limits = cloud.find(openstack.compute.get_limits_v2, project_id=project)
     if limits is not None:
         return {
             "instances": Quota(limits.max_total_instances, limits.total_instances_used),
@@ -167,7 +152,7 @@ async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
             "server_groups": Quota(limits.max_server_groups, limits.total_server_groups_used),
             "server_group_members": Quota(limits.max_server_group_members),
         }
-    quotas = await cloud.get(COMPUTE_QUOTA, openstack.compute.GetQuotaSetV2Result, projectId=project)
+    quotas = cloud.get(openstack.compute.get_quota_set_v2, project_id=project)
     return {
         "instances": Quota(quotas.instances),
         "cores": Quota(quotas.cores),
@@ -177,54 +162,47 @@ async def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
     }
 
 
-async def _hosts(config: ClusterConfig, cloud: _Cloud) -> int | None:
+def _hosts(config: ClusterConfig, cloud: _Cloud) -> int | None:
     """Compute hosts that are up; None where the cloud does not say (a member's view)."""
     assert config.openstack is not None
-    result = await cloud.find(RUN, command.local.RunResult, command=HOSTS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
+    result = cloud.find(command.local.run, command=HOSTS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
     if result is None:
         return None
     states = [line.strip().lower() for line in (result.stdout or "").splitlines() if line.strip()]
     return sum(state == "up" for state in states) if states else None
 
 
-async def _extensions(config: ClusterConfig, cloud: _Cloud) -> tuple[str, ...] | None:
+def _extensions(config: ClusterConfig, cloud: _Cloud) -> tuple[str, ...] | None:
     assert config.openstack is not None
-    result = await cloud.find(RUN, command.local.RunResult, command=EXTENSIONS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
+    result = cloud.find(command.local.run, command=EXTENSIONS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
     if result is None:  # reported as a problem: destroy needs the CLI too
         return None
     return tuple(line.strip() for line in (result.stdout or "").splitlines() if line.strip())
 
 
-async def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra_id: pulumi.Output[str]) -> Existing:
+def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra: str | None) -> Existing:
     """What the cloud holds of this cluster; nothing before the installer ran (unknown infra ID)."""
-    if not await infra_id.is_known():
+    if infra is None:
         return Existing()
-    infra = await infra_id.future()
     tag = [f"openshiftClusterID={infra}"]
 
-    async def ports(**args: Any) -> tuple[str, ...]:
-        return tuple((await cloud.get(PORT_IDS, openstack.networking.GetPortIdsResult, tags=tag, **args)).ids or ())
+    def ports(**args: Any) -> tuple[str, ...]:
+        return tuple(cloud.get(openstack.networking.get_port_ids, tags=tag, **args).ids or ())
 
-    async def members(role: str) -> int | None:
-        group = await cloud.find(SERVER_GROUP, openstack.compute.GetServergroupV2Result, name=f"{infra}-{role}")
+    def members(role: str) -> int | None:
+        group = cloud.find(openstack.compute.get_servergroup_v2, name=f"{infra}-{role}")
         return len(group.members or ()) if group else None
 
-    async def worker_groups() -> tuple[int, ...]:
+    def worker_groups() -> tuple[int, ...]:
         """<infraID>-worker, then -worker-1, ... while they exist (ocp:workers.serverGroupSize)."""
-        found = [await members("worker") or 0]
-        while (more := await members(f"worker-{len(found)}")) is not None:
+        found = [members("worker") or 0]
+        while (more := members(f"worker-{len(found)}")) is not None:
             found.append(more)
         return tuple(found)
 
-    masters, workers, bootstrap, helper, tagged, api, ingress = await asyncio.gather(
-        members("master"),
-        worker_groups(),
-        ports(name=server_name(config, plan.bootstrap, infra)),
-        ports(name=f"{infra}-bootstrap-helper"),
-        ports(),
-        ports(name=f"{infra}-api-port"),
-        ports(name=f"{infra}-ingress-port"),
-    )
+    masters, workers = members("master"), worker_groups()
+    bootstrap, helper = ports(name=server_name(config, plan.bootstrap, infra)), ports(name=f"{infra}-bootstrap-helper")
+    tagged, api, ingress = ports(), ports(name=f"{infra}-api-port"), ports(name=f"{infra}-ingress-port")
     return Existing(
         masters or 0, sum(workers), bool(bootstrap), bool(helper), len(tagged), workers, frozenset(api + ingress)
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import preflight
+from cluster import libvirt_host
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.preflight import (
@@ -228,10 +228,10 @@ def test_a_device_this_user_may_not_open_is_no_proof_for_the_system_instance(mon
             raise PermissionError(errno.EACCES, "Permission denied")
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(preflight.os, "open", refused)
-    monkeypatch.setattr(preflight.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(libvirt_host.os, "open", refused)
+    monkeypatch.setattr(libvirt_host.os, "geteuid", lambda: 1000)
     assert libvirt_host_problems(kvm(), MISSING) == []
     (problem,) = libvirt_host_problems(kvm(uri="qemu:///session"), MISSING)
     assert "/nonexistent/kvm cannot be opened read-write (Permission denied)" in problem
-    monkeypatch.setattr(preflight.os, "geteuid", lambda: 0)  # root refused: nobody may open it (a container's device rules)
+    monkeypatch.setattr(libvirt_host.os, "geteuid", lambda: 0)  # root refused: nobody may open it (a container's device rules)
     assert len(libvirt_host_problems(kvm(), MISSING)) == 1

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from cluster import preflight
+from cluster import libvirt_host
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from components.libvirt.common import domain_kind
@@ -73,7 +73,7 @@ def usable_kvm():
     """The kvm stack's resources must not depend on this machine's KVM: a device that opens
     read-write stands in for /dev/kvm (the check itself: tests/cluster/test_preflight.py)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(preflight, "KVM_DEVICE", Path(os.devnull))
+        patch.setattr(libvirt_host, "KVM_DEVICE", Path(os.devnull))
         yield
 
 
@@ -254,7 +254,7 @@ def test_kvm_domains_pass_no_type_and_keep_host_passthrough(kvm_run):
 
 
 def test_qemu_gives_every_domain_type_qemu_and_host_model_and_nothing_else(kvm_run, monkeypatch):
-    monkeypatch.setattr(preflight, "KVM_DEVICE", Path("/nonexistent/kvm"))  # software emulation needs no KVM
+    monkeypatch.setattr(libvirt_host, "KVM_DEVICE", Path("/nonexistent/kvm"))  # software emulation needs no KVM
     kvm, qemu = domains_of(kvm_run), domains_of(run(with_section(kvm_config(), "libvirt", domainType="qemu")))
     assert set(qemu) == set(kvm)
     for name, inputs in qemu.items():
@@ -264,7 +264,7 @@ def test_qemu_gives_every_domain_type_qemu_and_host_model_and_nothing_else(kvm_r
 
 
 def test_a_kvm_stack_on_this_machine_without_kvm_stops_before_any_resource(monkeypatch):
-    monkeypatch.setattr(preflight, "KVM_DEVICE", Path("/nonexistent/kvm"))
+    monkeypatch.setattr(libvirt_host, "KVM_DEVICE", Path("/nonexistent/kvm"))
     recorded, error = run_recording(kvm_config(), stack="kvm")
     assert isinstance(error, pulumi.RunError), error
     message = str(error)
@@ -631,7 +631,7 @@ def test_offline_plan_of_the_kvm_stack(tmp_path):
         text=True,
     )
     # A separate process, which checks the real /dev/kvm: without usable KVM here, the plan says so.
-    if preflight.libvirt_host_problems(load_config(kvm_config()), Path("/dev/kvm")):
+    if libvirt_host.libvirt_host_problems(load_config(kvm_config()), Path("/dev/kvm")):
         assert result.returncode == 2 and "ocp:libvirt.domainType: kvm (the default), but" in result.stderr
         assert not out.exists()
         return

@@ -1,0 +1,187 @@
+"""What the preflight reads of a cloud (flavors, images, quotas, what the stack already holds)
+and what it must look up for a stack. Pure Python; the checks are in cluster/preflight.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+
+from cluster.addresses import AddressPlan
+from cluster.config import ClusterConfig, RoleBase
+
+# OpenShift's minimums (installer docs and its validation).
+CONTROL_PLANE_MINIMUM = (4, 16384, 25)  # vCPUs, RAM MiB, disk GB
+COMPUTE_MINIMUM = (2, 8192, 25)
+# Neutron adds two egress rules (IPv4, IPv6) to every group it creates; they count against the quota.
+DEFAULT_RULES_PER_GROUP = 2
+# Ports a network this stack makes holds itself: the router's interface, the DHCP agent's.
+NETWORK_OWN_PORTS = 2
+# Network extension aliases under which Neutron tags networks, subnets and ports.
+TAG_EXTENSIONS = ("standard-attr-tag", "tag")
+UNLIMITED = -1
+# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the openstack CLI lists them.
+EXTENSIONS_COMMAND = "openstack extension list --network -c Alias -f value"
+# Nor for Nova's hosts: one line per hypervisor, its state (up/down). Admin-only by Nova's
+# default policy: for a member the cloud reports no hosts.
+HOSTS_COMMAND = "openstack hypervisor list -c State -f value"
+
+
+@dataclass(frozen=True)
+class Flavor:
+    vcpus: int
+    ram_mib: int
+    disk_gb: int
+
+
+@dataclass(frozen=True)
+class Image:
+    # Glance sets checksum and size when an upload completes; queued or uploading images have neither.
+    active: bool
+
+
+@dataclass(frozen=True)
+class Quota:
+    limit: int  # -1: unlimited
+    used: int | None = None  # None: the cloud's usage is not visible through the invokes
+
+
+@dataclass(frozen=True)
+class Existing:
+    """What of this stack the cloud already holds (nothing on a first run)."""
+
+    masters: int = 0
+    workers: int = 0
+    bootstrap: bool = False
+    helper: bool = False
+    ports: int = 0
+    # Members of each worker server group by number (<infraID>-worker, -worker-1, ...); () before any.
+    worker_groups: tuple[int, ...] = ()
+    # The stack's own VIP ports: a given floating IP associated with one of them is in place, not taken.
+    vip_port_ids: frozenset[str] = frozenset()
+
+    @property
+    def cluster(self) -> bool:
+        return bool(self.masters or self.workers or self.bootstrap or self.helper or self.ports)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint of the service catalog that comes with the provider's token."""
+
+    service: str  # the service's type: image, compute, ...
+    interface: str  # public, internal, admin
+    region: str
+    region_id: str
+    url: str
+
+
+def public_endpoint(catalog: Iterable[Endpoint], service: str, region: str) -> str | None:
+    """The service's public URL in the provider's region (any region when it names none): the first
+    match, as the provider (gophercloud) and the installer choose Glance's."""
+    return next(
+        (
+            endpoint.url
+            for endpoint in catalog
+            if endpoint.service == service and endpoint.interface == "public" and (not region or region in (endpoint.region, endpoint.region_id))
+        ),
+        None,
+    )
+
+
+@dataclass(frozen=True)
+class CloudFacts:
+    """What the preflight read; a name mapped to None was looked up and not found."""
+
+    cloud: str
+    flavors: Mapping[str, Flavor | None]
+    images: Mapping[str, Image | None]
+    external_networks: Mapping[str, bool | None]  # name -> is external
+    floating_ips: Mapping[str, str | None]  # address -> port it is associated with ("" for none); None: not found
+    compute_zones: tuple[str, ...]
+    volume_zones: tuple[str, ...]
+    volume_types: tuple[str, ...]
+    network_extensions: tuple[str, ...] | None  # None: the openstack CLI could not list them
+    quotas: Mapping[str, Quota]
+    existing: Existing = field(default_factory=Existing)
+    # The token's service catalog and the provider's region ("": none); None: not read.
+    catalog: tuple[Endpoint, ...] | None = None
+    region: str = ""
+    # Compute hosts that are up, where the cloud reports them (hard anti-affinity only); None: not reported.
+    compute_hosts: int | None = None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the preflight must look up for this stack."""
+
+    flavors: tuple[str, ...]
+    images: tuple[str, ...]
+    external_networks: tuple[str, ...]
+    floating_ips: tuple[str, ...]
+    zones: bool
+    volume_zones: bool
+    volume_types: bool
+    extensions: bool
+    hosts: bool = False
+
+
+@dataclass(frozen=True)
+class Use:
+    """One role's servers: how many, what flavor, what root volume."""
+
+    key: str  # the flavor's key, as the user writes it
+    flavor: str
+    count: int
+    volume_gb: int  # 0: the flavor's disk
+
+
+def _bootstrap_flavor(config: ClusterConfig) -> tuple[str, str]:
+    if config.bootstrap.flavor:
+        return "ocp:bootstrap.flavor", config.bootstrap.flavor
+    return "ocp:masters.flavor", config.masters.flavor or ""
+
+
+def _volume(role: RoleBase) -> int:
+    return role.root_volume.size if role.root_volume else 0
+
+
+def servers(config: ClusterConfig, masters: int, workers: int, bootstrap: bool, helper: bool) -> list[Use]:
+    uses = [
+        Use("ocp:masters.flavor", config.masters.flavor or "", masters, _volume(config.masters)),
+        Use("ocp:workers.flavor", config.workers.flavor or "", workers, _volume(config.workers)),
+    ]
+    key, flavor = _bootstrap_flavor(config)
+    uses.append(Use(key, flavor, int(bootstrap), _volume(config.masters)))
+    uses.append(Use("ocp:bootstrap.helper.flavor", config.bootstrap.helper.flavor, int(helper), 0))
+    return [use for use in uses if use.count]
+
+
+def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
+    """The names to look up: only what this configuration uses."""
+    flavors = [use.flavor for use in servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, config.uses_helper)]
+    images = [config.masters.openstack_image]
+    if plan.worker_count:
+        images.append(config.workers.openstack_image)
+    if plan.bootstrap_enabled:
+        images += [config.bootstrap_image] + ([config.bootstrap.helper.image] if config.uses_helper else [])
+    openstack = config.openstack
+    assert openstack is not None
+    addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
+    roles = (config.masters, config.workers)
+    return Wanted(
+        flavors=tuple(dict.fromkeys(name for name in flavors if name)),
+        images=tuple(dict.fromkeys(images)),
+        external_networks=(openstack.external_network,) if openstack.external_network else (),
+        floating_ips=tuple(addresses),
+        zones=any(role.availability_zones for role in roles),
+        volume_zones=any(role.root_volume and role.root_volume.availability_zones for role in roles),
+        volume_types=any(role.root_volume and role.root_volume.type for role in roles),
+        extensions=config.integrated,
+        hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
+    )
+
+
+def where(facts: CloudFacts) -> str:
+    return f'in cloud "{facts.cloud}"'
