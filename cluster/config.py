@@ -36,10 +36,13 @@ __all__ = [
     "load_config",
     "parse_raw",
     "pem_bundle_problem",
+    "secret_problems",
 ]
 
 NAMESPACE = "ocp"
-SECRET_KEYS = ("pullSecret",)
+# Keys that may be set with --secret: the program writes them only into the installer's
+# secret outputs (install-config, ignition). Any other key reaches resources in clear.
+SECRET_KEYS = ("pullSecret", "proxy")
 
 # Keys the program reads; anything else in the `ocp:` namespace is an error.
 KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
@@ -106,6 +109,17 @@ def load_config(raw: Mapping[str, str]) -> ClusterConfig:
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def secret_problems(secret_keys: Iterable[str]) -> list[str]:
+    """Keys set with --secret whose values the program would write into resources in clear."""
+    return [
+        f"{full_key}: is set as a secret, but the program writes it into resources in clear (names, tags, "
+        f"addresses): only {' and '.join(f'ocp:{key}' for key in SECRET_KEYS)} stay secret; set it without "
+        "--secret (`pulumi config set` again) if it may be seen, or leave it out"
+        for full_key in sorted(secret_keys)
+        if full_key.partition(":")[2] in set(KNOWN_KEYS) - set(SECRET_KEYS)
+    ]
 
 
 def _provider_cloud(cloud: str | None, data: dict[str, Any]) -> list[str]:

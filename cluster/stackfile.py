@@ -58,6 +58,12 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
+def _holds_secure(value: Any) -> bool:
+    if isinstance(value, dict):
+        return set(value) == {"secure"} or any(_holds_secure(item) for item in value.values())
+    return isinstance(value, list) and any(_holds_secure(item) for item in value)
+
+
 def read_stack_file(path: str | Path) -> StackFile:
     path = Path(path)
     try:
@@ -78,7 +84,7 @@ def read_stack_file(path: str | Path) -> StackFile:
     config: dict[str, str] = {}
     encrypted = []
     for key, value in (config_section or {}).items():
-        if isinstance(value, dict) and set(value) == {"secure"}:
+        if _holds_secure(value):  # the CLI marks the whole key secret, `--path` parts too
             encrypted.append(key)
             continue
         config[str(key)] = _as_text(value)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import pulumi
 
 from cluster.addresses import AddressPlan, Node
+from cluster.clouds_yaml import clouds_yaml_ca  # read and checked before any resource (components/program.py)
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
 from cluster.installer import InstallerAssets, cloud_ca_bundle
@@ -22,8 +23,6 @@ class NodeConfigs:
         plan: AddressPlan,
         delivery: BootstrapDelivery,
     ):
-        from components.program import clouds_yaml_ca  # read and checked before any resource
-
         cloud_ca = cloud_ca_bundle(config, clouds_yaml_ca(config)[0])
         # The CAs of the cloud's endpoints (the Glance shim trusts them).
         self.cloud_ca = cloud_ca

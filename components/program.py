@@ -3,20 +3,19 @@ configuration (stopping with one clear message before any resource), then build 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-import yaml
-
 import pulumi
-from pulumi.runtime.config import CONFIG, get_config_env
 
 from cluster.addresses import AddressPlan, plan_addresses
-from cluster.config import ClusterConfig, ConfigError, load_config, pem_bundle_problem
+from cluster.clouds_yaml import clouds_yaml_ca
+from cluster.config import ClusterConfig, ConfigError, load_config, secret_problems
 from cluster.installer import DIR_MARKER, cloud_ca_bundle, installer_dir, missing_asset_files
+from cluster.libvirt_host import libvirt_host_problems
 from cluster.manifests import read_extra_manifests
-from cluster.preflight import libvirt_host_problems
+from cluster.stackfile import StackFileError
+from components.config_source import read_stack_config, secret_output
 from ignition.chrony import machine_configs
 from ignition.nodes import glance_shim_problems
 
@@ -26,13 +25,23 @@ def now() -> float:
     return time.time()
 
 
-def read_config() -> tuple[ClusterConfig, AddressPlan]:
-    raw = {**get_config_env(), **CONFIG.get()}
+def read_config(project_dir: Path) -> tuple[ClusterConfig, AddressPlan]:
+    """The stack's config (its keys listed by the stack file in `project_dir`), checked."""
+    stack = pulumi.get_stack()
     try:
         # The ocp: keys, and openstack:cloud, which must not contradict ocp:openstack.cloud.
-        config = load_config(raw)
+        source = read_stack_config(project_dir, stack)
+        problems = secret_problems(source.secret)
+        try:
+            config = load_config(source.raw)
+        except ConfigError as error:
+            raise ConfigError(problems + error.problems) from None
+        if problems:
+            raise ConfigError(problems)
         plan = plan_addresses(config)
-        check_local_files(config, plan, pulumi.get_stack())
+        check_local_files(config, plan, stack)
+    except StackFileError as error:
+        raise pulumi.RunError(str(error)) from None
     except ConfigError as error:
         raise pulumi.RunError(error.report()) from None
     return config, plan
@@ -73,53 +82,14 @@ def check_local_files(config: ClusterConfig, plan: AddressPlan, stack: str) -> N
         raise ConfigError(problems)
 
 
-def clouds_yaml_file() -> Path | None:
-    """The clouds.yaml that openshift-install and the openstack CLI read: OS_CLIENT_CONFIG_FILE,
-    else the first of ./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml."""
-    override = os.environ.get("OS_CLIENT_CONFIG_FILE")
-    if override:
-        return Path(override) if Path(override).is_file() else None
-    candidates = (Path.cwd() / "clouds.yaml", Path.home() / ".config/openstack/clouds.yaml", Path("/etc/openstack/clouds.yaml"))
-    return next((path for path in candidates if path.is_file()), None)
-
-
-def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
-    """The CA that the clouds.yaml entry's `cacert` names, and its problems: in integrated mode (the
-    installer and the cluster read it) and wherever the bootstrap fetches its config from Glance."""
-    path = clouds_yaml_file() if config.integrated or config.uses_glance else None
-    if config.openstack is None or path is None:
-        return None, []
-    try:
-        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(config.openstack.cloud) or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return None, []  # the installer reports an unreadable clouds.yaml in its own words
-    cacert = entry.get("cacert") if isinstance(entry, dict) else None
-    if not cacert:
-        return None, []
-    ca_file = Path(str(cacert)).expanduser()
-    text = ca_file.read_text(errors="replace") if ca_file.is_file() else None
-    problem = pem_bundle_problem(text) if text is not None else None
-    if text is None or problem:
-        what = "is not a file" if text is None else f"openshift-install would refuse ({problem})"
-        readers = (
-            "openshift-install and the cluster's cloud provider read that CA"
-            if config.integrated
-            else "the bootstrap trusts it to fetch its config from the cloud's image endpoint"
-        )
-        return None, [
-            f"ocp:openstack.cloud: the clouds.yaml entry \"{config.openstack.cloud}\" ({path}) names cacert {cacert}, which "
-            f"{what}: fix the path or the file there ({readers})"
-        ]
-    return text, []
-
-
 def build_cluster(config: ClusterConfig, plan: AddressPlan) -> dict[str, object]:
     """Create every resource; returns the stack outputs."""
     import pulumi_command as command
 
     from components.installer import Installer
 
-    pull_secret = pulumi.Output.secret(config.pull_secret.get_secret_value())
+    # The pure core read the plain value to check it; resources get the secret Output.
+    pull_secret = secret_output("pullSecret")
     stack = pulumi.get_stack()
     # The installer and its provider at the top, under names no setting changes: an edit of
     # the cluster's name or platform meets the cluster's own install record and is refused.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -24,12 +25,15 @@ import logging
 import os
 import runpy
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
@@ -393,12 +397,12 @@ def _run(
         # Pending outputs live in a module-wide set that set_mocks does not reset: a failed run
         # would leave tasks of its closed loop there, and the next run would wait for them forever.
         SETTINGS.outputs.clear()
-        pulumi.runtime.set_all_config(dict(config), list(secret_keys))
         pulumi.runtime.set_mocks(mocks, project="ocp", stack=stack, preview=False, monitor=monitor, logger=logger)
-        runpy.run_path(str(PROGRAM), run_name="__main__")
-        loop.run_until_complete(wait_for_rpcs())
-        root = pulumi.runtime.get_root_resource()
-        run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
+        with engine_config(config, stack, secret_keys) as program_file:
+            runpy.run_path(str(program_file), run_name="__main__")
+            loop.run_until_complete(wait_for_rpcs())
+            root = pulumi.runtime.get_root_resource()
+            run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
     finally:
         run.installer = mocks.installer
         program.now = clock
@@ -418,6 +422,31 @@ def _run(
                 thread_loop.close()
         logger.removeHandler(handler)
     return run
+
+
+@contextlib.contextmanager
+def engine_config(config: dict[str, str], stack: str, secret_keys: tuple[str, ...]) -> Iterator[Path]:
+    """Config as the engine hands it to a Python program: every key in PULUMI_CONFIG, the secret
+    ones named in PULUMI_CONFIG_SECRET_KEYS (what pulumi.Config reads), and the program in its
+    project directory beside Pulumi.<stack>.yaml, which lists the keys set and marks secrets
+    `secure:` as the CLI writes it. Yields the program to run there."""
+    saved = {name: os.environ.get(name) for name in ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")}
+    with tempfile.TemporaryDirectory(prefix="ocp-project-") as scratch:
+        project = Path(scratch)
+        for name in (PROGRAM.name, "Pulumi.yaml"):
+            (project / name).symlink_to(PROGRAM.parent / name)
+        listed = {key: {"secure": "v1:mock"} if key in secret_keys else value for key, value in config.items()}
+        (project / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": listed}, sort_keys=True))
+        os.environ["PULUMI_CONFIG"] = json.dumps(config)
+        os.environ["PULUMI_CONFIG_SECRET_KEYS"] = json.dumps([key for key in secret_keys if key in config])
+        try:
+            yield project / PROGRAM.name
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _quiet_about_refusals(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
