@@ -11,7 +11,7 @@ from cluster.config import ClusterConfig
 from components.installer import Installer
 from components.libvirt.bootstrap import Bootstrap
 from components.libvirt.common import ClusterContext
-from components.libvirt.machines import MachineSet
+from components.libvirt.machines import NodePool, control_plane, workers
 from components.libvirt.network import Network
 from components.libvirt.volumes import BaseVolume
 from components.outputs import ClusterOutputs
@@ -55,23 +55,17 @@ class LibvirtCluster(pulumi.ComponentResource):
         user_data = nodes.user_data_of(plan.nodes)
         user_data |= WorkerImages(f"{name}-worker-images", config, plan, plan.workers, installer.assets, nodes, child).user_data
         # Masters and workers: the role as data (no anti-affinity to honour on one host, no ordering).
-        for component, token, nodes_of_role, size in (
-            (f"{name}-control-plane", "ocp:libvirt:ControlPlane", plan.masters, config.masters),
-            (f"{name}-workers", "ocp:libvirt:Workers", plan.workers, config.workers),
-        ):
-            if nodes_of_role:
-                MachineSet(
-                    token,
+        for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
+            if role.nodes:
+                NodePool(
                     component,
+                    role,
                     cluster,
-                    nodes_of_role,
-                    size,
                     network.attachment,
-                    base.volume_id,
-                    {node.name: user_data[node.name] for node in nodes_of_role},
-                    autostart=True,
-                    opts=child,
-                    drained_with=installer.assets if token == "ocp:libvirt:Workers" else None,
+                    {node.name: user_data[node.name] for node in role.nodes},
+                    child,
+                    drained_with=installer.assets if role.name == "worker" else None,
+                    base_volume_id=base.volume_id,
                 )
         # No floating IPs on libvirt: clients reach the VIPs on the machine network (docs/libvirt.md).
         self.outputs = ClusterOutputs.build(config, plan, installer.assets)

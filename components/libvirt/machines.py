@@ -1,4 +1,4 @@
-"""Machine: one node (its disk, its ignition file and its domain); MachineSet: the nodes of one role.
+"""Machine: one node (its disk, its ignition file and its domain); NodePool: the nodes of one role.
 
 The node boots from a copy-on-write layer over the base image and reads its ignition
 through QEMU's fw_cfg (`opt/com.coreos/config`), which has no size limit that matters: the
@@ -19,6 +19,7 @@ deletes the old resource before creating the new one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_libvirt as libvirt
@@ -119,40 +120,64 @@ class Machine(pulumi.ComponentResource):
         self.register_outputs({"domainId": self.domain.id, "mac": mac_address(node.ip), "ip": str(node.ip)})
 
 
-class MachineSet(pulumi.ComponentResource):
-    """The machines of one role, created in parallel (libvirt has no placement to wait for)."""
+# The pools' component types before they were NodePools: their aliases keep the URNs of
+# running stacks, children included.
+FORMER_TYPES = {"master": "ocp:libvirt:ControlPlane", "worker": "ocp:libvirt:Workers"}
+
+
+@dataclass(frozen=True)
+class PoolRole:
+    """What differs between the control plane and the workers, as data."""
+
+    name: str  # master, worker
+    nodes: Sequence[Node]
+    settings: RoleBase
+
+
+def control_plane(cluster: ClusterContext) -> PoolRole:
+    return PoolRole("master", cluster.plan.masters, cluster.config.masters)
+
+
+def workers(cluster: ClusterContext) -> PoolRole:
+    return PoolRole("worker", cluster.plan.workers, cluster.config.workers)
+
+
+class NodePool(pulumi.ComponentResource):
+    """The machines of one role, created in parallel (libvirt has no placement to wait for). The
+    signature is OpenStack's NodePool's: name, role, cluster, network, user data by node, options,
+    drained_with; then this platform's own."""
 
     machines: list[Machine]
 
     def __init__(
         self,
-        type_token: str,
         name: str,
+        role: PoolRole,
         cluster: ClusterContext,
-        nodes: Sequence[Node],
-        size: RoleBase,
-        attachment: Attachment,
-        base_volume_id: pulumi.Input[str],
+        network: Attachment,
         user_data: dict[str, pulumi.Output[str]],
-        autostart: bool,
         opts: pulumi.ResourceOptions | None = None,
         drained_with: pulumi.Output[InstallerAssets] | None = None,
+        *,
+        base_volume_id: pulumi.Input[str],
+        autostart: bool = True,
     ):
         """`drained_with`: the installer's configs whose kubeconfig drains each node before its domain goes (workers)."""
-        super().__init__(type_token, name, None, opts)
+        former = pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPES[role.name])])
+        super().__init__("ocp:libvirt:NodePool", name, None, pulumi.ResourceOptions.merge(opts, former))
         self.machines = [
             Machine(
                 f"{name}-{node.role}-{node.index}",
                 cluster,
                 node,
-                size,
-                attachment,
+                role.settings,
+                network,
                 base_volume_id,
                 user_data[node.name],
                 autostart,
                 pulumi.ResourceOptions(parent=self),
                 drained_with,
             )
-            for node in nodes
+            for node in role.nodes
         ]
         self.register_outputs({"domains": [machine.domain.id for machine in self.machines]})

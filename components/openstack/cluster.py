@@ -14,7 +14,7 @@ from components.openstack import preflight
 from components.openstack.bootstrap import Bootstrap
 from components.openstack.cleanup import Cleanup
 from components.openstack.common import ClusterContext
-from components.openstack.machines import MachineSet, control_plane, workers
+from components.openstack.machines import NodePool, control_plane, workers
 from components.openstack.network import Network
 from components.openstack.pointers import WorkerPointers
 from components.openstack.security import SecurityGroups
@@ -82,16 +82,16 @@ class OpenStackCluster(pulumi.ComponentResource):
         # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
         # as the Machine API finds it by name and breaks on two of one name.
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
-            MachineSet(
+            NodePool(
                 component,
                 role,
                 cluster,
                 network.subnet,
-                {node.name: security.of(cluster, node) for node in role.nodes},
                 {node.name: user_data[node.name] for node in role.nodes},
                 child,
-                servers_after=[cleanup.command] if cleanup else [],
                 drained_with=installer.assets if role.name == "worker" else None,
+                security_groups={node.name: security.of(cluster, node) for node in role.nodes},
+                servers_after=[cleanup.command] if cleanup else [],
             )
         self.outputs = ClusterOutputs.build(
             config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather

@@ -1,4 +1,5 @@
-"""What masters, workers and the bootstrap share: a port with a fixed IP and a server on it."""
+"""What masters, workers and the bootstrap share: a port with a fixed IP and a server on it;
+NodePool: the nodes of one role."""
 
 from __future__ import annotations
 
@@ -147,11 +148,15 @@ def _additional_networks(cluster: ClusterContext) -> tuple[str, ...]:
     return cluster.openstack.additional_network_ids
 
 
+# The pools' component types before they were NodePools (ControlPlane, Workers): their
+# aliases keep the URNs of running stacks, children included.
+FORMER_TYPES = {"master": "ocp:openstack:ControlPlane", "worker": "ocp:openstack:Workers"}
+
+
 @dataclass(frozen=True)
-class MachineRole:
+class PoolRole:
     """What differs between the control plane and the workers, as data."""
 
-    type_token: str
     name: str  # master, worker: the installer's group names
     nodes: Sequence[Node]
     settings: RoleBase
@@ -164,59 +169,61 @@ class MachineRole:
     server_groups: int = 1
 
 
-def control_plane(cluster: ClusterContext) -> MachineRole:
+def control_plane(cluster: ClusterContext) -> PoolRole:
     """Masters: one after the other; they hold the API VIP, and the Ingress VIP when they run the routers."""
     plan = cluster.plan
-    return MachineRole("ocp:openstack:ControlPlane", "master", plan.masters, cluster.config.masters, (plan.api_vip, plan.ingress_vip), True)
+    return PoolRole("master", plan.masters, cluster.config.masters, (plan.api_vip, plan.ingress_vip), True)
 
 
-def workers(cluster: ClusterContext) -> MachineRole:
+def workers(cluster: ClusterContext) -> PoolRole:
     """Workers: in parallel; scaling within workers.maxCount touches nothing else."""
     plan = cluster.plan
     settings = cluster.config.workers
-    return MachineRole(
-        "ocp:openstack:Workers", "worker", plan.workers, settings, (plan.ingress_vip,), False,
+    return PoolRole(
+        "worker", plan.workers, settings, (plan.ingress_vip,), False,
         settings.server_group_of, len(settings.server_group_members()),
     )
 
 
-class MachineSet(pulumi.ComponentResource):
-    """Ports, servers and the server group of one role."""
+class NodePool(pulumi.ComponentResource):
+    """Ports, servers and the server group of one role. The signature is libvirt's NodePool's:
+    name, role, cluster, network, user data by node, options, drained_with; then this platform's own."""
 
     servers: list[openstack.compute.Instance]
 
     def __init__(
         self,
         name: str,
-        machine_role: MachineRole,
+        role: PoolRole,
         cluster: ClusterContext,
-        subnet: Subnet,
-        security_groups: dict[str, pulumi.Input[Sequence[str]]],
+        network: Subnet,
         user_data: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
-        servers_after: Sequence[pulumi.Resource] = (),
         drained_with: pulumi.Output[InstallerAssets] | None = None,
+        *,
+        security_groups: dict[str, pulumi.Input[Sequence[str]]],
+        servers_after: Sequence[pulumi.Resource] = (),
     ):
-        """`servers_after`: what the servers are created after and deleted before (the destroy
-        cleanup). `drained_with`: the installer's configs whose kubeconfig drains each node
-        before its server goes (workers)."""
-        super().__init__(machine_role.type_token, name, None, opts)
-        role_name, nodes, role = machine_role.name, machine_role.nodes, machine_role.settings
-        vips, one_at_a_time = machine_role.vips, machine_role.one_at_a_time
+        """`drained_with`: the installer's configs whose kubeconfig drains each node before its
+        server goes (workers). `servers_after`: what the servers are created after and deleted
+        before (the destroy cleanup)."""
+        former = pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPES[role.name])])
+        super().__init__("ocp:openstack:NodePool", name, None, pulumi.ResourceOptions.merge(opts, former))
+        settings, one_at_a_time = role.settings, role.one_at_a_time
         # The first is the installer's <infraID>-master / -worker; workers.serverGroupSize adds -worker-1, ...
         groups = [
             openstack.compute.ServerGroup(
                 f"{name}-server-group" + (f"-{number}" if number else ""),
-                name=cluster.named(role_name + (f"-{number}" if number else "")),
-                policies=role.server_group_policy,
+                name=cluster.named(role.name + (f"-{number}" if number else "")),
+                policies=settings.server_group_policy,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for number in range(machine_role.server_groups)
+            for number in range(role.server_groups)
         ]
         self.servers = []
-        for node in nodes:
+        for node in role.nodes:
             node_name = f"{name}-{node.role}-{node.index}"
-            port = node_port(node_name, cluster, node, subnet, security_groups[node.name], vips, self)
+            port = node_port(node_name, cluster, node, network, security_groups[node.name], role.vips, self)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
             after = [*servers_after, *([self.servers[-1]] if one_at_a_time and self.servers else [])]
@@ -225,10 +232,10 @@ class MachineSet(pulumi.ComponentResource):
                     node_name,
                     cluster,
                     node,
-                    role,
+                    settings,
                     port,
                     user_data[node.name],
-                    groups[machine_role.server_group_of(node.index)].id,
+                    groups[role.server_group_of(node.index)].id,
                     pulumi.ResourceOptions(parent=self, depends_on=after),
                 )
             )

@@ -104,8 +104,7 @@ def test_resource_counts_of_the_kvm_stack(kvm_run):
         "ocp:libvirt:BaseVolume": 1,
         VOLUME: 7,  # the base image + one copy-on-write disk per node
         "ocp:libvirt:Bootstrap": 1,
-        "ocp:libvirt:ControlPlane": 1,
-        "ocp:libvirt:Workers": 1,
+        "ocp:libvirt:NodePool": 2,  # masters, workers
         "ocp:libvirt:Machine": 6,  # bootstrap, 3 masters, 2 workers
         IGNITION: 6,
         DOMAIN: 6,

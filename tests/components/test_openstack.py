@@ -117,8 +117,8 @@ def test_components_and_parents(dev_run):
         "ocp4-cleanup": "ocp:openstack:Cleanup",
         "ocp4-bootstrap": "ocp:openstack:Bootstrap",
         "ocp4-bootstrap-config": "ocp:openstack:BootstrapImage",
-        "ocp4-control-plane": "ocp:openstack:ControlPlane",
-        "ocp4-workers": "ocp:openstack:Workers",
+        "ocp4-control-plane": "ocp:openstack:NodePool",
+        "ocp4-workers": "ocp:openstack:NodePool",
         "ocp4-worker-pointers": "ocp:openstack:WorkerPointers",
     }
     urns = {r.urn: r for r in dev_run.resources}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from tools.recover import delete_commands, pending_creates, verdicts
 
-SERVER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:ControlPlane$openstack:compute/instance:Instance::ocp4-control-plane-master-1"
-PORT = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:Workers$openstack:networking/port:Port::ocp4-workers-worker-0-port"
-DRAIN = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:Workers$command:local:Command::ocp4-workers-worker-0-drain"
+SERVER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$openstack:compute/instance:Instance::ocp4-control-plane-master-1"
+PORT = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$openstack:networking/port:Port::ocp4-workers-worker-0-port"
+DRAIN = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$command:local:Command::ocp4-workers-worker-0-drain"
 
 
 def export(*operations: tuple[str, str, str, dict]) -> dict:
