@@ -231,11 +231,13 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 printf '%s' "$KUBECONFIG_DATA" > "$scratch/kubeconfig"
 refuse() {{
-  echo "ocp:workers.count: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc, or leave ocp:workers.count as it was" >&2
+  echo "ocp:workers.count: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave ocp:workers.count as it was" >&2
   exit 3
 }}
 if ! encoded=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get secret {name} -n {namespace} -o 'jsonpath={{.data.{key}}}' 2>"$scratch/error"); then
-  refuse "reading it through the cluster's API failed: $(tr '\\n' ' ' < "$scratch/error" | cut -c1-400)"
+  # kubectl and oc log discovery retries (klog lines: E1125 08:55:35...) before their error.
+  detail=$(sed '/^[IWEF][0-9][0-9][0-9][0-9] /d' "$scratch/error" | paste -sd ' ' - | cut -c1-400)
+  refuse "reading it through the cluster's API failed: ${{detail:-$(tail -n 1 "$scratch/error" | cut -c1-400)}}"
 fi
 pointer=$(printf '%s' "$encoded" | base64 -d 2>/dev/null) || refuse "its {key} is not base64"
 case "$pointer" in '{{'*'"ignition"'*) ;; *) refuse "its {key} is not an Ignition config";; esac

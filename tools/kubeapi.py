@@ -16,6 +16,7 @@ it started, by their PIDs, and waits for them.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import ipaddress
@@ -298,6 +299,24 @@ class KubeAPI:
         }
         self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
         self.kubeconfig.chmod(0o600)
+
+    def embedded_kubeconfig(self, server: str | None = None) -> str:
+        """The admin kubeconfig with the CA, certificate and key inside it, as the installer's
+        auth/kubeconfig is (what a script gets as text); `server` another URL (a closed port)."""
+        assert self.ca and self.admin
+
+        def data(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": server or self.url, "certificate-authority-data": data(self.ca.cert)}}],
+            "users": [{"name": "admin", "user": {"client-certificate-data": data(self.admin.cert), "client-key-data": data(self.admin.key)}}],
+            "contexts": [{"name": "admin", "context": {"cluster": "local", "user": "admin"}}],
+            "current-context": "admin",
+        }
+        return json.dumps(config, indent=2) + "\n"
 
     def env(self) -> dict[str, str]:
         """An environment for clients: KUBECONFIG the admin's, kubectl's cache in the directory."""

@@ -1,0 +1,118 @@
+"""A day-2 worker's pointer config read from the running cluster (4.19+, integrated mode): the
+worker pointer script with the real kubectl as ocp:installer.oc against a real Kubernetes API
+server (tools/kubeapi.py: etcd and kube-apiserver on 127.0.0.1) holding the secret, or not."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+
+import pytest
+
+from cluster.config import load_config
+from cluster.installer import WORKER_POINTER_SECRET, InstallerAssets, worker_pointer_environment, worker_pointer_script
+from tests.conftest import stack_config
+from tools import kubeapi, toolchain
+
+NAMESPACE, NAME, KEY = WORKER_POINTER_SECRET
+SERVER = "ocp4-x7k2p-worker-3"
+# What the 4.19 MCO keeps in the secret once it rotated the MCS CA: a pointer at the API VIP.
+POINTER = {
+    "ignition": {
+        "config": {"merge": [{"source": "https://10.0.0.5:22623/config/worker"}]},
+        "security": {"tls": {"certificateAuthorities": [{"source": "data:text/plain;charset=utf-8;base64,LS0tLS1CRUdJTi0tLS0tCg=="}]}},
+        "version": "3.2.0",
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    reason = kubeapi.missing()
+    if reason:
+        pytest.skip(reason)
+    with kubeapi.running(tmp_path_factory.mktemp("kubeapi")) as running:
+        running.kubectl("create", "namespace", NAMESPACE)
+        yield running
+
+
+def put_secret(api: kubeapi.KubeAPI, data: dict[str, str] | None) -> None:
+    """The secret as the MCO leaves it (`data` already base64), or none at all."""
+    api.kubectl("delete", "secret", NAME, "-n", NAMESPACE, "--ignore-not-found")
+    if data is not None:
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": NAME, "namespace": NAMESPACE}, "type": "Opaque", "data": data}
+        api.kubectl("create", "-f", "-", input=json.dumps(secret))
+
+
+def pointer(api: kubeapi.KubeAPI, tmp_path, server: str | None = None) -> subprocess.CompletedProcess:
+    """The script as the worker's command runs it: the environment the program gives it, for a
+    cluster whose admin kubeconfig (certificate and key inside) points at `server`."""
+    config = load_config(stack_config("dev"))
+    config = config.model_copy(update={"installer": config.installer.model_copy(update={"oc": str(toolchain.binary("kubectl"))})})
+    assets = InstallerAssets(
+        bootstrap={}, master={}, worker={}, metadata={"infraID": "ocp4-x7k2p"}, kubeconfig=api.embedded_kubeconfig(server), kubeadmin_password="-"
+    )
+    environment = worker_pointer_environment(config, assets, SERVER, from_cluster=True)
+    assert environment["OC"].endswith("/kubectl") and environment["API_URL"] == (server or api.url)
+    # No KUBECONFIG: the script must use the one it is given, not one lying around.
+    base = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "KUBECACHEDIR": str(tmp_path / "cache")}
+    result = subprocess.run(["/bin/sh", "-c", worker_pointer_script()], env={**base, **environment}, capture_output=True, text=True, timeout=90)
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == [], "its scratch kubeconfig is removed"
+    assert "client-key-data" not in result.stdout + result.stderr and "PRIVATE KEY" not in result.stderr
+    return result
+
+
+def refusal(reason: str, api_url: str) -> str:
+    return (
+        f"ocp:workers.count: {SERVER} cannot be created: on OpenShift 4.19 and later the machine config operator may have rotated "
+        f"the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret "
+        f"{NAMESPACE}/{NAME}, and {reason}. Make the API ({api_url}) reachable from where `pulumi up` runs (ocp:openstack.apiFloatingIp, "
+        "the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave ocp:workers.count as it was\n"
+    )
+
+
+def test_the_pointer_the_cluster_holds_is_printed(api, tmp_path):
+    put_secret(api, {KEY: base64.b64encode(json.dumps(POINTER).encode()).decode()})
+    result = pointer(api, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == POINTER and result.stderr == ""
+
+
+def test_a_cluster_without_the_secret_refuses_the_worker(api, tmp_path):
+    put_secret(api, None)
+    result = pointer(api, tmp_path)
+    assert result.returncode == 3 and result.stdout == ""
+    failure = f'reading it through the cluster\'s API failed: Error from server (NotFound): secrets "{NAME}" not found'
+    assert result.stderr == refusal(failure, api.url), result.stderr
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param({KEY: base64.b64encode(b"#cloud-config\nhostname: w\n").decode()}, id="cloud-config"),
+        pytest.param({KEY: base64.b64encode(b'{"storage": {}}').decode()}, id="json-without-ignition"),
+        pytest.param({"other": base64.b64encode(json.dumps(POINTER).encode()).decode()}, id="no-userData-key"),
+    ],
+)
+def test_a_secret_that_holds_no_ignition_config_refuses_the_worker(api, tmp_path, data):
+    put_secret(api, data)
+    result = pointer(api, tmp_path)
+    assert result.returncode == 3 and result.stdout == ""
+    assert result.stderr == refusal(f"its {KEY} is not an Ignition config", api.url), result.stderr
+
+
+def test_the_api_never_serves_a_value_that_is_not_base64(api):
+    # Secret data is bytes, base64 on the wire: the API refuses to store anything else, so the
+    # script's "not base64" refusal guards only against an `oc` that prints something else.
+    with pytest.raises(kubeapi.KubeAPIError, match="illegal base64 data"):
+        put_secret(api, {KEY: "not base64!"})
+
+
+def test_an_api_that_does_not_answer_refuses_the_worker_saying_where(api, tmp_path):
+    closed = f"https://{kubeapi.LOOPBACK}:{kubeapi.free_port()}"
+    result = pointer(api, tmp_path, server=closed)
+    assert result.returncode == 3 and result.stdout == ""
+    host = closed.removeprefix("https://")
+    failure = f"reading it through the cluster's API failed: The connection to the server {host} was refused - did you specify the right host or port?"
+    assert result.stderr == refusal(failure, closed), result.stderr
