@@ -108,8 +108,8 @@ def validate_world_open(args: ResourceValidationArgs, report: ReportViolation) -
         return
     report(
         f"{args.name} opens {_describe(protocol, ports)} to the world (from {_source(props)}): only TCP 6443, 80, 443 "
-        "and ICMP may be. Name the clients in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs or "
-        "nodePortAllowedCidrs instead of 0.0.0.0/0."
+        "and ICMP may be. Name the clients instead in the stack's ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, "
+        "nodePortAllowedCidrs or sshAllowedCidr."
     )
 
 
