@@ -21,6 +21,7 @@ import pytest
 
 from cluster.config_schema import ClusterConfig
 from tests.conftest import ROOT, deploy, stack_config
+from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.test_openstack_lifecycle import sweep
 from tools.real_installer import stand_in_oc
@@ -251,3 +252,19 @@ def test_libvirt_stack_passes_untouched():
         for policy in guard.POLICIES:
             name = resource.get("name", resource["type"])
             assert _violations(policy.validate, resource["type"], name, resource.get("inputs", {})) == [], resource["type"]
+
+
+def test_a_real_kvm_preview_passes_the_pack(local_libvirt, pack, tmp_path):
+    """The libvirt stack through the real engine and the libvirt plugin: nothing to judge, nothing fails."""
+    exports = libvirt_exports(local_libvirt)
+
+    def local(committed: dict) -> dict:
+        libvirt = dict(committed["ocp:libvirt"], uri=exports["LIBVIRT_DEFAULT_URI"], image=exports["OCP_LIBVIRT_IMAGE"])
+        if exports["OCP_LIBVIRT_DOMAIN_TYPE"] != "kvm":
+            libvirt["domainType"] = exports["OCP_LIBVIRT_DOMAIN_TYPE"]
+        return {**committed, "ocp:libvirt": libvirt, "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(tmp_path)))}
+
+    kvm = Stack.create("kvm", tmp_path, {"LIBVIRT_DEFAULT_URI": exports["LIBVIRT_DEFAULT_URI"]}, [("libvirt", "0.5.4")], local)
+    done = kvm.pulumi("preview", "--policy-pack", str(pack))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "\u2705 ocp-guard-rails" in done.stdout and "[mandatory]" not in done.stdout and "[advisory]" not in done.stdout
