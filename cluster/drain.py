@@ -1,4 +1,5 @@
-"""What runs before a worker's server or domain is deleted: `oc adm drain`, then `oc delete node`. Pure Python.
+"""What runs before a worker's server or domain is deleted: `oc adm drain` (`kubectl drain`),
+then `oc delete node`. Pure Python.
 
 Removing a worker without draining it ignores PodDisruptionBudgets: its pods simply die. And
 without a cloud controller manager (standalone mode and libvirt, platform none) its Node
@@ -8,12 +9,15 @@ script: the engine runs it before deleting the worker's server (the command depe
 on a scale-down and on `pulumi destroy`.
 
 It never blocks a destroy: a cluster whose API does not answer (already gone, or not
-reachable from where Pulumi runs) is said so on stderr and the server goes anyway; the drain
-is bounded (`DRAIN_TIMEOUT` seconds, default 300: a budget that allows no eviction would
-otherwise hold it for ever) and every call has a timeout of its own. It always exits 0.
-Reads NODE (the node's name), OC (the `oc` binary, `ocp:installer.oc`), KUBECONFIG_DATA
-(the installer's admin kubeconfig, written to a private temporary file and removed) and
-DRAIN_TIMEOUT; prints no secret.
+reachable from where Pulumi runs) or refuses the kubeconfig is said so on stderr, with the
+tool's own error, and the server goes anyway; the drain is bounded (`DRAIN_TIMEOUT` seconds,
+default 300: a budget that allows no eviction would otherwise hold it for ever; so would a
+node whose kubelet is gone, which never confirms its evicted pods' end: they go once the Node
+is deleted, by the pod garbage collector) and every call has a timeout of its own. It always
+exits 0. Reads NODE (the node's name), OC (`ocp:installer.oc`: oc or kubectl, told apart by
+the binary's name as ocp/kube.py does: kubectl has `drain` at the top, oc under `adm`),
+KUBECONFIG_DATA (the installer's admin kubeconfig, written to a private temporary file and
+removed) and DRAIN_TIMEOUT; prints no secret.
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ DRAIN_TIMEOUT_SECONDS = 300
 DRAIN_SCRIPT = r"""set -u
 : "${NODE:?}" "${OC:?}" "${KUBECONFIG_DATA:?}"
 drain_timeout=${DRAIN_TIMEOUT:-DEFAULT_TIMEOUT}
-by_hand="oc adm drain ${NODE} --ignore-daemonsets --delete-emptydir-data --force; oc delete node ${NODE}"
+case "${OC##*/}" in
+  kubectl*) tool=kubectl drain=(drain) ;;
+  *) tool=oc drain=(adm drain) ;;
+esac
+by_hand="${tool} ${drain[*]} ${NODE} --ignore-daemonsets --delete-emptydir-data --force; ${tool} delete node ${NODE}"
 
 if ! command -v "$OC" >/dev/null 2>&1; then
   echo "drain: no ${OC} here: ${NODE} was not drained; if the cluster lives on: ${by_hand}" >&2
@@ -35,7 +43,7 @@ answer=$(mktemp)
 trap 'rm -f "$kubeconfig" "$answer"' EXIT
 printf '%s\n' "$KUBECONFIG_DATA" >"$kubeconfig"
 
-# oc with the cluster's kubeconfig, killed after $1 seconds whatever it waits for.
+# oc or kubectl with the cluster's kubeconfig, killed after $1 seconds whatever it waits for.
 cluster() {
   local seconds=$1
   shift
@@ -43,15 +51,22 @@ cluster() {
 }
 
 if ! cluster 30 get node "$NODE" -o name >/dev/null 2>"$answer"; then
-  if grep -q NotFound "$answer"; then
+  # Its error, without the discovery retries it logs first (klog lines: E1125 08:55:35...).
+  said=$(sed '/^[IWEF][0-9][0-9][0-9][0-9] /d' "$answer" | tail -n 1 | cut -c1-300)
+  said=${said:-no answer within 30 s}
+  if grep -q '^Error from server (NotFound)' "$answer"; then
     echo "drain: ${NODE} is not a node of the cluster: nothing to drain"
+  elif grep -q '^Error from server\|^error: You must be logged in' "$answer"; then
+    echo "drain: the cluster's API answered with an error: ${NODE} was not drained; if the cluster lives on: ${by_hand}" >&2
+    echo "drain: ${tool}: ${said}" >&2
   else
     echo "drain: the cluster's API does not answer: ${NODE} was not drained; if the cluster lives on: ${by_hand}" >&2
+    echo "drain: ${tool}: ${said}" >&2
   fi
   exit 0
 fi
 
-if cluster $((drain_timeout + 30)) adm drain "$NODE" --ignore-daemonsets --delete-emptydir-data --force \
+if cluster $((drain_timeout + 30)) "${drain[@]}" "$NODE" --ignore-daemonsets --delete-emptydir-data --force \
   --timeout="${drain_timeout}s" >/dev/null 2>&1; then
   echo "drain: drained ${NODE}"
 else
@@ -61,7 +76,7 @@ fi
 if cluster 60 delete node "$NODE" --wait=false >/dev/null 2>&1; then
   echo "drain: deleted node ${NODE}"
 else
-  echo "drain: could not delete node ${NODE}: oc delete node ${NODE}" >&2
+  echo "drain: could not delete node ${NODE}: ${tool} delete node ${NODE}" >&2
 fi
 exit 0
 """.replace("DEFAULT_TIMEOUT", str(DRAIN_TIMEOUT_SECONDS))

@@ -300,10 +300,12 @@ class KubeAPI:
         self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
         self.kubeconfig.chmod(0o600)
 
-    def embedded_kubeconfig(self, server: str | None = None) -> str:
+    def embedded_kubeconfig(self, server: str | None = None, user: Pair | None = None) -> str:
         """The admin kubeconfig with the CA, certificate and key inside it, as the installer's
-        auth/kubeconfig is (what a script gets as text); `server` another URL (a closed port)."""
+        auth/kubeconfig is (what a script gets as text); `server` another URL (a closed port),
+        `user` another client pair (one the API does not trust, or a user without rights)."""
         assert self.ca and self.admin
+        user = user or self.admin
 
         def data(path: Path) -> str:
             return base64.b64encode(path.read_bytes()).decode()
@@ -312,7 +314,7 @@ class KubeAPI:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "local", "cluster": {"server": server or self.url, "certificate-authority-data": data(self.ca.cert)}}],
-            "users": [{"name": "admin", "user": {"client-certificate-data": data(self.admin.cert), "client-key-data": data(self.admin.key)}}],
+            "users": [{"name": "admin", "user": {"client-certificate-data": data(user.cert), "client-key-data": data(user.key)}}],
             "contexts": [{"name": "admin", "context": {"cluster": "local", "user": "admin"}}],
             "current-context": "admin",
         }
