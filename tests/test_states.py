@@ -28,7 +28,13 @@ CASES = sorted(directory for directory in STATES.glob("*/*") if (directory / "st
 LATER = (datetime.fromisoformat(AT) + timedelta(hours=1)).timestamp()
 # Steps other than `same` that are meant, with why: (release, stack, resource name) -> (action, why).
 # Empty: nothing this program changed since the committed releases moves a deployed resource.
-MEANT: dict[tuple[str, str, str], tuple[str, str]] = {}
+# (release, stack, resource) -> (action, why): the changes a later release means to make.
+DRAIN = ("update", "4561287: the drain script takes kubectl as well as oc; a drain command's create does nothing, so the update runs nothing")
+MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("35e8df7", stack, f"{cluster}-workers-worker-{index}-drain"): DRAIN
+    for stack, cluster in (("dev", "ocp4"), ("standalone", "ocp4"), ("kvm", "kvm4"))
+    for index in (0, 1)
+}
 FAKE_KEY = "FAKE tools/sample_installer.py"
 
 
