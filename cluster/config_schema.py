@@ -318,6 +318,10 @@ class ClusterConfig(Model):
     image_digest_sources: tuple[ImageDigestSource, ...] = ()
     tags: Tags = ()
     networking: NetworkingSettings = NetworkingSettings()
+    # `protect` on what a destroy of loses the cluster: the masters (servers or disks, ports,
+    # root volumes), the network, subnet and router, the installer's record. Lowered to false
+    # before a deliberate destroy; the change touches only that flag.
+    protect: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterConfig:

@@ -140,6 +140,12 @@ EFFECTS: dict[str, Effect] = {
     "openstack.nodePortAllowedCidrs": Effect("apply", "adds or removes the NodePort rules of each source on both node groups; nodes are untouched"),
     "libvirt.image": Effect("warn", "every disk stands on the image uploaded at install, new ones too; RHCOS updates come from the cluster"),
     "tags": Effect("apply", "updates the tags in place"),
+    "protect": Effect(
+        "apply",
+        "only the protect flag of the masters (servers, libvirt disks, ports, root volumes), the network, subnet and "
+        "router and the installer's record changes: nothing is updated or replaced. Lower it to false before a "
+        "deliberate `pulumi destroy`, which refuses while it is true",
+    ),
     "networking": Effect(
         "warn",
         "standalone mode and libvirt (integrated mode refuses these keys but routerNodes: the machine-config-operator "

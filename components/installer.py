@@ -67,7 +67,10 @@ class Installer(pulumi.ComponentResource):
             # The previous stdout (~400 KB) would not fit in one environment string.
             add_previous_output_in_env=False,
             logging=command.local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE),
+            # The cluster's PKI and infra ID live only here (ocp:protect).
+            opts=pulumi.ResourceOptions(
+                parent=self, additional_secret_outputs=["stdout"], ignore_changes=RUN_ONCE, protect=config.protect
+            ),
         )
         stdout = pulumi.Output.secret(run.stdout)
         self.assets = stdout.apply(lambda text: _reviewed(config, plan, InstallerAssets.from_files(unbundle(text)), now))

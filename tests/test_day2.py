@@ -102,6 +102,9 @@ DEV_EDITS = [
     Edit("workers.count 3 -> 2 of 2 routers", section("workers", count=2), base=section("workers", count=3), expect={"ocp4-worker*-worker-2": "delete", "ocp4-workers-worker-2-port": "delete", "ocp4-workers-worker-2-drain": "delete"}),
     Edit("bootstrap.enabled false", section("bootstrap", enabled=False), expect={"ocp4-bootstrap*": "delete"}),
     Edit("tags", key("tags", ["team=ocp"]), expect={"*": "update|same"}),
+    # Only the protect flag moves: the engine takes it in a `same` step.
+    Edit("protect false", key("protect", "false")),
+    Edit("kvm protect false", key("protect", "false"), stack="kvm"),
     Edit("openstack.apiFloatingIp create -> none", section("openstack", apiFloatingIp="none"), expect={"ocp4-vips-api-fip": "delete"}),
     Edit("openstack.ingressFloatingIp -> an existing address", section("openstack", ingressFloatingIp="198.51.100.7"), expect={"ocp4-vips-ingress-fip-association": "create", "ocp4-vips-ingress-fip": "delete"}),
     Edit("openstack.sshAllowedCidr", section("openstack", sshAllowedCidr="192.168.122.0/25"), expect={"ocp4-bootstrap-bootstrap-tcp-22*": "create|delete"}),

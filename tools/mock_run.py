@@ -100,6 +100,7 @@ class ProgramRun:
                 "outputs": r.outputs,
                 "secretInputs": sorted({path.split(".")[0].split("[")[0] for path in r.secret_paths}),
                 "deleteBeforeReplace": bool(r.options.get("deleteBeforeReplace")),
+                "protect": bool(r.options.get("protect")),
             }
             for r in self.resources
         ]
@@ -118,6 +119,7 @@ def deployed_from(state: list[dict[str, Any]]) -> Engine:
                 item["outputs"],
                 tuple(item.get("secretInputs", ())),
                 item.get("deleteBeforeReplace", False),
+                item.get("protect", False),
             )
             for item in state
         }
@@ -259,10 +261,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     """The mock monitor, also keeping each resource's parent, inputs and options, in order;
     with an engine, registrations take the steps the engine would take on that state."""
 
-    def __init__(self, mocks: pulumi.runtime.Mocks, run: ProgramRun, engine: Engine | None):
+    def __init__(
+        self, mocks: pulumi.runtime.Mocks, run: ProgramRun, engine: Engine | None, no_default_providers: frozenset[str] = frozenset()
+    ):
         super().__init__(mocks)
         self.run = run
         self.engine = engine
+        # pulumi:disable-default-providers: packages ("*": all) whose resources and invokes must name their provider.
+        self.no_default_providers = no_default_providers
         # Event loops the SDK makes in its worker threads: closed with the run.
         self.thread_loops: set[asyncio.AbstractEventLoop] = set()
         # Each registration's alias URNs: its children inherit them, as in the engine.
@@ -292,6 +298,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         pulumi_mocks._ensure_event_loop()
         self.thread_loops.add(asyncio.get_event_loop())
         urn = self.make_urn(request.parent, request.type, request.name)
+        if request.custom and not request.type.startswith("pulumi:providers:"):
+            self.refuse_default_provider(request.type, request.provider, urn)
         self.aliases[urn] = self.alias_urns(request, urn)
         # Deployed under an alias: the engine takes it as that resource, not a new one.
         deployed_urn = next((u for u in (urn, *self.aliases[urn]) if self.engine is not None and u in self.engine.deployed), urn)
@@ -322,6 +330,11 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 [path.split(".")[0].split("[")[0] for path in resource.secret_paths],
                 custom,
             )
+        if action == "replace" and request.protect:  # as the engine refuses it, before any step runs
+            raise pulumi.RunError(
+                f'unable to replace resource "{urn}" as it is currently marked for protection: '
+                "lower ocp:protect to false first if the replacement is meant"
+            )
         deployed = self.engine.deployed.get(deployed_urn) if self.engine is not None else None
         if deployed is not None and action in KEEPS_IDENTITY:
             id_, state = deployed.id, {**deployed.outputs, **kept}
@@ -339,7 +352,22 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def Invoke(self, request: Any) -> Any:
         pulumi_mocks._ensure_event_loop()
         self.thread_loops.add(asyncio.get_event_loop())
+        self.refuse_default_provider(request.tok, request.provider, request.tok)
         return super().Invoke(request)
+
+    def refuse_default_provider(self, token: str, provider: str, what: str) -> None:
+        """As the engine refuses it: with no provider of its own, a resource or invoke would get
+        the package's default provider, configured from the stack's `<package>:` keys."""
+        package = token.split(":", 1)[0]
+        if provider or package == "pulumi" or not ({"*", package} & self.no_default_providers):
+            return
+        raise pulumi.RunError(f"Default provider for '{package}' disabled. '{what}' must use an explicit provider.")
+
+
+def disabled_default_providers(config: dict[str, str]) -> frozenset[str]:
+    """The packages `pulumi:disable-default-providers` names (a JSON list, as the stack file's list reaches the program)."""
+    text = config.get("pulumi:disable-default-providers")
+    return frozenset(json.loads(text)) if text else frozenset()
 
 
 class _Warnings(logging.Handler):
@@ -386,7 +414,7 @@ def _run(
     asyncio.set_event_loop(loop)
     # What a deployed stack holds is in the cloud too.
     mocks = ClusterMocks(now, MockCloud(cloud, engine.deployed.values() if engine is not None else ()))
-    monitor = RecordingMonitor(mocks, run, engine)
+    monitor = RecordingMonitor(mocks, run, engine, disabled_default_providers(config))
     logger = logging.getLogger(f"tools.mock_run.{id(run)}")
     logger.propagate = False
     handler = _Warnings(run)

@@ -68,6 +68,7 @@ class Deployed:
     outputs: dict[str, Any]
     secret_inputs: tuple[str, ...] = ()
     delete_before_replace: bool = False
+    protect: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,13 @@ class Engine:
 
     def deletions(self) -> list[Change]:
         return [
-            Change(old.type, old.name, "delete", reason="no longer in the program")
+            Change(
+                old.type,
+                old.name,
+                "delete",
+                # The engine refuses to delete a protected resource, before anything runs.
+                reason="no longer in the program" + ("; protected: the engine refuses (lower ocp:protect first)" if old.protect else ""),
+            )
             for urn, old in self.deployed.items()
             if urn not in self.registered and not old.type.startswith(("pulumi:providers:", "ocp:"))
         ]

@@ -62,7 +62,9 @@ class Machine(pulumi.ComponentResource):
         autostart: bool,
         opts: pulumi.ResourceOptions | None = None,
         drained_with: pulumi.Output[InstallerAssets] | None = None,
+        protect: bool = False,
     ):
+        """`protect`: on the disk, which holds the node. Not on the domain: masters.resize replaces it."""
         super().__init__("ocp:libvirt:Machine", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         vcpus, memory_mib, disk_gib = size.libvirt_size()
@@ -81,7 +83,7 @@ class Machine(pulumi.ComponentResource):
             base_volume_id=base_volume_id,
             size=disk_gib * GIB,
             format="qcow2",
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=FIRST_BOOT_DISK)),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=FIRST_BOOT_DISK, protect=protect)),
         )
         domain_type, cpu_mode = domain_kind(cluster.libvirt.domain_type)
         self.domain = libvirt.Domain(
@@ -177,6 +179,8 @@ class NodePool(pulumi.ComponentResource):
                 autostart,
                 pulumi.ResourceOptions(parent=self),
                 drained_with,
+                # A destroy of the masters is the cluster's end (ocp:protect); workers come and go.
+                protect=cluster.config.protect and role.name == "master",
             )
             for node in role.nodes
         ]

@@ -97,7 +97,10 @@ class Network(pulumi.ComponentResource):
                 # One network per name and subnet on a host: the old one must go first. Its DNS
                 # forwarders (nameservers) and DHCP range (workers.maxCount) are set at install: a
                 # change would replace the network under every running domain.
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, ignore_changes=["dns", "xml"]),
+                # It carries every node (ocp:protect).
+                opts=pulumi.ResourceOptions(
+                    parent=self, delete_before_replace=True, ignore_changes=["dns", "xml"], protect=config.protect
+                ),
             )
             self.attachment = Attachment(network_id=network.id)
         self.register_outputs(

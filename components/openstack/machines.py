@@ -40,6 +40,7 @@ def node_port(
     security_group_ids: pulumi.Input[Sequence[str]],
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
+    protect: bool = False,
 ) -> openstack.networking.Port:
     return openstack.networking.Port(
         f"{name}-port",
@@ -50,7 +51,7 @@ def node_port(
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
         tags=cluster.tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect),
     )
 
 
@@ -67,7 +68,7 @@ def server(
     image = role.openstack_image
     block_devices = None
     if role.root_volume is not None:
-        block_devices = [_root_device(name, cluster, node, role, image, opts.parent)]
+        block_devices = [_root_device(name, cluster, node, role, image, opts.parent, bool(opts.protect))]
     zones = role.availability_zones
     # First-boot inputs: a running server keeps what it was created with (a change would
     # replace or re-image it); new servers get the current values. Its size changes only
@@ -102,7 +103,7 @@ VOLUME_FIRST_BOOT_ONLY = ("availabilityZone", "imageId", "size", "volumeType")
 
 
 def _root_device(
-    name: str, cluster: ClusterContext, node: Node, role: RoleBase, image: str, parent: pulumi.Resource | None
+    name: str, cluster: ClusterContext, node: Node, role: RoleBase, image: str, parent: pulumi.Resource | None, protect: bool
 ) -> openstack.compute.InstanceBlockDeviceArgs:
     """The boot disk: Nova makes a volume from the image, or, when the volume must sit in a
     Cinder zone, this program makes it (Nova's image-to-volume has no zone of its own)."""
@@ -131,7 +132,7 @@ def _root_device(
         image_id=image_id,
         availability_zone=zones[node.index % len(zones)],
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
-        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=list(VOLUME_FIRST_BOOT_ONLY)),
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=list(VOLUME_FIRST_BOOT_ONLY), protect=protect),
     )
     # Pulumi owns the volume and deletes it after its server: not Nova on termination, so a
     # replaced server boots from the same disk and a destroy never meets a half-deleted volume.
@@ -210,6 +211,8 @@ class NodePool(pulumi.ComponentResource):
         former = pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPES[role.name])])
         super().__init__("ocp:openstack:NodePool", name, None, pulumi.ResourceOptions.merge(opts, former))
         settings, one_at_a_time = role.settings, role.one_at_a_time
+        # A destroy of the masters is the cluster's end (ocp:protect); workers come and go.
+        protect = cluster.config.protect and role.name == "master"
         # The first is the installer's <infraID>-master / -worker; workers.serverGroupSize adds -worker-1, ...
         groups = [
             openstack.compute.ServerGroup(
@@ -223,7 +226,7 @@ class NodePool(pulumi.ComponentResource):
         self.servers = []
         for node in role.nodes:
             node_name = f"{name}-{node.role}-{node.index}"
-            port = node_port(node_name, cluster, node, network, security_groups[node.name], role.vips, self)
+            port = node_port(node_name, cluster, node, network, security_groups[node.name], role.vips, self, protect)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
             after = [*servers_after, *([self.servers[-1]] if one_at_a_time and self.servers else [])]
@@ -236,7 +239,7 @@ class NodePool(pulumi.ComponentResource):
                     port,
                     user_data[node.name],
                     groups[role.server_group_of(node.index)].id,
-                    pulumi.ResourceOptions(parent=self, depends_on=after),
+                    pulumi.ResourceOptions(parent=self, depends_on=after, protect=protect),
                 )
             )
             if drained_with is not None:

@@ -20,6 +20,8 @@ class Network(pulumi.ComponentResource):
             self.subnet = Subnet(existing.network_id, existing.subnet_id)
         else:
             child = pulumi.ResourceOptions(parent=self)
+            # The network, subnet and router carry every node (ocp:protect); the interface is made again in place.
+            kept = pulumi.ResourceOptions(parent=self, protect=config.protect)
             network = openstack.networking.Network(
                 f"{name}-network",
                 name=cluster.named("openshift"),
@@ -28,7 +30,7 @@ class Network(pulumi.ComponentResource):
                 tags=pulumi.Output.all(cluster.tags, cluster.named("primaryClusterNetwork")).apply(
                     lambda parts: [*parts[0], parts[1]]
                 ),
-                opts=child,
+                opts=kept,
             )
             subnet = openstack.networking.Subnet(
                 f"{name}-subnet",
@@ -44,7 +46,7 @@ class Network(pulumi.ComponentResource):
                 ],
                 dns_nameservers=[str(server) for server in config.nameservers],
                 tags=cluster.tags,
-                opts=child,
+                opts=kept,
             )
             # Looked up once the preflight passed (the infra ID waits for it): a missing network
             # is then reported once, by the preflight, not again by a failed lookup.
@@ -57,7 +59,7 @@ class Network(pulumi.ComponentResource):
                 name=cluster.named("external-router"),
                 external_network_id=external.id,
                 tags=cluster.tags,
-                opts=child,
+                opts=kept,
             )
             interface = openstack.networking.RouterInterface(
                 f"{name}-router-interface", router_id=router.id, subnet_id=subnet.id, opts=child

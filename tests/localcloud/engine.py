@@ -121,6 +121,25 @@ class Stack:
         assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
         return done
 
+    def config(self) -> dict[str, str]:
+        """The stack file's config as it stands, flat (the pull secret left out: write_config keeps it)."""
+        written = yaml.safe_load((self.project / f"Pulumi.{self.name}.yaml").read_text())["config"]
+        return flat({key: value for key, value in written.items() if key != "ocp:pullSecret"})
+
+    def destroy(self, teardown: bool = False) -> subprocess.CompletedProcess:
+        """`pulumi destroy`, as a user makes it of a stack that protects its masters, network and
+        installer's record (ocp:protect): the key lowered and an `up` first, which changes only
+        the flag. A fixture's teardown after a failure, where that `up` cannot run, lifts the
+        protection in the state instead, so the cloud is left clean; a test gets the failed `up`."""
+        if any(resource.get("protect") for resource in self.state()):
+            self.write_config({**self.config(), "ocp:protect": "false"})
+            lowered = self.pulumi("up", "--yes", "--skip-preview")
+            if lowered.returncode != 0:
+                if not teardown:
+                    return lowered
+                self.pulumi("state", "unprotect", "--all", "--yes")
+        return self.pulumi("destroy", "--yes", "--skip-preview")
+
     def outputs(self) -> dict:
         return json.loads(self.pulumi("stack", "output", "--json").stdout)
 

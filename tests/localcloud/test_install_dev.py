@@ -32,7 +32,7 @@ def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
     created.cloud = cloud  # type: ignore[attr-defined]
     yield created
     created.pulumi("cancel", "--yes")
-    created.pulumi("destroy", "--yes", "--skip-preview")
+    created.destroy(teardown=True)
     sweep(created)
 
 

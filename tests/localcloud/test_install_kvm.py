@@ -51,7 +51,7 @@ def stack(local_libvirt, tmp_path_factory) -> Stack:
     if os.environ.get("OCP_KEEP_LIFECYCLE"):
         print(f"kept: the stack in {made.project}")
         return
-    made.pulumi("destroy", "--yes", "--skip-preview")
+    made.destroy(teardown=True)
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def stack(local_libvirt, tmp_path_factory) -> KvmStack:
     if os.environ.get("OCP_KEEP_LIFECYCLE"):  # to look into a failure: the stack stays, with its project
         print(f"kept: the stack in {created.project} (PULUMI_HOME {work / 'home'}, backend {work / 'state'})")
         return
-    created.pulumi("destroy", "--yes", "--skip-preview")  # after a failure: leave nothing behind
+    created.destroy(teardown=True)  # after a failure: leave nothing behind
 
 
 def test_up_creates_the_kvm_stack_in_libvirt(stack):
@@ -217,7 +217,7 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_running(stac
 
 def test_destroy_leaves_no_domain_volume_or_network(stack):
     began = time.monotonic()
-    done = stack.pulumi("destroy", "--yes", "--skip-preview")
+    done = stack.destroy()
     print(f"pulumi destroy of the kvm stack: {time.monotonic() - began:.0f} s")
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     assert stack.libvirt.names("list", "--all", "--name") == []

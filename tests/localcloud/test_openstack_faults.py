@@ -46,7 +46,7 @@ def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
     created.cloud = cloud  # type: ignore[attr-defined]
     yield created
     created.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
-    created.pulumi("destroy", "--yes", "--skip-preview")
+    created.destroy(teardown=True)
     sweep(created)
 
 
@@ -67,7 +67,7 @@ def converged(stack: Stack) -> None:
 
 
 def test_up_killed_while_servers_are_created_converges_after_the_recovery(stack, tmp_path):
-    destroyed = stack.pulumi("destroy", "--yes", "--skip-preview")
+    destroyed = stack.destroy()
     assert destroyed.returncode == 0, destroyed.stderr[-3000:]
     log = tmp_path / "up.log"
     process = stack.start("up", "--yes", "--skip-preview", log=log)
@@ -106,7 +106,7 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
     """The preflight counts every quota before anything is made, so a quota met midway is one
     lowered (or used up by someone else in the project) after it ran: here an admin lowers
     Nova's instances quota to one more server while the network is being made."""
-    destroyed = stack.pulumi("destroy", "--yes", "--skip-preview")
+    destroyed = stack.destroy()
     assert destroyed.returncode == 0, destroyed.stderr[-3000:]
     cloud = stack.cloud  # type: ignore[attr-defined]
     log = tmp_path / "up.log"
@@ -146,7 +146,7 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
 def test_twelve_workers_are_refused_by_the_server_group_members_quota_before_anything_is_made(stack):
     """Nova's default server_group_members quota (10), the local cloud's too: past it Nova refuses
     the 11th worker halfway through `pulumi up`, so the preflight stops the run first."""
-    destroyed = stack.pulumi("destroy", "--yes", "--skip-preview")
+    destroyed = stack.destroy()
     assert destroyed.returncode == 0, destroyed.stderr[-3000:]
     try:
         stack.write_config(with_section(stack.base, "workers", count=12))

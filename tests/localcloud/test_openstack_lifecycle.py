@@ -118,7 +118,7 @@ def stack(request, cloud, cloud_env, tmp_path_factory) -> Stack:
         return
     # After a failure too, leave nothing behind: what the state knows, then whatever carries the infra ID.
     created.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
-    created.pulumi("destroy", "--yes", "--skip-preview")
+    created.destroy(teardown=True)
     sweep(created)
 
 
@@ -315,7 +315,7 @@ def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
     # standalone one holds no cloud credentials and makes none.
     made = sdk(stack.cloud, CLUSTER_MADE, infra=infra) if load_config(stack.base).integrated else None  # type: ignore[attr-defined]
     began = time.monotonic()
-    done = stack.pulumi("destroy", "--yes", "--skip-preview")
+    done = stack.destroy()
     print(f"pulumi destroy of {stack.name}: {time.monotonic() - began:.0f} s")
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     left = inventory(stack, infra)

@@ -64,7 +64,7 @@ def stack(request, cloud, cloud_env, pack, tmp_path_factory) -> Stack:
     created.cloud = cloud  # type: ignore[attr-defined]
     yield created
     created.pulumi("cancel", "--yes")
-    created.pulumi("destroy", "--yes", "--skip-preview")
+    created.destroy(teardown=True)
     sweep(created)
 
 
@@ -158,7 +158,7 @@ def test_every_taggable_resource_of_a_real_preview_carries_the_cluster_id(stack)
     (or metadata, for volumes) is judged and passes; with its cluster ID taken away it is reported."""
     done = stack.pulumi("preview", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    steps = [step for step in json.loads(done.stdout)["steps"] if step["urn"].split("::")[2].startswith("openstack:")]
+    steps = [step for step in json.loads(done.stdout)["steps"] if step.get("newState", {}).get("type", "").startswith("openstack:")]
     taggable = _sdk_taggable()
     judged = 0
     for step in steps:
