@@ -245,10 +245,11 @@ def test_invalid_install_config_raises_value_error(config: str) -> None:
 
 def test_generate_is_fast() -> None:
     timings = []
+    # CPU time, not wall time: what the fake costs each plan, whatever else the machine runs.
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         sample_installer.generate(DEV_CONFIG)
-        timings.append(time.perf_counter() - start)
+        timings.append(time.process_time() - start)
     assert min(timings) < 0.05
 
 
