@@ -156,17 +156,17 @@ def test_up_under_the_pack_then_preview_report_nothing(stack):
 def test_every_taggable_resource_of_a_real_preview_carries_the_cluster_id(stack):
     """The real preview's inputs through the pack's rule: each resource whose type can carry tags
     (or metadata, for volumes) is judged and passes; with its cluster ID taken away it is reported."""
-    done = stack.pulumi("preview", "--json")
+    done = stack.pulumi("preview", "--json", "--show-sames")
     assert done.returncode == 0, done.stderr[-3000:]
-    steps = [step for step in json.loads(done.stdout)["steps"] if step.get("newState", {}).get("type", "").startswith("openstack:")]
+    states = [step["newState"] for step in json.loads(done.stdout)["steps"]]
     taggable = _sdk_taggable()
     judged = 0
-    for step in steps:
-        kind, inputs = step["newState"]["type"], step["newState"]["inputs"]
+    for state in states:
+        kind, inputs = state["type"], state["inputs"]
         if kind not in taggable:
             continue
         assert kind in guard.TAGGED | guard.METADATA, f"{kind} can carry tags: the pack does not judge it"
-        name = step["urn"].rsplit("::", 1)[1]
+        name = state["urn"].rsplit("::", 1)[1]
         assert _violations(guard.validate_tagged, kind, name, inputs) == [], name
         stripped = dict(inputs, tags=[t for t in inputs.get("tags", []) if not t.startswith("openshiftClusterID=")])
         stripped["metadata"] = {k: v for k, v in (inputs.get("metadata") or {}).items() if k != "openshiftClusterID"}
