@@ -176,7 +176,7 @@ def _describe(item: Mapping[str, Any]) -> list[str]:
     message = item["msg"].removeprefix("Value error, ")
     if item["type"] == "extra_forbidden":
         message = "unknown key" + (
-            _did_you_mean(path[-1], _keys_at(path[:-1])) or ": remove it or check its spelling against the README's config reference"
+            _did_you_mean(path[-1], _keys_at(path[:-1])) or ": remove it or check its spelling against docs/config.md"
         )
     elif item["type"] in ("tuple_type", "list_type"):
         message = "is not a list: write [a, b], or one `- item` per line under the key"

@@ -37,7 +37,7 @@ Kind = Literal["refuse", "warn", "apply", "inert"]
 class Effect:
     kind: Kind
     # refuse: why, and what to do instead. warn: what the running cluster keeps and how to
-    # change it there. apply/inert: what a change does (the README's day-2 table).
+    # change it there. apply/inert: what a change does (the day-2 table, docs/day2.md).
     text: str
     # Set where a list may change but not come or go: why setting or emptying it is refused.
     refused_when_set_or_unset: str | None = None

@@ -143,7 +143,7 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     )
     if not config.integrated:
         # First boot fetches the MCS config by VIP over plain HTTP: no DNS yet, and with
-        # `platform: none` the MCS certificate names only api-int (README, "first boot").
+        # `platform: none` the MCS certificate names only api-int (docs/openstack.md).
         rules += _rules(cidr, [("tcp", 22624, 22624, "machine config server (HTTP, first boot)")])
     return rules
 

@@ -5,7 +5,7 @@ removed. After install, the Machine API can still add workers if the user applie
 MachineSet: this one is filled in from the stack (image, flavor, network by its tag,
 security groups and server group by the names this program gives them), with 0 replicas, so
 applying it changes nothing until it is scaled. Machines it creates carry no ingress group:
-the routers stay on the router slots (README, "Ingress placement").
+the routers stay on the router slots (docs/day2.md, "Ingress placement is decided at install").
 """
 
 from __future__ import annotations

@@ -457,8 +457,13 @@ def test_a_stack_installed_with_the_helper_is_told_to_keep_it_while_its_bootstra
     assert "Write configSource: helper" in result.error
     kept = preview(helper_era_state, with_section(stack_config("dev"), "bootstrap", configSource="helper"))
     assert kept.error is None, kept.error
-    # Nothing but the destroy cleanup's script, which now deletes leftover images too: in place.
-    assert {name: kept.changes[name].fields for name in kept.names("create", "delete", "replace", "update")} == {"ocp4-cleanup-on-destroy": ("delete",)}
+    # Nothing but scripts run at destroy, in place: the cleanup's (it now deletes leftover images
+    # too) and the workers' drains (they now take kubectl as well as oc; their create does nothing).
+    assert {name: kept.changes[name].fields for name in kept.names("create", "delete", "replace", "update")} == {
+        "ocp4-cleanup-on-destroy": ("delete",),
+        "ocp4-workers-worker-0-drain": ("delete",),
+        "ocp4-workers-worker-1-drain": ("delete",),
+    }
     assert kept.changes["ocp4-cleanup-on-destroy"].action == "update"
 
 

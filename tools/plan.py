@@ -74,7 +74,7 @@ MACHINESET = "machinesets/worker.yaml"
 MACHINESET_NOTE = (
     "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
     "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
-    "# Machine API add workers. Its machines run no routers (README: ingress placement).\n"
+    "# Machine API add workers. Its machines run no routers (docs/day2.md: ingress placement).\n"
 )
 
 
