@@ -162,9 +162,10 @@ def test_every_taggable_resource_of_a_real_preview_carries_the_cluster_id(stack)
     taggable = _sdk_taggable()
     judged = 0
     for state in states:
-        kind, inputs = state["type"], state["inputs"]
+        kind = state["type"]
         if kind not in taggable:
             continue
+        inputs = state["inputs"]
         assert kind in guard.TAGGED | guard.METADATA, f"{kind} can carry tags: the pack does not judge it"
         name = state["urn"].rsplit("::", 1)[1]
         assert _violations(guard.validate_tagged, kind, name, inputs) == [], name
