@@ -190,17 +190,18 @@ def test_destroy_asks_first_then_leaves_nothing_in_libvirt(stack, hosts):
     """`python -m ocp destroy`: where no one can answer, nothing without --yes; a stack that
     protects its masters (ocp:protect) says how to lower it; then everything goes."""
     libvirt = stack.libvirt  # type: ignore[attr-defined]
-    asked = Driver(stack, hosts, "destroy")
-    assert asked.wait(300) == 1, asked.text()
-    assert "add --yes to go on without a question" in asked.text()
-    assert libvirt.names("list", "--all", "--name"), "nothing may go without the user's yes"
     resources = json.loads(stack.pulumi("stack", "export").stdout)["deployment"]["resources"]
     if any(r.get("protect") for r in resources):
+        # Protection first: it is told before any question, --yes or not.
         refused = Driver(stack, hosts, "destroy", "--yes")
         assert refused.wait(300) == 1, refused.text()
         assert f"`pulumi config set ocp:protect false --stack {stack.name}`, then run again" in refused.text()
         assert libvirt.names("list", "--all", "--name")
         assert stack.pulumi("config", "set", "ocp:protect", "false").returncode == 0
+    asked = Driver(stack, hosts, "destroy")
+    assert asked.wait(300) == 1, asked.text()
+    assert "add --yes to go on without a question" in asked.text()
+    assert libvirt.names("list", "--all", "--name"), "nothing may go without the user's yes"
     destroyed = Driver(stack, hosts, "destroy", "--yes")
     code = destroyed.wait(900)
     print(destroyed.text())
