@@ -4,20 +4,15 @@ would send it; only this stack's nodes' are approved (and then signed), every ot
 
 from __future__ import annotations
 
-import base64
-import ipaddress
 import json
 import time
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER
 from ocp.approver import approve_until_ready, one_pass
 from ocp.kube import Kube
+from tests.ocp.played import PlayedCluster, request_pem
 from tools import kubeapi, toolchain
 
 NODES = {"ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
@@ -35,27 +30,9 @@ def api(tmp_path_factory):
         yield running
 
 
-def request_pem(common: str, organization: str | None = "system:nodes", dns=(), ips=()) -> str:
-    key = ec.generate_private_key(ec.SECP256R1())
-    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common)]
-    if organization:
-        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
-    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attributes))
-    names = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM).decode()
-
-
 def submit(api: kubeapi.KubeAPI, name: str, requester: str, signer: str, usages: list[str], pem: str) -> None:
-    document = {
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"name": name},
-        "spec": {"request": base64.b64encode(pem.encode()).decode(), "signerName": signer, "usages": usages},
-    }
-    # As the requester (impersonated by the admin): the API records it as spec.username.
-    api.kubectl(f"--as={requester}", "--as-group=system:masters", "create", "-f", "-", input=json.dumps(document))
+    """As the requester (impersonated by the admin): the API records it as spec.username."""
+    PlayedCluster(api, {}, DOMAIN).submit(name, requester, signer, usages, pem)
 
 
 def node(name: str) -> str:
