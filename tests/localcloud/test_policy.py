@@ -41,7 +41,8 @@ def pack() -> Path:
     """The pack's virtualenv, made from policy/requirements.txt (PyPI) when it is not there: the CLI
     installs no dependencies for a local pack."""
     python = VENV / "bin" / "python"
-    if subprocess.run([str(python), "-c", "import pulumi_policy, yaml"], capture_output=True).returncode != 0:
+    ready = python.exists() and subprocess.run([str(python), "-c", "import pulumi_policy, yaml"], capture_output=True).returncode == 0
+    if not ready:
         made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], capture_output=True, text=True)
         assert made.returncode == 0, made.stderr
         installed = subprocess.run(
