@@ -114,7 +114,10 @@ class BootstrapHelper(pulumi.ComponentResource):
             config_drive=True,  # cloud-init reads its user_data without a metadata service, as the nodes do
             tags=cluster.tags,
             # Set up once, at first boot: a running helper keeps what it was created with.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["userData", "imageName", "flavorName", "configDrive"]),
+            # Its port is made beforehand: a replacement deletes first (see machines.server).
+            opts=pulumi.ResourceOptions(
+                parent=self, ignore_changes=["userData", "imageName", "flavorName", "configDrive"], delete_before_replace=True
+            ),
         )
         ssh_host: pulumi.Input[str] = str(plan.helper_ip)
         if helper.floating_ip:

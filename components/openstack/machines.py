@@ -92,7 +92,10 @@ def server(
         config_drive=True,
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
         tags=cluster.tags,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored)),
+        # The server boots on a port made beforehand, which two servers cannot hold: a replacement
+        # (a server Nova left in ERROR, a deliberate one) deletes the old server first, or the
+        # old one's delete unbinds the port from the new one.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored, delete_before_replace=True)),
     )
 
 

@@ -139,13 +139,8 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
     finally:
         if before is not None:
             sdk(cloud, SET_INSTANCES, limit=before["instances"])
+    # Servers Nova left in ERROR are replaced delete-first: their pre-made ports end bound to the new ones.
     stack.up()
-    unbound = [name for name, device in sdk(stack.cloud, OURS, infra=infra_id(stack))["ports"] if not device and not name.endswith(("-api-port", "-ingress-port"))]  # type: ignore[attr-defined]
-    if unbound:
-        # Known defect (issue 24): a server Nova left in ERROR is replaced create-before-delete; the
-        # new one takes the same pre-made port and deleting the old one unbinds it. Only this symptom
-        # is excused; anything else still fails below.
-        pytest.xfail(f"issue 24: after the quota is raised, the re-run leaves the ports of {unbound} unbound")
     converged(stack)
 
 
