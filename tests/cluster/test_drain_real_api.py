@@ -1,5 +1,5 @@
 """A worker's drain with the real kubectl as ocp:installer.oc against a real Kubernetes API server
-(tools/kubeapi.py: etcd, kube-apiserver, and kube-controller-manager running the disruption and
+(harness/kubeapi.py: etcd, kube-apiserver, and kube-controller-manager running the disruption and
 pod garbage collector controllers, on 127.0.0.1).
 
 There is no kubelet: Nodes and the Pods bound to them (spec.nodeName) are API objects only, and
@@ -18,7 +18,8 @@ import time
 import pytest
 
 from cluster.drain import drain_script
-from tools import kubeapi, toolchain
+from harness import kubeapi
+from tools import toolchain
 
 NAMESPACE = "app"
 

@@ -1,6 +1,6 @@
 """A day-2 worker's pointer config read from the running cluster (4.19+, integrated mode): the
 worker pointer script with the real kubectl as ocp:installer.oc against a real Kubernetes API
-server (tools/kubeapi.py: etcd and kube-apiserver on 127.0.0.1) holding the secret, or not."""
+server (harness/kubeapi.py: etcd and kube-apiserver on 127.0.0.1) holding the secret, or not."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 from cluster.config import load_config
 from cluster.installer import WORKER_POINTER_SECRET, InstallerAssets, worker_pointer_environment, worker_pointer_script
 from tests.conftest import stack_config
-from tools import kubeapi, toolchain
+from harness import kubeapi
+from tools import toolchain
 
 NAMESPACE, NAME, KEY = WORKER_POINTER_SECRET
 SERVER = "ocp4-x7k2p-worker-3"

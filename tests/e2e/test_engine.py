@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PULL_SECRET, ROOT
-from tools import netns, toolchain
+from harness import netns
+from tools import toolchain
 
 PASSPHRASE = "e2e-only-passphrase"
 

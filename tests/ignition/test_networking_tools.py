@@ -30,7 +30,7 @@ from ignition.networking import (
     node_additions,
 )
 from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
-from tools import netns
+from harness import netns
 from tools.lab import ovnk
 
 

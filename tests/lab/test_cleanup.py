@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.lab.conftest import need_lab
-from tools import netns
+from harness import netns
 from tools.plan import ROOT
 
 

@@ -1,9 +1,9 @@
-"""What the lab adds to tools.netns: pulling a port's cable, and finding what a lab left."""
+"""What the lab adds to harness.netns: pulling a port's cable, and finding what a lab left."""
 
 from __future__ import annotations
 
 from tests.lab.conftest import need_lab
-from tools import netns
+from harness import netns
 from tools.lab.clock import wait_until
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.lab.conftest import need_lab
-from tools import netns
+from harness import netns
 from tools.lab import ovnk
 
 MASTERS = {"master-0": "10.0.0.20", "master-1": "10.0.0.21"}

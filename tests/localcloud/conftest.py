@@ -20,7 +20,7 @@ from tools.localcloud.layout import CLOUD, Layout
 from tools.localcloud.libvirt import PROCESS, Libvirt
 from tools.localcloud.libvirt import missing_programs as libvirt_missing
 from tools.localcloud.processes import recorded, running
-from tools.netns import host_links
+from harness.netns import host_links
 from tools.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
 
 ROOT = Path(__file__).resolve().parents[2]

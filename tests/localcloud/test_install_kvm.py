@@ -27,7 +27,7 @@ from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
 from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
-from tools import kubeapi
+from harness import kubeapi
 
 STACK = "kvm"
 

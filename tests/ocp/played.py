@@ -1,4 +1,4 @@
-"""An OpenShift cluster played on a real Kubernetes API server (tools/kubeapi.py), for the install
+"""An OpenShift cluster played on a real Kubernetes API server (harness/kubeapi.py), for the install
 driver's tests. Test harness.
 
 Real: etcd, kube-apiserver and the csrsigning controller; the API server serves the installer's
@@ -39,8 +39,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER
-from tools import kubeapi
-from tools.kubeapi import Pair
+from harness import kubeapi
+from harness.kubeapi import Pair
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ["digital signature", "client auth"]

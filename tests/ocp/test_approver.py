@@ -1,4 +1,4 @@
-"""ocp/approver.py against a real Kubernetes API server (tools/kubeapi.py: etcd, kube-apiserver and
+"""ocp/approver.py against a real Kubernetes API server (harness/kubeapi.py: etcd, kube-apiserver and
 the csrsigning controller on 127.0.0.1): CSRs made with real keys, each sent as the identity that
 would send it; only this stack's nodes' are approved (and then signed), every other stays pending."""
 
@@ -13,7 +13,8 @@ from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER
 from ocp.approver import approve_until_ready, one_pass
 from ocp.kube import Kube
 from tests.ocp.played import PlayedCluster, request_pem
-from tools import kubeapi, toolchain
+from harness import kubeapi
+from tools import toolchain
 
 NODES = {"ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"

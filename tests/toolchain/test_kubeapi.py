@@ -1,4 +1,4 @@
-"""A real Kubernetes API server on loopback (tools/kubeapi.py) from the toolchain's etcd,
+"""A real Kubernetes API server on loopback (harness/kubeapi.py) from the toolchain's etcd,
 kube-apiserver, kube-controller-manager and kubectl: a node's client CSR, approved with
 kubectl, is signed by the csrsigning controller with the signer given to it."""
 
@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tools import kubeapi
+from harness import kubeapi
 from toolchain.build import load_pins
 
 PINS = {component.name: component for component in load_pins()}

@@ -3,7 +3,7 @@
     python -m tools.lab --stack standalone [--shape compact|five-masters|all] [--scenario NAME] [--json]
 
 It takes the stack's offline plan (tools.plan) and runs the very files each node gets, with
-the host's keepalived and haproxy, one network namespace per node (tools.netns), plus
+the host's keepalived and haproxy, one network namespace per node (harness.netns), plus
 stand-ins for the cluster's API and routers and a client sending timed requests to the
 VIPs. docs/lab.md says what each scenario measures and lists the figures.
 

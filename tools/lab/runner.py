@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tools import netns
+from harness import netns
 from tools.lab.nodes import LabPlan
 from tools.lab.scenarios import SCENARIOS, Result, takeover_budget, two_holders
 from tools.lab.topology import Testbed

@@ -32,7 +32,7 @@ import yaml
 
 from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 from ignition.networking import HAPROXY_CFG, MANIFESTS, REDIRECT_UNIT
-from tools import netns
+from harness import netns
 from tools.lab import standins
 from tools.lab.clock import wait_until
 from tools.lab.keepalived import Status

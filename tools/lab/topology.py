@@ -3,7 +3,7 @@
 One namespace per node, named after it, with one link named as the NIC of a real node of its
 role (NICS: nothing in the rendered files names one) and the node's address in the machine
 network; a namespace for the client at the gateway's address (where traffic from outside
-would come from); all joined by a bridge in a namespace of its own (tools.netns). A node's
+would come from); all joined by a bridge in a namespace of its own (harness.netns). A node's
 address can move from its NIC to a bridge br-ex in its namespace, as OVN-Kubernetes moves it
 (`move_address`). Every node's namespace has OVN-Kubernetes' rules that reject connections
 from the node to the machine config server (tools.lab.ovnk): the bootstrap's too, which runs
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cluster.addresses import Role
 from cluster.networking import API_PORT, MCS_HTTP_PORT
-from tools import netns
+from harness import netns
 from tools.lab import ovnk
 from tools.lab.client import Probe
 from tools.lab.nodes import LabNode, LabPlan

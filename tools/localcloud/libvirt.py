@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tools.localcloud.layout import Layout
 from tools.localcloud.processes import Failed, Process, log_tail, recorded, rss_mib, rss_mib_of, running, start, stop
-from tools.netns import processes_in
+from harness.netns import processes_in
 
 PROCESS = "libvirtd"
 POOL = "default"  # the name the committed kvm stack gives (ocp:libvirt.pool)

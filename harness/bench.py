@@ -1,6 +1,6 @@
 """Benchmark of the offline plan: whole-process time and peak memory by cluster size.
 
-    python -m tools.bench [--repeat 3]
+    python -m harness.bench [--repeat 3]
 
 Each size runs `python -m tools.plan` in a fresh process (what a user waits for), on the dev
 stack with the worker count changed; the baseline is a bare `import pulumi_openstack`.
@@ -62,7 +62,7 @@ def user_data_sizes(plan_dir: Path) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     python = sys.executable
