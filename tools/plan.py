@@ -133,10 +133,10 @@ def installer_note(run: ProgramRun, settings: ClusterConfig) -> str | None:
     if real_installer.binary() is None:
         why = f"the real one is not built: {toolchain.HOW}"
     elif run.installer == real_installer.version():
-        against = " against the local cloud (tools.localcloud)" if settings.integrated else ""
+        against = " against the local cloud (harness.localcloud)" if settings.integrated else ""
         return f"installer configs: made by the real {run.installer}{against}"
     else:
-        why = "the real one validates platform openstack against a cloud, and none is at hand: `python -m tools.localcloud up` brings one"
+        why = "the real one validates platform openstack against a cloud, and none is at hand: `python -m harness.localcloud up` brings one"
     return f"installer configs: made by {run.installer} ({why})"
 
 

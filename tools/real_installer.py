@@ -4,7 +4,7 @@ would run it. Test harness, not product.
 
 Platform none always: there `create ignition-configs` needs nothing from outside. Platform
 openstack validates flavors, images, networks and quotas against the cloud the stack names, so
-it runs only while the local cloud (tools/localcloud) is up and its clouds.yaml has that cloud;
+it runs only while the local cloud (harness/localcloud) is up and its clouds.yaml has that cloud;
 otherwise those runs keep the fake installer. `OCP_PLAN_LOCALCLOUD=off` keeps the fake for
 them even then (the test suite sets it: its results must not depend on whether a developer's
 local cloud happens to be up; tests/localcloud asks for the cloud explicitly).
@@ -28,7 +28,7 @@ import yaml
 
 from cluster.installer import run_script
 from tools import toolchain
-from tools.localcloud import cloud as localcloud
+from harness.localcloud import cloud as localcloud
 from tools.sample_installer import release_images
 
 # What the script's environment gets from here, not from the program.

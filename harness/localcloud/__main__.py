@@ -1,4 +1,4 @@
-"""`python -m tools.localcloud up | down | status | env`: a real OpenStack on 127.0.0.1.
+"""`python -m harness.localcloud up | down | status | env`: a real OpenStack on 127.0.0.1.
 
 up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Keystone,
         Placement, Glance, Neutron, Nova (fake driver) and Cinder (bookkeeping driver), and
@@ -6,9 +6,9 @@ up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Key
         again starts only what is not running; after a crash it cleans stale PID files.
 down    stops exactly the processes `up` started (their PID files), keeping the data.
 status  each process: running or not, PID, RSS; where the logs are.
-env     the exports a shell needs: `eval "$(venv/bin/python -m tools.localcloud env)"`.
+env     the exports a shell needs: `eval "$(venv/bin/python -m harness.localcloud env)"`.
 
---libvirt: the same four for the local libvirt instead (tools/localcloud/libvirt.py): libvirtd
+--libvirt: the same four for the local libvirt instead (harness/localcloud/libvirt.py): libvirtd
         confined to a network namespace of its own, the pool `default`, a stand-in boot image, and
         the domain type this host runs; `env --libvirt` prints LIBVIRT_DEFAULT_URI, OCP_LIBVIRT_IMAGE
         and OCP_LIBVIRT_DOMAIN_TYPE for a stack's ocp:libvirt.uri, .image and .domainType.
@@ -20,10 +20,10 @@ import argparse
 import sys
 import time
 
-from tools.localcloud import libvirt
-from tools.localcloud.cloud import down, environment, status, up
-from tools.localcloud.layout import Layout
-from tools.localcloud.processes import Failed
+from harness.localcloud import libvirt
+from harness.localcloud.cloud import down, environment, status, up
+from harness.localcloud.layout import Layout
+from harness.localcloud.processes import Failed
 
 
 def say(message: str) -> None:
@@ -31,7 +31,7 @@ def say(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.localcloud", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.localcloud", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("up", "down", "status", "env"))
     parser.add_argument("--libvirt", action="store_true", help="the local libvirt instead of the local OpenStack")
     arguments = parser.parse_args(argv)
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             return _libvirt(command, layout, began)
         if command == "up":
             up(layout, say)
-            say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m tools.localcloud env)"` then `openstack server list`')
+            say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m harness.localcloud env)"` then `openstack server list`')
         elif command == "down":
             stopped = down(layout, say)
             say(f"stopped {len(stopped)} processes in {time.monotonic() - began:.0f} s; data kept in {layout.data}")
@@ -61,7 +61,7 @@ def _libvirt(command: str, layout: Layout, began: float) -> int:
     if command == "up":
         local = libvirt.up(layout, say)
         say(
-            f'libvirt up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m tools.localcloud env --libvirt)"` then `virsh list --all` ({local.uri})'
+            f'libvirt up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m harness.localcloud env --libvirt)"` then `virsh list --all` ({local.uri})'
         )
     elif command == "down":
         stopped = libvirt.down(layout, say)

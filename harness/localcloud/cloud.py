@@ -1,4 +1,4 @@
-"""up, down, status and env of the local cloud (the command line is tools/localcloud/__main__.py)."""
+"""up, down, status and env of the local cloud (the command line is harness/localcloud/__main__.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from tools.localcloud import configuration, venv
-from tools.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
-from tools.localcloud.processes import Failed, log_tail, port_taken, recorded, rss_mib, running, stop
-from tools.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
+from harness.localcloud import configuration, venv
+from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
+from harness.localcloud.processes import Failed, log_tail, port_taken, recorded, rss_mib, running, stop
+from harness.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
 from tools.mock_cloud import DEFAULT as DESCRIPTION
 
 
@@ -97,7 +97,7 @@ def answering(layout: Layout | None = None) -> Path | None:
 
 def environment(layout: Layout) -> str:
     if not layout.clouds_yaml.exists():
-        raise Failed("no clouds.yaml yet: run `python -m tools.localcloud up` first")
+        raise Failed("no clouds.yaml yet: run `python -m harness.localcloud up` first")
     exports = {
         "OS_CLIENT_CONFIG_FILE": str(layout.clouds_yaml),
         "OS_CLOUD": CLOUD,

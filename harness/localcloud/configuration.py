@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tools.localcloud.layout import HOST, PORTS, REGION, Layout, url
+from harness.localcloud.layout import HOST, PORTS, REGION, Layout, url
 
 # One compute host per compute zone the mock cloud describes (samples/cloud/dev.yaml
 # computeZones): a zone is the zone of its hosts. `nova` is Nova's default zone.
@@ -138,7 +138,7 @@ connection = {database(layout, "neutron")}
 [ml2]
 type_drivers = flat,vlan,vxlan
 tenant_network_types = vxlan
-# Binds ports with no agent (tools/localcloud/drivers).
+# Binds ports with no agent (harness/localcloud/drivers).
 mechanism_drivers = localcloud
 extension_drivers = port_security
 
@@ -259,7 +259,7 @@ def clouds_yaml(layout: Layout) -> str:
 """
 
     return (
-        "# Written by `python -m tools.localcloud up`: the local cloud on loopback.\nclouds:\n"
+        "# Written by `python -m harness.localcloud up`: the local cloud on loopback.\nclouds:\n"
         + entry("openstack", "lab", "lab")
         + entry("localcloud-admin", "admin", "admin")
     )

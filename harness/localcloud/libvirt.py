@@ -1,6 +1,6 @@
 """The local libvirt: libvirtd with the qemu driver, confined, beside the local OpenStack.
 
-`python -m tools.localcloud up --libvirt` starts libvirtd inside a network namespace of its
+`python -m harness.localcloud up --libvirt` starts libvirtd inside a network namespace of its
 own, so its bridges, iptables rules, dnsmasq and guests never touch the host's networking,
 and inside a mount namespace where its configuration, state, logs and the user table it
 reads are this home's (<home>/libvirt), so it never reads or writes /etc/libvirt or
@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.localcloud.layout import Layout
-from tools.localcloud.processes import Failed, Process, log_tail, recorded, rss_mib, rss_mib_of, running, start, stop
+from harness.localcloud.layout import Layout
+from harness.localcloud.processes import Failed, Process, log_tail, recorded, rss_mib, rss_mib_of, running, start, stop
 from harness.netns import processes_in
 
 PROCESS = "libvirtd"
@@ -156,7 +156,7 @@ def _configure(libvirt: Libvirt) -> None:
     (libvirt.masked("log") / "serial").mkdir(exist_ok=True)
     log = MASKED["log"]
     (libvirt.masked("etc") / "libvirtd.conf").write_text(
-        "# The local libvirt (tools/localcloud/libvirt.py): one root-only UNIX socket, no TCP.\n"
+        "# The local libvirt (harness/localcloud/libvirt.py): one root-only UNIX socket, no TCP.\n"
         'unix_sock_rw_perms = "0700"\nunix_sock_ro_perms = "0700"\nauth_unix_rw = "none"\nauth_unix_ro = "none"\n'
         f'log_outputs = "3:file:{log}/libvirtd.log"\n'
     )
@@ -354,7 +354,7 @@ def status(layout: Layout) -> str:
 def environment(layout: Layout) -> str:
     libvirt = Libvirt(layout)
     if not running(layout, PROCESS) or libvirt.domain_type() is None:
-        raise Failed("the local libvirt is not up: run `python -m tools.localcloud up --libvirt` first")
+        raise Failed("the local libvirt is not up: run `python -m harness.localcloud up --libvirt` first")
     exports = {"LIBVIRT_DEFAULT_URI": libvirt.uri, "OCP_LIBVIRT_IMAGE": str(libvirt.image), "OCP_LIBVIRT_DOMAIN_TYPE": libvirt.domain_type()}
     lines = [f"export {key}={shlex.quote(value)}" for key, value in exports.items()]
     return "\n".join([*lines, "# a stack uses them as ocp:libvirt.uri, ocp:libvirt.image and ocp:libvirt.domainType (pool: default)"])

@@ -1,7 +1,7 @@
 """What an operator does to a fresh cloud before a tenant installs OpenShift on it.
 
 Runs with the services' virtualenv's Python (it needs openstacksdk, which the project's venv
-does not carry): `<venv>/bin/python tools/localcloud/operator.py identity|prepare|describe`,
+does not carry): `<venv>/bin/python harness/localcloud/operator.py identity|prepare|describe`,
 with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PASSWORD for `identity`). Imports nothing of the project.
 
 - `identity`: the service users, the catalog, the tenant's project and user.

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.localcloud.layout import Layout
+from harness.localcloud.layout import Layout
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 
-from tools.localcloud import configuration
-from tools.localcloud.configuration import COMPUTE_HOSTS, DATABASES
-from tools.localcloud.layout import HOST, PORTS, Layout, url
-from tools.localcloud.processes import Failed, Process, start, wait_ready
+from harness.localcloud import configuration
+from harness.localcloud.configuration import COMPUTE_HOSTS, DATABASES
+from harness.localcloud.layout import HOST, PORTS, Layout, url
+from harness.localcloud.processes import Failed, Process, start, wait_ready
 
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # not /usr/sbin's wrapper, which switches user
 DEBIAN_PACKAGES = ("mariadb-server", "rabbitmq-server", "qemu-utils")
@@ -146,7 +146,7 @@ class Cloud:
         data.mkdir(parents=True, exist_ok=True)
         (etc / "rabbitmq.conf").write_text(f"listeners.tcp.default = {HOST}:{PORTS['rabbitmq']}\nloopback_users.guest = true\n")
         (etc / "enabled_plugins").write_text("[].\n")
-        (etc / "rabbitmq-env.conf").write_text("# empty: the environment comes from tools/localcloud\n")
+        (etc / "rabbitmq-env.conf").write_text("# empty: the environment comes from harness/localcloud\n")
         erlang = {"ERL_EPMD_ADDRESS": HOST, "ERL_EPMD_PORT": str(PORTS["epmd"]), "HOME": str(data)}
         # Our own epmd, started first, so `down` stops it (Erlang would leave a daemon epmd behind).
         self._start(Process("epmd", ["epmd", "-address", HOST, "-port", str(PORTS["epmd"])], erlang, port=PORTS["epmd"]))

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.localcloud.layout import Layout
+from harness.localcloud.layout import Layout
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements.txt"
@@ -34,7 +34,7 @@ def ensure(layout: Layout, say) -> None:
     if not (layout.venv / "bin" / "python").exists():
         say(f"creating the services' virtualenv {layout.venv}")
         subprocess.run([sys.executable, "-m", "venv", str(layout.venv)], check=True)
-    say("installing OpenStack into it (pinned by tools/localcloud/requirements-lock.txt; ~2 min cold)")
+    say("installing OpenStack into it (pinned by harness/localcloud/requirements-lock.txt; ~2 min cold)")
     # The drivers are copied, not linked: the venv does not depend on the clone's path.
     subprocess.run(
         [str(layout.bin("pip")), "install", "--quiet", "--disable-pip-version-check", "-c", str(LOCK), "-r", str(REQUIREMENTS), str(DRIVERS)],

@@ -86,7 +86,7 @@ elif noun == "server" and verb == "group" and args[2] == "delete":
     cloud["groups"].remove(group)
     save()
 elif noun == "catalog" and verb == "show":
-    # As the real CLI (seen against tools.localcloud): a missing service is no error.
+    # As the real CLI (seen against harness.localcloud): a missing service is no error.
     print(target if cloud.get("object_store") else "service " + target + " not found")
 elif noun == "catalog" and verb == "list":
     print("\n".join(["identity", "compute", "network", "volumev3", "image", *(["object-store"] if cloud.get("object_store") else []), *(["load-balancer"] if cloud.get("load_balancer", True) else [])]))

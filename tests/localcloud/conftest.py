@@ -1,9 +1,9 @@
-"""Tests against the local OpenStack (tools/localcloud), marked `localcloud`. The package's
+"""Tests against the local OpenStack (harness/localcloud), marked `localcloud`. The package's
 fixture brings the cloud up once for these tests and takes it down after them, unless it was
 already up (then it stays, as the developer left it). The fast suite alone:
 `venv/bin/python -m pytest -m "not localcloud and not e2e"`; CI runs everything.
 
-What goes wrong is in the cloud's logs: `python -m tools.localcloud status` names the directory."""
+What goes wrong is in the cloud's logs: `python -m harness.localcloud status` names the directory."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tools.localcloud.cloud import answering
-from tools.localcloud.layout import CLOUD, Layout
-from tools.localcloud.libvirt import PROCESS, Libvirt
-from tools.localcloud.libvirt import missing_programs as libvirt_missing
-from tools.localcloud.processes import recorded, running
+from harness.localcloud.cloud import answering
+from harness.localcloud.layout import CLOUD, Layout
+from harness.localcloud.libvirt import PROCESS, Libvirt
+from harness.localcloud.libvirt import missing_programs as libvirt_missing
+from harness.localcloud.processes import recorded, running
 from harness.netns import host_links
-from tools.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
+from harness.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def localcloud(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.localcloud", *argv], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "harness.localcloud", *argv], cwd=ROOT, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="package")
@@ -44,7 +44,7 @@ def cloud() -> Layout:
     layout = Layout.default()
     already = [name for name in process_names() if running(layout, name)]
     started = localcloud("up")
-    assert started.returncode == 0, f"`python -m tools.localcloud up` failed:\n{started.stdout[-4000:]}\nlogs: {layout.logs}"
+    assert started.returncode == 0, f"`python -m harness.localcloud up` failed:\n{started.stdout[-4000:]}\nlogs: {layout.logs}"
     yield layout
     if not already:
         stopped = localcloud("down")
@@ -53,7 +53,7 @@ def cloud() -> Layout:
 
 @pytest.fixture(scope="package")
 def cloud_env(cloud: Layout) -> dict[str, str]:
-    """The environment a shell gets from `eval "$(python -m tools.localcloud env)"`: the `openstack` CLI on PATH."""
+    """The environment a shell gets from `eval "$(python -m harness.localcloud env)"`: the `openstack` CLI on PATH."""
     assert answering(cloud) is not None
     exports = localcloud("env").stdout
     environment = dict(os.environ)
@@ -85,11 +85,11 @@ def sdk(cloud: Layout, code: str, **values) -> object:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-# --- the local libvirt (tools/localcloud/libvirt.py) ---
+# --- the local libvirt (harness/localcloud/libvirt.py) ---
 
 
 def localvirt(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.localcloud", *argv, "--libvirt"], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "harness.localcloud", *argv, "--libvirt"], cwd=ROOT, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="package")
@@ -103,7 +103,7 @@ def local_libvirt() -> Libvirt:
     already = running(layout, PROCESS)
     links = host_links()
     started = localvirt("up")
-    assert started.returncode == 0, f"`python -m tools.localcloud up --libvirt` failed:\n{started.stdout[-3000:]}{started.stderr[-3000:]}"
+    assert started.returncode == 0, f"`python -m harness.localcloud up --libvirt` failed:\n{started.stdout[-3000:]}{started.stderr[-3000:]}"
     yield Libvirt(layout)
     if not already:
         stopped = localvirt("down")

@@ -19,16 +19,16 @@ from cluster.config import load_config
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, TAG_EXTENSIONS
 from tests.conftest import stack_config
 from tests.localcloud.conftest import ROOT, localcloud
-from tools.localcloud.cloud import answering
-from tools.localcloud.layout import HOST, PORTS
-from tools.localcloud.processes import members, recorded, running
-from tools.localcloud.services import process_names
+from harness.localcloud.cloud import answering
+from harness.localcloud.layout import HOST, PORTS
+from harness.localcloud.processes import members, recorded, running
+from harness.localcloud.services import process_names
 from tools.mock_cloud import DEFAULT, load
 
 
 def described_by_the_cloud(cloud) -> dict:
     done = subprocess.run(
-        [str(cloud.bin("python")), str(ROOT / "tools/localcloud/operator.py"), "describe"],
+        [str(cloud.bin("python")), str(ROOT / "harness/localcloud/operator.py"), "describe"],
         env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)},
         capture_output=True,
         text=True,

@@ -61,6 +61,6 @@ def test_the_offline_plan_of_dev_uses_the_real_installer_while_the_local_cloud_i
         [sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(out)], cwd=ROOT, env=environment, capture_output=True, text=True
     )
     assert planned.returncode == 0, planned.stderr[-3000:]
-    assert f"installer configs: made by the real {real_installer.version()} against the local cloud (tools.localcloud)" in planned.stdout
+    assert f"installer configs: made by the real {real_installer.version()} against the local cloud (harness.localcloud)" in planned.stdout
     bootstrap = next(path for path in (out / "nodes").iterdir() if path.name.endswith("-bootstrap"))
     assert FAKE_MARKER not in (bootstrap / "ignition.json").read_text()

@@ -1,4 +1,4 @@
-"""The local libvirt (tools/localcloud/libvirt.py) itself: what `env` gives, the stand-in image,
+"""The local libvirt (harness/localcloud/libvirt.py) itself: what `env` gives, the stand-in image,
 the confinement. The kvm stack running on it: test_libvirt_lifecycle.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 
 from tests.localcloud.conftest import libvirt_exports as exports
-from tools.localcloud.libvirt import BOOTED, POOL, PROCESS, boot_sector
-from tools.localcloud.processes import recorded
+from harness.localcloud.libvirt import BOOTED, POOL, PROCESS, boot_sector
+from harness.localcloud.processes import recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 

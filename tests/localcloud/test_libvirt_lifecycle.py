@@ -31,7 +31,7 @@ from tests.conftest import deploy
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, agreement, needs, structured, table
 from tests.test_day2 import KVM_EDITS
-from tools.localcloud.libvirt import POOL, Libvirt
+from harness.localcloud.libvirt import POOL, Libvirt
 from harness.netns import host_links
 from tools.real_installer import stand_in_oc
 

@@ -1,1 +1,1 @@
-"""The local cloud's drivers and WSGI entries (tools/localcloud): see each module."""
+"""The local cloud's drivers and WSGI entries (harness/localcloud): see each module."""
