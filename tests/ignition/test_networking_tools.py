@@ -31,7 +31,7 @@ from ignition.networking import (
 )
 from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
 from harness import netns
-from tools.lab import ovnk
+from harness.lab import ovnk
 
 
 def need(*binaries: str, root: bool = False) -> None:

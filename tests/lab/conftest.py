@@ -1,4 +1,4 @@
-"""The lab (tools.lab) runs once per test session: every shape of the standalone stack side by side.
+"""The lab (harness.lab) runs once per test session: every shape of the standalone stack side by side.
 
 Tests that need it skip, saying why, only when the machine cannot run it (not root, or a
 command missing)."""
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from tools.lab import report
-from tools.lab.nodes import SHAPES
-from tools.lab.runner import LabFailed, LabRun, run_shapes, unavailable
+from harness.lab import report
+from harness.lab.nodes import SHAPES
+from harness.lab.runner import LabFailed, LabRun, run_shapes, unavailable
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ def _namespaces(prefix: str) -> list[str]:
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_mid_run_leaves_nothing_behind(number: signal.Signals):
     need_lab()
-    command = [sys.executable, "-m", "tools.lab", "--stack=standalone", "--scenario=bring-up"]
+    command = [sys.executable, "-m", "harness.lab", "--stack=standalone", "--scenario=bring-up"]
     lab = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.lab.conftest import need_lab
 from harness import netns
-from tools.lab.clock import wait_until
+from harness.lab.clock import wait_until
 
 
 def test_leftovers_finds_what_a_lab_left_and_nothing_after_close():

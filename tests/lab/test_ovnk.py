@@ -1,4 +1,4 @@
-"""OVN-Kubernetes' MCS rules as the lab applies them (tools/lab/ovnk.py): connections from
+"""OVN-Kubernetes' MCS rules as the lab applies them (harness/lab/ovnk.py): connections from
 outside still reach a node's MCS, connections a node opens are refused, and so the old design,
 haproxy on a master in front of the masters' MCS, serves nothing once the rules are there."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.lab.conftest import need_lab
 from harness import netns
-from tools.lab import ovnk
+from harness.lab import ovnk
 
 MASTERS = {"master-0": "10.0.0.20", "master-1": "10.0.0.21"}
 CLIENT = "10.0.0.1"

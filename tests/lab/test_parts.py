@@ -15,11 +15,11 @@ import pytest
 from cluster.addresses import plan_addresses
 from ignition.networking import KEEPALIVED_CONF
 from tests.ignition.test_networking import standalone_config, files_of
-from tools.lab import report, runner
-from tools.lab.client import Probe, Sample, first_success
-from tools.lab.keepalived import Status, parse
-from tools.lab.runner import LabRun, order
-from tools.lab.scenarios import Result, _path, takeover_budget, two_holders
+from harness.lab import report, runner
+from harness.lab.client import Probe, Sample, first_success
+from harness.lab.keepalived import Status, parse
+from harness.lab.runner import LabRun, order
+from harness.lab.scenarios import Result, _path, takeover_budget, two_holders
 
 
 def _conf(role: str, workers: int | None = None) -> str:

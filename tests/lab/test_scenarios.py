@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.lab.conftest import LabSession
-from tools.lab.runner import LabRun
-from tools.lab.scenarios import SCENARIOS
+from harness.lab.runner import LabRun
+from harness.lab.scenarios import SCENARIOS
 
 WHOLE_LAB_LIMIT_S = 300
 # The target is zero. A request whose TCP connection is open at the instant the VIP's MAC

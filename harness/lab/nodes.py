@@ -18,7 +18,7 @@ from cluster.addresses import Role, plan_addresses
 from cluster.networking import IMAGE_NAMES
 from cluster.config import load_config
 from ignition.networking import HAPROXY_CFG, KEEPALIVED_CONF
-from tools.lab.keepalived import KeepalivedConf, parse
+from harness.lab.keepalived import KeepalivedConf, parse
 from tools.mock_run import run_program
 from tools.plan import PlanError, stack_config, write_plan
 

@@ -1,4 +1,4 @@
-"""python -m tools.lab: run a stack's on-node networking for real, in network namespaces."""
+"""python -m harness.lab: run a stack's on-node networking for real, in network namespaces."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pulumi
 
-from tools.lab import report
-from tools.lab.nodes import SHAPES, load_plan
-from tools.lab.runner import Interrupted, LabFailed, LabRun, run_lab, run_shapes, unavailable
-from tools.lab.scenarios import SCENARIOS
+from harness.lab import report
+from harness.lab.nodes import SHAPES, load_plan
+from harness.lab.runner import Interrupted, LabFailed, LabRun, run_lab, run_shapes, unavailable
+from harness.lab.scenarios import SCENARIOS
 from tools.plan import PlanError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.lab",
+        prog="python -m harness.lab",
         description="Run a stack's keepalived, haproxy and API VIP redirect, as rendered, in network "
         "namespaces, and measure how VIPs move under faults (docs/lab.md).",
     )

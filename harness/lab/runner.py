@@ -19,9 +19,9 @@ from types import FrameType
 from typing import Any
 
 from harness import netns
-from tools.lab.nodes import LabPlan
-from tools.lab.scenarios import SCENARIOS, Result, takeover_budget, two_holders
-from tools.lab.topology import Testbed
+from harness.lab.nodes import LabPlan
+from harness.lab.scenarios import SCENARIOS, Result, takeover_budget, two_holders
+from harness.lab.topology import Testbed
 from tools.plan import ROOT
 
 # Each command the lab runs, and the Debian package that has it.
@@ -185,11 +185,11 @@ def _signals_interrupt() -> Iterator[Callable[[], None]]:
 
 
 def run_shapes(arguments: list[str], shapes: list[str]) -> list[LabRun]:
-    """Several labs side by side: `python -m tools.lab ARGUMENTS --shape SHAPE --json` for
+    """Several labs side by side: `python -m harness.lab ARGUMENTS --shape SHAPE --json` for
     each shape, each in a session of its own (their messages go to this one's stderr).
     SIGINT or SIGTERM here is passed on as SIGTERM (each lab cleans up after itself), then
     raises Interrupted; a lab that could not run at all raises LabFailed."""
-    command = [sys.executable, "-m", "tools.lab", *arguments, "--json"]
+    command = [sys.executable, "-m", "harness.lab", *arguments, "--json"]
     children: list[subprocess.Popen[str]] = []
     outputs: list[str] = []
     try:

@@ -6,7 +6,7 @@ network; a namespace for the client at the gateway's address (where traffic from
 would come from); all joined by a bridge in a namespace of its own (harness.netns). A node's
 address can move from its NIC to a bridge br-ex in its namespace, as OVN-Kubernetes moves it
 (`move_address`). Every node's namespace has OVN-Kubernetes' rules that reject connections
-from the node to the machine config server (tools.lab.ovnk): the bootstrap's too, which runs
+from the node to the machine config server (harness.lab.ovnk): the bootstrap's too, which runs
 no OVN-Kubernetes, so that no check anywhere may connect to an MCS. A node can join later
 (`add_node`), without those rules, as a node at first boot. Nothing is added to the host's own
 network namespace.
@@ -23,10 +23,10 @@ from pathlib import Path
 from cluster.addresses import Role
 from cluster.networking import API_PORT, MCS_HTTP_PORT
 from harness import netns
-from tools.lab import ovnk
-from tools.lab.client import Probe
-from tools.lab.nodes import LabNode, LabPlan
-from tools.lab.services import INGRESS_PORT, NodeServices
+from harness.lab import ovnk
+from harness.lab.client import Probe
+from harness.lab.nodes import LabNode, LabPlan
+from harness.lab.services import INGRESS_PORT, NodeServices
 
 POLL_INTERVAL = 0.05
 REQUEST_INTERVAL = 0.05  # per target: a takeover is seen to within this

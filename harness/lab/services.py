@@ -33,10 +33,10 @@ import yaml
 from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 from ignition.networking import HAPROXY_CFG, MANIFESTS, REDIRECT_UNIT
 from harness import netns
-from tools.lab import standins
-from tools.lab.clock import wait_until
-from tools.lab.keepalived import Status
-from tools.lab.nodes import LabNode
+from harness.lab import standins
+from harness.lab.clock import wait_until
+from harness.lab.keepalived import Status
+from harness.lab.nodes import LabNode
 
 INGRESS_PORT = 80  # the routers' plain HTTP port: what the client requests through the Ingress VIP
 KEEPALIVED, HAPROXY, REDIRECT, STANDINS = "keepalived", "haproxy", "redirect", "standins"

@@ -1,6 +1,6 @@
 """A lab that runs a stack's on-node networking for real and measures its VIP failovers.
 
-    python -m tools.lab --stack standalone [--shape compact|five-masters|all] [--scenario NAME] [--json]
+    python -m harness.lab --stack standalone [--shape compact|five-masters|all] [--scenario NAME] [--json]
 
 It takes the stack's offline plan (tools.plan) and runs the very files each node gets, with
 the host's keepalived and haproxy, one network namespace per node (harness.netns), plus

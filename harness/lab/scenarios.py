@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 
 from cluster.networking import MCS_HTTP_PORT
-from tools.lab.client import Probe, Sample, first_success
-from tools.lab.clock import LabTimeout, wait_until
-from tools.lab.services import HAPROXY, KEEPALIVED, STANDINS, NodeServices
-from tools.lab.standins import API, HEALTHY, MCS, ROUTER, STOPPED, UNHEALTHY
-from tools.lab.topology import NICS, OVS_BRIDGE, Testbed
+from harness.lab.client import Probe, Sample, first_success
+from harness.lab.clock import LabTimeout, wait_until
+from harness.lab.services import HAPROXY, KEEPALIVED, STANDINS, NodeServices
+from harness.lab.standins import API, HEALTHY, MCS, ROUTER, STOPPED, UNHEALTHY
+from harness.lab.topology import NICS, OVS_BRIDGE, Testbed
 
 # After the VIP answers again: how long to go on counting failures.
 TAIL = 2.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from tools.lab.runner import LabRun
-from tools.lab.scenarios import Result
+from harness.lab.runner import LabRun
+from harness.lab.scenarios import Result
 
 COLUMNS = ("scenario", "holders seen", "moved s", "answers s", "requests", "failed (outside)", "2 holders s", "settled")
 
