@@ -70,11 +70,11 @@ Attach (the framework's PULUMI_DEBUG_PROVIDERS attach mode); upstream's exact ma
 type errors is approximated. Output that is not UTF-8 is
 decoded with replacement characters (upstream's Go would fail to marshal it).
 
-Install it into a PULUMI_HOME with `venv/bin/python -m tools.command_standin install
+Install it into a PULUMI_HOME with `venv/bin/python -m harness.command_standin install
 [--pulumi-home DIR]`: that writes a wrapper naming this checkout's venv python and
-`tools/command_standin/__main__.py` by absolute path (`pulumi plugin install --file` copies
+`harness/command_standin/__main__.py` by absolute path (`pulumi plugin install --file` copies
 the one file) and runs `pulumi plugin install resource command 1.2.1 --file <wrapper>`.
-`tools/command_standin/pulumi-resource-command` is the same entry for use from the checkout.
+`harness/command_standin/pulumi-resource-command` is the same entry for use from the checkout.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ ROOT = HERE.parent.parent
 
 WRAPPER = """\
 #!/bin/sh
-# pulumi-resource-command {version}: the stand-in in {root}/tools/command_standin
-# (its module docstring says what and why). Written by `python -m tools.command_standin install`.
+# pulumi-resource-command {version}: the stand-in in {root}/harness/command_standin
+# (its module docstring says what and why). Written by `python -m harness.command_standin install`.
 exec '{python}' '{main}' serve "$@"
 """
 

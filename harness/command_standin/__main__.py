@@ -1,4 +1,4 @@
-"""`python -m tools.command_standin install [--pulumi-home DIR] [--pulumi PATH]`: install the
+"""`python -m harness.command_standin install [--pulumi-home DIR] [--pulumi PATH]`: install the
 stand-in pulumi-resource-command 1.2.1 into a PULUMI_HOME (default: $PULUMI_HOME, else
 ~/.pulumi). `... serve ENGINE_ADDRESS`: run the plugin (what the engine starts)."""
 
@@ -15,13 +15,13 @@ if __package__ in (None, ""):  # run by path, as the plugin wrapper does: the ch
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["serve"]:
-        from tools.command_standin.provider import serve
+        from harness.command_standin.provider import serve
 
         serve(argv[1:])
         return 0
-    from tools.command_standin import InstallError, install
+    from harness.command_standin import InstallError, install
 
-    parser = argparse.ArgumentParser(prog="python -m tools.command_standin", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m harness.command_standin", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     installing = commands.add_parser("install", help="install the stand-in as resource plugin command 1.2.1")
     installing.add_argument("--pulumi-home", type=Path, default=Path(os.environ.get("PULUMI_HOME") or Path.home() / ".pulumi"))

@@ -1,6 +1,6 @@
 """The gRPC resource provider: what pulumi-command 1.2.1, built on pulumi-go-provider v1.3.0's
 `infer` framework, answers the engine for `command:local:Command` and `command:local:run`.
-Facts and where they come from are in the package docstring (tools/command_standin/__init__.py).
+Facts and where they come from are in the package docstring (harness/command_standin/__init__.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import grpc
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, plugin_pb2, provider_pb2, provider_pb2_grpc
 
-from tools.command_standin import NAME, VERSION
-from tools.command_standin.execute import CommandFailed, Running, run
-from tools.command_standin.values import (
+from harness.command_standin import NAME, VERSION
+from harness.command_standin.execute import CommandFailed, Running, run
+from harness.command_standin.values import (
     ADD,
     ADD_REPLACE,
     AS_REPLACE,
@@ -139,7 +139,7 @@ def check_inputs(inputs: dict[str, Any], fields: dict[str, str], owner: str) -> 
             failures.append((key, f"Missing required field '{key}' on '{owner}'"))
     for key in sorted(REFUSED & inputs.keys()):
         failures.append(
-            (key, f"{key} is not supported by the stand-in pulumi-resource-command {VERSION} (tools/command_standin): use pulumi-command itself")
+            (key, f"{key} is not supported by the stand-in pulumi-resource-command {VERSION} (harness/command_standin): use pulumi-command itself")
         )
     return failures
 
@@ -192,7 +192,7 @@ class CommandProvider(provider_pb2_grpc.ResourceProviderServicer):
         if token in NOT_SUPPORTED:
             context.abort(
                 grpc.StatusCode.UNIMPLEMENTED,
-                f"{token} is not supported by the stand-in pulumi-resource-command {VERSION} (tools/command_standin in this "
+                f"{token} is not supported by the stand-in pulumi-resource-command {VERSION} (harness/command_standin in this "
                 f"checkout): it implements {COMMAND} and {RUN} only",
             )
         context.abort(grpc.StatusCode.NOT_FOUND, f"Resource '{token}' not found")

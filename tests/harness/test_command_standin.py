@@ -1,4 +1,4 @@
-"""The stand-in pulumi-resource-command 1.2.1 (tools/command_standin) through the real engine:
+"""The stand-in pulumi-resource-command 1.2.1 (harness/command_standin) through the real engine:
 the Pulumi CLI and Python language host built here (.toolchain), a tiny Python program using
 the pulumi_command 1.2.1 SDK, a file backend, the plugin installed with the CLI's own
 `plugin install --file` into a private PULUMI_HOME. What pulumi-command v1.2.1 does, read in
@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import ROOT
 from tools import toolchain
-from tools.command_standin import VERSION, install
-from tools.command_standin.values import SECRET_SIG, SIG_KEY, Secret, detailed_diff, object_diff, path_head
+from harness.command_standin import VERSION, install
+from harness.command_standin.values import SECRET_SIG, SIG_KEY, Secret, detailed_diff, object_diff, path_head
 
 PASSPHRASE = "standin-test-passphrase"
 STACK = "test"
@@ -140,7 +140,7 @@ def test_the_plugin_is_installed_as_command_1_2_1(plugin_home):
     assert installed.is_file()
     text = installed.read_text()
     # The CLI copies one file: the copy names this checkout's venv and module by absolute path.
-    assert f"'{ROOT}/venv/bin/python' '{ROOT}/tools/command_standin/__main__.py' serve" in text
+    assert f"'{ROOT}/venv/bin/python' '{ROOT}/harness/command_standin/__main__.py' serve" in text
 
 
 @needs_engine

@@ -17,7 +17,7 @@ import yaml
 
 from tests.conftest import PULL_SECRET, ROOT, preview
 from tools import toolchain
-from tools.command_standin import install as install_command_standin
+from harness.command_standin import install as install_command_standin
 
 PASSPHRASE = "lifecycle-only-passphrase"
 PLUGINS = ROOT / ".toolchain" / "pulumi-home" / "plugins"

@@ -6,7 +6,7 @@ libvirt (`virsh`), the stack's outputs and `pulumi preview --json`.
 Real: the CLI and its Python host (toolchain/pins.toml), the libvirt plugin (built from
 terraform-provider-libvirt v0.8.3 under the bridge: toolchain/pins.toml says why not pulumi-
 libvirt's own), openshift-install (platform none: offline), libvirtd, QEMU and dnsmasq. Not
-real: the command plugin (tools/command_standin, pinned to pulumi-command v1.2.1's source; the
+real: the command plugin (harness/command_standin, pinned to pulumi-command v1.2.1's source; the
 module proxy refuses pulumi-command) and the machines' image (the stand-in boot sector: nothing
 boots OpenShift here). One module-scoped stack: the tests run in order and build on each other.
 """

@@ -8,7 +8,7 @@ workers 2 -> 3 -> 1 and the bootstrap's teardown applied with the masters untouc
 Real: the CLI and its Python host, the OpenStack plugin (terraform-provider-openstack v3.4.0
 under the bridge: toolchain/pins.toml says why not pulumi-openstack's own), openshift-install
 (integrated: against the local cloud; standalone: platform none), Keystone, Nova, Neutron,
-Glance, Cinder. Not real: the command plugin (tools/command_standin), `oc` for the release
+Glance, Cinder. Not real: the command plugin (harness/command_standin), `oc` for the release
 lookups (tools/real_installer.py: no registry), and the machines (Nova's fake driver: nothing
 boots). One module-scoped stack per committed stack: the tests run in order and build on each
 other.
