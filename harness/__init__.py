@@ -1,5 +1,6 @@
 """The test harness: what contributors and the tests run, never the product (harness/README.md).
 
-harness may import tools (the offline plan); nothing of the product, tools included, imports
-harness (tests/test_layout.py checks it).
+harness may import tools (the offline plan); the product and tools do not import harness, but for
+the one edge tests/test_layout.py lists (the offline plan's real installer asks whether the local
+cloud is up).
 """

@@ -1,5 +1,6 @@
-"""The house's layout: small product modules, no import circles, the public Pulumi SDK only in the
-product, and the offline plan's mock engine's private SDK names listed here, pinned to the SDK."""
+"""The house's layout: small product modules, no import circles, the test harness (harness/) apart
+from what a user runs, the public Pulumi SDK only in the product, and the offline plan's mock
+engine's private SDK names listed here, pinned to the SDK."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("__main__.py", "cluster", "components", "ignition", "ocp")
-PROJECT = (*PRODUCT, "tools", "tests")
+PROJECT = (*PRODUCT, "tools", "harness", "tests")
+# What a user runs: the program, its install driver and the offline plan (tools/). The test harness
+# (harness/) may import them; they do not import it.
+USER_SIDE = (*PRODUCT, "tools")
+# The one way in, and why: while the local cloud (harness/localcloud) is up, the offline plan's
+# real installer validates an integrated stack against it (tools/real_installer.py `_cloud`, which
+# asks harness.localcloud.cloud.answering()). Nothing else may join this list.
+HARNESS_IMPORTS_ALLOWED = {"tools.real_installer": {"harness.localcloud", "harness.localcloud.cloud"}}
 MAX_LINES = 400
 
 # The mock engine behind the offline plan (tools/mock_run.py, tools/preview.py) drives the SDK
@@ -147,6 +155,16 @@ def test_the_graph_sees_a_late_import():
     # components.program from within __init__.
     modules = _modules(PROJECT)
     assert "cluster.clouds_yaml" in _imports(modules["components.node_configs"], "components.node_configs", set(modules))
+
+
+def test_nothing_a_user_runs_imports_the_harness():
+    known = set(_modules(PROJECT))
+    found = {}
+    for name, file in _modules(USER_SIDE).items():
+        harness = {target for target in _imports(file, name, known) if target.split(".")[0] == "harness"}
+        if harness:
+            found[name] = harness
+    assert found == HARNESS_IMPORTS_ALLOWED
 
 
 def test_the_product_uses_no_private_pulumi_name():
