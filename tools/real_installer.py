@@ -27,8 +27,8 @@ from pathlib import Path
 import yaml
 
 from cluster.installer import run_script
-from tools import toolchain
 from harness.localcloud import cloud as localcloud
+from tools import toolchain
 from tools.sample_installer import release_images
 
 # What the script's environment gets from here, not from the program.

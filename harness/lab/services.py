@@ -31,12 +31,12 @@ from typing import IO
 import yaml
 
 from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
-from ignition.networking import HAPROXY_CFG, MANIFESTS, REDIRECT_UNIT
 from harness import netns
 from harness.lab import standins
 from harness.lab.clock import wait_until
 from harness.lab.keepalived import Status
 from harness.lab.nodes import LabNode
+from ignition.networking import HAPROXY_CFG, MANIFESTS, REDIRECT_UNIT
 
 INGRESS_PORT = 80  # the routers' plain HTTP port: what the client requests through the Ingress VIP
 KEEPALIVED, HAPROXY, REDIRECT, STANDINS = "keepalived", "haproxy", "redirect", "standins"

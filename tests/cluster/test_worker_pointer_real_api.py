@@ -12,8 +12,8 @@ import pytest
 
 from cluster.config import load_config
 from cluster.installer import WORKER_POINTER_SECRET, InstallerAssets, worker_pointer_environment, worker_pointer_script
-from tests.conftest import stack_config
 from harness import kubeapi
+from tests.conftest import stack_config
 from tools import toolchain
 
 NAMESPACE, NAME, KEY = WORKER_POINTER_SECRET

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PULL_SECRET, ROOT
 from harness import netns
+from tests.conftest import PULL_SECRET, ROOT
 from tools import toolchain
 
 PASSPHRASE = "e2e-only-passphrase"

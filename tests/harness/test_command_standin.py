@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tools import toolchain
 from harness.command_standin import VERSION, install
 from harness.command_standin.values import SECRET_SIG, SIG_KEY, Secret, detailed_diff, object_diff, path_head
+from tests.conftest import ROOT
+from tools import toolchain
 
 PASSPHRASE = "standin-test-passphrase"
 STACK = "test"

@@ -29,9 +29,9 @@ from ignition.networking import (
     REDIRECT_TABLE,
     node_additions,
 )
-from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
 from harness import netns
 from harness.lab import ovnk
+from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
 
 
 def need(*binaries: str, root: bool = False) -> None:

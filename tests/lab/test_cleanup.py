@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests.lab.conftest import need_lab
 from harness import netns
+from tests.lab.conftest import need_lab
 from tools.plan import ROOT
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.lab.conftest import need_lab
 from harness import netns
 from harness.lab.clock import wait_until
+from tests.lab.conftest import need_lab
 
 
 def test_leftovers_finds_what_a_lab_left_and_nothing_after_close():

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.lab.conftest import need_lab
 from harness import netns
 from harness.lab import ovnk
+from tests.lab.conftest import need_lab
 
 MASTERS = {"master-0": "10.0.0.20", "master-1": "10.0.0.21"}
 CLIENT = "10.0.0.1"

@@ -13,13 +13,13 @@ from ipaddress import IPv4Address
 import pytest
 
 from cluster.addresses import plan_addresses
-from ignition.networking import KEEPALIVED_CONF
-from tests.ignition.test_networking import standalone_config, files_of
 from harness.lab import report, runner
 from harness.lab.client import Probe, Sample, first_success
 from harness.lab.keepalived import Status, parse
 from harness.lab.runner import LabRun, order
 from harness.lab.scenarios import Result, _path, takeover_budget, two_holders
+from ignition.networking import KEEPALIVED_CONF
+from tests.ignition.test_networking import standalone_config, files_of
 
 
 def _conf(role: str, workers: int | None = None) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.lab.conftest import LabSession
 from harness.lab.runner import LabRun
 from harness.lab.scenarios import SCENARIOS
+from tests.lab.conftest import LabSession
 
 WHOLE_LAB_LIMIT_S = 300
 # The target is zero. A request whose TCP connection is open at the instant the VIP's MAC

@@ -20,8 +20,8 @@ from harness.localcloud.layout import CLOUD, Layout
 from harness.localcloud.libvirt import PROCESS, Libvirt
 from harness.localcloud.libvirt import missing_programs as libvirt_missing
 from harness.localcloud.processes import recorded, running
-from harness.netns import host_links
 from harness.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
+from harness.netns import host_links
 
 ROOT = Path(__file__).resolve().parents[2]
 

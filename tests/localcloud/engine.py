@@ -15,9 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.command_standin import install as install_command_standin
 from tests.conftest import PULL_SECRET, ROOT, preview
 from tools import toolchain
-from harness.command_standin import install as install_command_standin
 
 PASSPHRASE = "lifecycle-only-passphrase"
 PLUGINS = ROOT / ".toolchain" / "pulumi-home" / "plugins"

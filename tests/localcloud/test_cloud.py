@@ -17,12 +17,12 @@ import yaml
 
 from cluster.config import load_config
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, TAG_EXTENSIONS
-from tests.conftest import stack_config
-from tests.localcloud.conftest import ROOT, localcloud
 from harness.localcloud.cloud import answering
 from harness.localcloud.layout import HOST, PORTS
 from harness.localcloud.processes import members, recorded, running
 from harness.localcloud.services import process_names
+from tests.conftest import stack_config
+from tests.localcloud.conftest import ROOT, localcloud
 from tools.mock_cloud import DEFAULT, load
 
 

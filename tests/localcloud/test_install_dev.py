@@ -11,13 +11,13 @@ import re
 
 import pytest
 
+from harness import kubeapi
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.test_openstack_faults import OURS
 from tests.localcloud.test_openstack_lifecycle import PLUGINS, infra_id, sweep
 from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
-from harness import kubeapi
 
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None or kubeapi.missing() is not None, reason=str(needs(*PLUGINS) or kubeapi.missing()))
 

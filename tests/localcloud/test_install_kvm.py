@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from harness import kubeapi
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
 from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
-from harness import kubeapi
 
 STACK = "kvm"
 

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 
-from tests.localcloud.conftest import libvirt_exports as exports
 from harness.localcloud.libvirt import BOOTED, POOL, PROCESS, boot_sector
 from harness.localcloud.processes import recorded
+from tests.localcloud.conftest import libvirt_exports as exports
 
 ROOT = Path(__file__).resolve().parents[2]
 

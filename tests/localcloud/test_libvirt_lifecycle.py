@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.localcloud.libvirt import POOL, Libvirt
+from harness.netns import host_links
 from tests.conftest import deploy
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, agreement, needs, structured, table
 from tests.test_day2 import KVM_EDITS
-from harness.localcloud.libvirt import POOL, Libvirt
-from harness.netns import host_links
 from tools.real_installer import stand_in_oc
 
 STACK = "kvm"

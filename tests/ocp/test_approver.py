@@ -10,10 +10,10 @@ import time
 import pytest
 
 from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER
+from harness import kubeapi
 from ocp.approver import approve_until_ready, one_pass
 from ocp.kube import Kube
 from tests.ocp.played import PlayedCluster, request_pem
-from harness import kubeapi
 from tools import toolchain
 
 NODES = {"ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
