@@ -1,6 +1,6 @@
 """The real `openshift-install` for the offline plan and the tests: the program's own run
 script (cluster/installer.py `run_script`), run with the toolchain's binary as pulumi-command
-would run it. Test harness, not product.
+would run it, for the offline plan (where it can) and the tests.
 
 Platform none always: there `create ignition-configs` needs nothing from outside. Platform
 openstack validates flavors, images, networks and quotas against the cloud the stack names, so

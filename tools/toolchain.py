@@ -1,5 +1,5 @@
 """The real toolchain as the tests and the offline plan find it: `.toolchain/` of this
-checkout, laid out by `bash .ci/toolchain` (toolchain/build.py). Test harness, not product.
+checkout, laid out by `bash .ci/toolchain` (toolchain/build.py). Read by the offline plan and the tests.
 """
 
 from __future__ import annotations
