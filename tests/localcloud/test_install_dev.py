@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,7 +16,7 @@ from harness import kubeapi
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.test_openstack_faults import OURS
-from tests.localcloud.test_openstack_lifecycle import PLUGINS, infra_id, sweep
+from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
 from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
 
@@ -23,17 +24,9 @@ pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None or kubeapi.missing()
 
 
 @pytest.fixture(scope="module")
-def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
+def stack(cloud, cloud_env, tmp_path_factory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("dev-install")
-    oc = write_oc(work)
-    # The `openstack` CLI, which integrated mode needs where `pulumi up` runs: the local cloud's.
-    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], "PATH": str(cloud.bin("openstack").parent)}
-    created = Stack.create("dev", work, env, PLUGINS, lambda committed: {**committed, "ocp:installer": dict(committed["ocp:installer"], oc=str(oc))})
-    created.cloud = cloud  # type: ignore[attr-defined]
-    yield created
-    created.pulumi("cancel", "--yes")
-    created.destroy(teardown=True)
-    sweep(created)
+    yield from openstack_stack("dev", work, cloud, cloud_env, oc=write_oc(work))
 
 
 def test_one_command_installs_the_dev_stack_on_the_local_cloud(stack, tmp_path):

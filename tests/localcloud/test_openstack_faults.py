@@ -15,14 +15,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import ROOT, deploy, with_section
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs
-from tests.localcloud.test_openstack_lifecycle import PLUGINS, infra_id, sweep
-from tools.real_installer import stand_in_oc
+from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
 
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
 
@@ -37,17 +37,8 @@ result = {
 
 
 @pytest.fixture(scope="module")
-def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
-    work = tmp_path_factory.mktemp("standalone-faults")
-    created = Stack.create(
-        "standalone", work, {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], "PATH": str(cloud.bin("openstack").parent)}, PLUGINS,
-        lambda committed: {**committed, "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(work)))},
-    )
-    created.cloud = cloud  # type: ignore[attr-defined]
-    yield created
-    created.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
-    created.destroy(teardown=True)
-    sweep(created)
+def stack(cloud, cloud_env, tmp_path_factory) -> Iterator[Stack]:
+    yield from openstack_stack("standalone", tmp_path_factory.mktemp("standalone-faults"), cloud, cloud_env)
 
 
 def converged(stack: Stack) -> None:

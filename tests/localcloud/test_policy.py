@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,13 @@ from cluster.config_schema import ClusterConfig
 from tests.conftest import ROOT, deploy, stack_config
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
-from tests.localcloud.test_openstack_lifecycle import sweep
+from tests.localcloud.openstack_stack import PLUGINS, openstack_stack
 from tools.real_installer import stand_in_oc
 
 sys.path.insert(0, str(ROOT / "policy"))
 import guard  # noqa: E402  (the pack's rules, as the pack imports them)
 from pulumi_policy import ResourceValidationArgs  # noqa: E402
 
-PLUGINS = [("openstack", "5.5.3")]
 PACK = ROOT / "policy" / "run"
 VENV = ROOT / "policy" / "venv"
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
@@ -53,20 +53,8 @@ def pack() -> Path:
 
 
 @pytest.fixture(scope="module", params=["dev", "standalone"])
-def stack(request, cloud, cloud_env, pack, tmp_path_factory) -> Stack:
-    name = request.param
-    work = tmp_path_factory.mktemp(f"{name}-policy")
-
-    def local(committed: dict) -> dict:
-        return {**committed, "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(work)))}
-
-    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], "PATH": str(cloud.bin("openstack").parent)}
-    created = Stack.create(name, work, env, PLUGINS, local)
-    created.cloud = cloud  # type: ignore[attr-defined]
-    yield created
-    created.pulumi("cancel", "--yes")
-    created.destroy(teardown=True)
-    sweep(created)
+def stack(request, cloud, cloud_env, pack, tmp_path_factory) -> Iterator[Stack]:
+    yield from openstack_stack(request.param, tmp_path_factory.mktemp(f"{request.param}-policy"), cloud, cloud_env)
 
 
 def _edited(stack: Stack, **openstack) -> dict[str, str]:

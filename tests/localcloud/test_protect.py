@@ -5,20 +5,18 @@ ocp:protect lowered, the next `pulumi up` changes only the flag; then the destro
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.localcloud.engine import Stack, needs
-from tests.localcloud.test_openstack_lifecycle import infra_id, inventory, sweep
-from tools.real_installer import stand_in_oc
+from tests.localcloud.openstack_stack import PLUGINS, infra_id, inventory, openstack_stack
 
-PLUGINS = [("openstack", "5.5.3")]
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
 
 
 @pytest.fixture(scope="module")
-def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
-    work = tmp_path_factory.mktemp("standalone-protect")
-
+def stack(cloud, cloud_env, tmp_path_factory) -> Iterator[Stack]:
     def small(committed: dict) -> dict:
         # One master and no workers: what protect holds, and little else; no floating IP to take
         # from the shared cloud's quota.
@@ -28,16 +26,9 @@ def stack(cloud, cloud_env, tmp_path_factory) -> Stack:
             "ocp:bootstrap": dict(committed["ocp:bootstrap"], helper={"floatingIp": False}),
             "ocp:masters": dict(committed["ocp:masters"], count=1),
             "ocp:workers": dict(committed["ocp:workers"], count=0),
-            "ocp:installer": dict(committed["ocp:installer"], oc=str(stand_in_oc(work))),
         }
 
-    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], "PATH": str(cloud.bin("openstack").parent)}
-    created = Stack.create("standalone", work, env, PLUGINS, small)
-    created.cloud = cloud  # type: ignore[attr-defined]
-    yield created
-    created.pulumi("cancel", "--yes")
-    created.destroy(teardown=True)
-    sweep(created)
+    yield from openstack_stack("standalone", tmp_path_factory.mktemp("standalone-protect"), cloud, cloud_env, edit=small)
 
 
 def test_destroy_refuses_the_protected_until_protect_is_lowered(stack):
