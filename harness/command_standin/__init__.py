@@ -103,7 +103,7 @@ class InstallError(Exception):
 
 
 def wrapper_text(root: Path = ROOT) -> str:
-    return WRAPPER.format(version=VERSION, root=root, python=root / "venv" / "bin" / "python", main=root / "tools" / "command_standin" / "__main__.py")
+    return WRAPPER.format(version=VERSION, root=root, python=root / "venv" / "bin" / "python", main=root / HERE.relative_to(ROOT) / "__main__.py")
 
 
 def install(pulumi_home: Path, pulumi: Path | str = "pulumi", env: dict[str, str] | None = None) -> str:
