@@ -17,6 +17,13 @@ then every pending create is dropped (`pulumi refresh --clear-pending-creates`) 
 are dropped and run again. (`pulumi refresh --import-pending-creates URN ID` would keep what
 the cloud made, but with this CLI, 3.274.1, it dropped the pending create and imported nothing:
 seen against the local cloud.)
+
+A server whose create failed in the cloud (Nova left it in ERROR: a quota met midway, no valid
+host) is in the state with its create's error, and the next `pulumi up` only retries it as an
+update, which leaves it in ERROR and its port unbound. Each such server found in ERROR (or gone)
+is tainted (`pulumi state taint`), so the next `pulumi up` replaces it, the old one deleted first;
+a protected one (a master, ocp:protect) is unprotected for that: it never ran, and the program
+protects its replacement.
 """
 
 from __future__ import annotations
@@ -56,6 +63,24 @@ class Verdict:
         return "delete" if self.ids else "clear"
 
 
+SERVER = "openstack:compute/instance:Instance"
+
+
+def failed_servers(export: dict) -> dict[str, dict]:
+    """The servers of a `pulumi stack export` whose create failed after the cloud made them, by URN."""
+    return {
+        resource["urn"]: resource
+        for resource in export.get("deployment", {}).get("resources") or []
+        if resource.get("type") == SERVER and resource.get("initErrors") and resource.get("id")
+    }
+
+
+def in_error(openstack: Openstack, failed: dict[str, dict]) -> list[str]:
+    """Those of `failed` that the cloud holds in ERROR, or no longer holds: an update cannot mend them."""
+    listed = {row["ID"]: row.get("Status") for row in openstack("server", "list", "-f", "json")}
+    return [urn for urn, resource in failed.items() if listed.get(resource["id"], "ERROR") == "ERROR"]
+
+
 def pending_creates(export: dict) -> list[Interrupted]:
     """The interrupted creates of a `pulumi stack export`."""
     return [
@@ -72,13 +97,13 @@ def _named(openstack: Openstack, kind: list[str], name: str, *filters: str) -> l
     return [row["ID"] for row in openstack(*kind, "list", *filters, "-f", "json") if row.get("Name") == name]
 
 
-def _tagged_ip(openstack: Openstack, inputs: dict) -> list[str]:
-    rows = openstack("floating", "ip", "list", "--long", "-f", "json", *(f"--tags={tag}" for tag in inputs.get("tags", [])[:1]))
-    return [
-        row["ID"]
-        for row in rows
-        if row.get("Description", "") == inputs.get("description", "") and (row.get("Port") or None) == inputs.get("portId")
-    ]
+def _floating_ip(openstack: Openstack, inputs: dict) -> list[str]:
+    """By the port it was made for (a port holds one floating IP), else by its first tag: the
+    provider tags a floating IP in a second call after the create, which a killed run may never make."""
+    port = inputs.get("portId")
+    filters = ["--port", port] if port else [f"--tags={tag}" for tag in inputs.get("tags", [])[:1]]
+    rows = openstack("floating", "ip", "list", "--long", "-f", "json", *filters)
+    return [row["ID"] for row in rows if row.get("Description", "") == inputs.get("description", "") and (row.get("Port") or None) == port]
 
 
 def _rule(openstack: Openstack, inputs: dict) -> list[str]:
@@ -108,7 +133,7 @@ FINDERS: dict[str, Callable[[Openstack, dict], list[str]]] = {
     "openstack:networking/router:Router": lambda o, i: _named(o, ["router"], i["name"], "--name", i["name"]),
     "openstack:networking/secGroup:SecGroup": lambda o, i: _named(o, ["security", "group"], i["name"]),
     "openstack:networking/secGroupRule:SecGroupRule": _rule,
-    "openstack:networking/floatingIp:FloatingIp": _tagged_ip,
+    "openstack:networking/floatingIp:FloatingIp": _floating_ip,
     "openstack:networking/routerInterface:RouterInterface": _router_interface,
     "openstack:images/image:Image": lambda o, i: _named(o, ["image"], i["name"], "--name", i["name"]),
     "openstack:blockstorage/volume:Volume": lambda o, i: _named(o, ["volume"], i["name"], "--name", i["name"]),
@@ -179,20 +204,26 @@ def main(argv: list[str] | None = None) -> int:
     if exported.returncode != 0:
         print(f"recover: `pulumi stack export` failed: {exported.stderr.strip()[-500:]}", file=sys.stderr)
         return 1
-    interrupted = pending_creates(json.loads(exported.stdout))
-    if not interrupted:
-        print(f"recover: stack {arguments.stack} has no interrupted create: `pulumi up` as usual")
+    export = json.loads(exported.stdout)
+    interrupted, failed = pending_creates(export), failed_servers(export)
+    if not interrupted and not failed:
+        print(f"recover: stack {arguments.stack} has no interrupted create and no failed server: `pulumi up` as usual")
         return 0
     try:
         stack_file = read_stack_file(arguments.cwd / f"Pulumi.{arguments.stack}.yaml")
         cloud = stack_file.config.get("openstack:cloud") or os.environ.get("OS_CLOUD", "")
         found = verdicts(interrupted, openstack_cli(cloud))
+        broken = in_error(openstack_cli(cloud), failed) if failed else []
     except (RecoveryError, StackFileError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 1
     for verdict in found:
         what = f"in the cloud as {', '.join(verdict.ids)}: delete it" if verdict.ids else "not in the cloud"
         print(f"  {verdict.interrupted.name:50} {what}; `pulumi up` makes it")
+    protected = [urn for urn in broken if failed[urn].get("protect")]
+    for urn in broken:
+        lifted = " (protected: unprotect it, it never ran)" if urn in protected else ""
+        print(f"  {urn.rsplit('::', 1)[1]:50} in ERROR in the cloud: taint it{lifted}; `pulumi up` replaces it")
     if not arguments.yes:
         print("recover: nothing changed; --yes does it")
         return 0
@@ -207,13 +238,21 @@ def main(argv: list[str] | None = None) -> int:
     except RecoveryError as error:
         print(f"recover: {error}", file=sys.stderr)
         return 1
-    refreshed = pulumi(arguments.stack, "refresh", "--yes", "--skip-preview", "--clear-pending-creates", cwd=arguments.cwd)
-    if refreshed.returncode != 0:
-        output = (refreshed.stdout + refreshed.stderr).strip()
-        hint = " (the interrupted run's lock: --cancel releases it)" if "currently locked" in output else ""
-        print(f"recover: `pulumi refresh` failed{hint}: {output[-2000:]}", file=sys.stderr)
-        return 1
-    print(f"recover: what the interrupted run made is gone and the state knows it; `pulumi preview --stack {arguments.stack}` then `pulumi up`")
+    steps = []
+    if interrupted:
+        steps.append(("refresh", "--yes", "--skip-preview", "--clear-pending-creates"))
+    if protected:
+        steps.append(("state", "unprotect", "--yes", *protected))
+    if broken:
+        steps.append(("state", "taint", "--yes", *broken))
+    for step in steps:
+        done = pulumi(arguments.stack, *step, cwd=arguments.cwd)
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr).strip()
+            hint = " (the interrupted run's lock: --cancel releases it)" if "currently locked" in output else ""
+            print(f"recover: `pulumi {' '.join(step[:2])}` failed{hint}: {output[-2000:]}", file=sys.stderr)
+            return 1
+    print(f"recover: the state knows what the cloud holds; `pulumi preview --stack {arguments.stack}` then `pulumi up`")
     return 0
 
 
