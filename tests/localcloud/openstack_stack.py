@@ -36,10 +36,18 @@ def openstack_stack(
     if os.environ.get("OCP_KEEP_LIFECYCLE"):
         print(f"kept: the stack in {created.project} (PULUMI_HOME {work / 'home'}, backend {work / 'state'})")
         return
-    # After a failure too, leave nothing behind: what the state knows, then whatever carries the infra ID.
-    created.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
-    created.destroy(teardown=True)
-    sweep(created)
+    emptied(created)
+
+
+def emptied(stack: Stack) -> None:
+    """Nothing left of the stack, whatever a test before left it in (failed midway too): what the
+    state knows destroyed, then whatever carries the infra ID swept, and the state told so."""
+    stack.pulumi("cancel", "--yes")  # a run killed on purpose leaves its lock
+    stack.destroy(teardown=True)
+    sweep(stack)
+    if stack.state():
+        stack.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
+    assert stack.state() == [], [resource["urn"] for resource in stack.state()]
 
 
 # What the project holds, as the cloud's APIs say, for the names and tags of one infra ID.
