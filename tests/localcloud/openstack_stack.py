@@ -106,13 +106,17 @@ def sweep(stack: Stack) -> list[str]:
     tagged = """
 tag = f"openshiftClusterID={infra}"
 errors, result = [], {}
+# A run killed between a floating IP's create and its tags leaves it untagged: by its port's network, before the ports go.
+ours = {n.id for n in tenant.network.networks() if (n.name or "").startswith(infra + "-")}
+on_ours = {p.id for p in tenant.network.ports() if p.network_id in ours}
+for ip in [ip for ip in tenant.network.ips() if ip.port_id in on_ours and tag not in (ip.tags or [])]:
+    tenant.network.delete_ip(ip)
 for server in [s for s in tenant.compute.servers() if tag in (s.tags or [])]:
     tenant.compute.delete_server(server)
     tenant.compute.wait_for_delete(server, interval=1, wait=120)
 for port in [p for p in tenant.network.ports() if tag in (p.tags or [])]:
     tenant.network.delete_port(port)
 # A run killed between a port's create and its tags leaves it untagged: by its network then.
-ours = {n.id for n in tenant.network.networks() if (n.name or "").startswith(infra + "-")}
 for port in [p for p in tenant.network.ports() if p.network_id in ours and not (p.device_owner or "").startswith("network:")]:
     tenant.network.delete_port(port)
 """
