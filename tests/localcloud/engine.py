@@ -85,10 +85,10 @@ class Stack:
         created.write_config(base)
         return created
 
-    def pulumi(self, *args: str, stdin: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    def pulumi(self, *args: str, stdin: str | None = None, timeout: float = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
             ["pulumi", *args, "--stack", self.name, "--non-interactive"],
-            cwd=self.project, env=self.env, input=stdin, capture_output=True, text=True, timeout=timeout,
+            cwd=self.project, env={**self.env, **(env or {})}, input=stdin, capture_output=True, text=True, timeout=timeout,
         )
 
     def start(self, *args: str, log: Path) -> subprocess.Popen:
@@ -114,10 +114,12 @@ class Stack:
         stack_file["config"] = {**written, **kept}
         path.write_text(yaml.safe_dump(stack_file, sort_keys=True))
 
-    def up(self, config: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def up(self, config: dict[str, str] | None = None, event_log: Path | None = None) -> subprocess.CompletedProcess:
         if config is not None:
             self.write_config(config)
-        done = self.pulumi("up", "--yes", "--skip-preview")
+        # --event-log (each step's start and end) is one of the CLI's debug commands.
+        logged = (["--event-log", str(event_log)], {"PULUMI_DEBUG_COMMANDS": "true"}) if event_log else ([], {})
+        done = self.pulumi("up", "--yes", "--skip-preview", *logged[0], env=logged[1])
         assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
         return done
 
@@ -171,6 +173,23 @@ class Stack:
             if found.get(name, "same") == "same":
                 found[name] = action
         return found, output
+
+
+def timeline(event_log: Path) -> dict[str, tuple[str, int, int]]:
+    """Each resource step of a run's `--event-log`: name -> (type, start, end), in the engine's whole seconds."""
+    started: dict[str, tuple[str, int]] = {}
+    steps: dict[str, tuple[str, int, int]] = {}
+    for line in event_log.read_text().splitlines():
+        event = json.loads(line)
+        for kind in ("resourcePreEvent", "resOutputsEvent"):
+            if kind in event:
+                metadata = event[kind]["metadata"]
+                name = metadata["urn"].rsplit("::", 1)[1]
+                if kind == "resourcePreEvent":
+                    started[name] = (metadata["type"], event["timestamp"])
+                elif name in started:
+                    steps[name] = (started[name][0], started[name][1], event["timestamp"])
+    return steps
 
 
 def summary(steps: dict[str, str]) -> str:
