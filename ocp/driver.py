@@ -171,7 +171,8 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
             raise Stop("the bootstrap did not complete")
         say("4/6 removing the bootstrap (ocp:bootstrap.enabled: false)")
         stack.set_config("ocp:bootstrap.enabled", auto.ConfigValue("false"), path=True)
-        up(stack, say, 0)
+        # Previewed first, for the progress's total (and the same guard as step 1).
+        up(stack, say, preview(stack, say, go_on))
     else:
         say("3/6 and 4/6: the bootstrap is gone already")
     outputs = {key: value.value for key, value in stack.outputs().items()}

@@ -50,6 +50,11 @@ def test_one_command_installs_the_dev_stack_on_the_local_cloud(stack, tmp_path):
     assert code == 0, output[-8000:] + "\nplayed: " + "; ".join(cluster_played.events + cluster_played.errors)
     steps = [line[:3] for line in output.splitlines() if re.match(r"^\d/6 ", line)]
     assert steps == ["1/6", "2/6", "3/6", "4/6", "5/6", "6/6"], steps
+    # Progress counts out of the run's total, the bootstrap's teardown too (it once said [3/0 ...]).
+    progress = [tuple(map(int, m.groups())) for m in re.finditer(r"^\[(\d+)/(\d+) \d+m\d\ds\] ", output, re.M)]
+    teardown = output.split("4/6 ", 1)[1].split("5/6 ", 1)[0]
+    assert "preview: " in teardown and "to delete" in teardown, teardown
+    assert progress and all(0 <= done < total for done, total in progress), progress
     # The cloud: the bootstrap's server gone, every master and worker as before.
     after = sdk(stack.cloud, OURS, infra=infra)  # type: ignore[attr-defined]
     assert sorted(after["servers"]) == sorted(name for name in made["servers"] if not name.endswith("-bootstrap")), after
