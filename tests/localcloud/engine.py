@@ -118,8 +118,8 @@ class Stack:
         if config is not None:
             self.write_config(config)
         # --event-log (each step's start and end) is one of the CLI's debug commands.
-        logged = (["--event-log", str(event_log)], {"PULUMI_DEBUG_COMMANDS": "true"}) if event_log else ([], {})
-        done = self.pulumi("up", "--yes", "--skip-preview", *logged[0], env=logged[1])
+        flags, env = (["--event-log", str(event_log)], {"PULUMI_DEBUG_COMMANDS": "true"}) if event_log else ([], {})
+        done = self.pulumi("up", "--yes", "--skip-preview", *flags, env=env)
         assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
         return done
 

@@ -94,7 +94,7 @@ def test_up_creates_the_stack_in_the_cloud(stack, tmp_path):
     tag = f"openshiftClusterID={infra}"
 
     # Servers: ACTIVE, with the flavor, image, zone, config drive and tags the program asked for.
-    instances = _by_type(state, "openstack:compute/instance:Instance")
+    instances = _by_type(state, INSTANCE)
     assert {r["inputs"]["name"] for r in instances.values()} == set(found["servers"])
     for resource in instances.values():
         inputs, server = resource["inputs"], found["servers"][resource["inputs"]["name"]]
@@ -160,7 +160,7 @@ def test_up_creates_the_stack_in_the_cloud(stack, tmp_path):
 def test_the_bootstrap_fetches_its_whole_config_from_glance(stack):
     """What the bootstrap's Ignition does with the shim Nova holds: fetch the merge source with its
     header from the real Glance, and check the bytes against the shim's sha512."""
-    bootstrap = _by_type(stack.state(), "openstack:compute/instance:Instance")["ocp4-bootstrap-node"]
+    bootstrap = _by_type(stack.state(), INSTANCE)["ocp4-bootstrap-node"]
     user_data = sdk(stack.cloud, USER_DATA, server=bootstrap["id"])  # type: ignore[attr-defined]
     shim = json.loads(base64.b64decode(user_data))
     (merge,) = shim["ignition"]["config"]["merge"]
