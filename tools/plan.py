@@ -10,7 +10,8 @@
 
 Writes resources.json (with each resource's options), outputs.json (secrets shown as
 "[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
-Graphviz, tools/topology.py), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
+Graphviz, tools/topology.py), .ocp-plan (marks the directory as a plan: --out replaces
+only an absent or empty directory or an earlier plan), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
 user_data (exactly what the server receives), ignition.json (the config the node ends up
 with, data URLs decoded) and files/<path> (every file Ignition writes). With --from, also
@@ -33,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from ipaddress import ip_address
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pulumi
@@ -71,6 +72,12 @@ class NodeOutput:
 
 
 MACHINESET = "machinesets/worker.yaml"
+# Names the plan's own directory, so that --out replaces a plan and nothing else.
+PLAN_MARKER = ".ocp-plan"
+# What a plan holds at its top (plans written before the marker hold resources.json and state.json).
+PLAN_ENTRIES = frozenset(
+    {PLAN_MARKER, "resources.json", "state.json", "outputs.json", "topology.svg", "images.json", "changes.json", "nodes", "machinesets"}
+)
 MACHINESET_NOTE = (
     "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
     "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
@@ -178,6 +185,42 @@ def _full_ignition(user_data: str, served: dict[str, str]) -> dict[str, Any] | N
     return config
 
 
+def check_out(out: Path) -> None:
+    """--out is replaced whole: only when it is absent, empty or an earlier plan."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise PlanError(f"--out {out}: is not a directory: name a new directory or an earlier plan's")
+    if not out.exists():
+        return
+    names = {entry.name for entry in out.iterdir()}
+    foreign = sorted(names - PLAN_ENTRIES)
+    if not names or (not foreign and (PLAN_MARKER in names or {"resources.json", "state.json"} <= names)):
+        return
+    held = foreign or sorted(names)
+    listed = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    raise PlanError(
+        f"--out {out}: holds {listed}, not an offline plan; it would be replaced whole, so nothing "
+        "was written: name a new directory or an earlier plan's (default build/plan-<stack>)"
+    )
+
+
+def _inside(directory: Path, path: str, hostname: str) -> Path:
+    """Where a file a node's config names goes in the plan: Ignition's paths are absolute and
+    never climb, so one with '..' (or relative) would land outside the plan: refused."""
+    parts = PurePosixPath(path).parts
+    if not path.startswith("/") or ".." in parts or "\0" in path or len(parts) < 2:
+        raise PlanError(
+            f"{hostname}: its config names the file {path!r}, which Ignition refuses and which would be written "
+            "outside the plan directory: fix the installer configs (--assets) to name absolute paths without '..'"
+        )
+    return directory.joinpath(*parts[1:])
+
+
+def _unit(directory: Path, name: str, hostname: str) -> Path:
+    if not name or "/" in name or name in (".", ".."):
+        raise PlanError(f"{hostname}: its config names the systemd unit {name!r}, not a unit's file name: fix the installer configs (--assets)")
+    return directory / name
+
+
 def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
     resources = [
         {"type": r.type, "name": r.name, "parent": r.parent, "inputs": mask(r.inputs), "options": r.options}
@@ -187,6 +230,7 @@ def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
     _write(out / "state.json", json.dumps(run.state(), indent=1, sort_keys=True) + "\n", private=True)
     outputs = {key: "[secret]" if key in run.secret_outputs else value for key, value in run.outputs.items()}
     _write(out / "outputs.json", json.dumps(outputs, indent=2, sort_keys=True) + "\n")
+    _write(out / PLAN_MARKER, "an offline plan (python -m tools.plan): --out replaces this directory whole\n")
     nodes = node_outputs(run)
     for node in nodes:
         directory = out / "nodes" / node.hostname
@@ -197,10 +241,10 @@ def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
         for entry in node.ignition.get("storage", {}).get("files", []):
             contents = assembly.file_contents(entry)
             if contents is not None:
-                _write(directory / "files" / entry["path"].lstrip("/"), contents)
+                _write(_inside(directory / "files", entry["path"], node.hostname), contents)
         for unit in node.ignition.get("systemd", {}).get("units", []):
             if "contents" in unit:
-                _write(directory / "files/etc/systemd/system" / unit["name"], unit["contents"])
+                _write(_unit(directory / "files/etc/systemd/system", unit["name"], node.hostname), unit["contents"])
     return nodes
 
 
@@ -316,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cloud = mock_cloud.read(args.cloud or description)
         stack, config, notes = stack_config(args.stack, args.config_file, args.assets)
+        out = Path(args.out or ROOT / "build" / f"plan-{stack}")
+        check_out(out)
         engine = deployed_state(args.deployed, stack)
         run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=cloud)
         settings = load_config(config)
@@ -327,7 +373,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {against_description(str(error), config, description)}", file=sys.stderr)
         return 2
     run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
-    out = Path(args.out or ROOT / "build" / f"plan-{stack}")
     changes: list[Change] = engine.all_changes() if engine is not None else []
     # Written aside (mode 0700) and moved into place: a failure leaves the previous plan, never half a new one.
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -349,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists():
             shutil.rmtree(out)
         os.rename(staging, out)
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(summary(stack, out, run, nodes, notes, config))

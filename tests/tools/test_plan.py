@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -253,3 +254,53 @@ def real_bootkube(directory, installer) -> bytes:
     assert made.returncode == 0, made.stderr
     files = json.loads((directory / "bootstrap.ign").read_text())["storage"]["files"]
     return file_contents(next(entry for entry in files if entry["path"] == "/usr/local/bin/bootkube.sh"))
+
+
+def test_out_replaces_an_earlier_plan_and_nothing_else(tmp_path):
+    """--out is replaced whole: a directory of the user's (or the project root) is refused, untouched."""
+    project = tmp_path / "project"
+    (project / "assets/dev").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text("name: ocp\n")
+    (project / "assets/dev/metadata.json").write_text('{"infraID": "ocp4-x7k2p"}')
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for directory, held in ((project, "Pulumi.yaml, assets"), (mine, "notes.txt")):
+        before = sorted(str(path) for path in directory.rglob("*"))
+        result = plan("--stack", "standalone", "--out", str(directory))
+        assert result.returncode == 2, result.stdout
+        assert f"--out {directory}: holds {held}, not an offline plan" in result.stderr and "Traceback" not in result.stderr
+        assert sorted(str(path) for path in directory.rglob("*")) == before
+    assert (mine / "notes.txt").read_text() == "mine" and (project / "assets/dev/metadata.json").is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mine", "project"]  # nothing staged beside them
+    # An empty directory, an earlier plan (with its marker, or of the layout plans had before it) are replaced.
+    out = tmp_path / "plan"
+    out.mkdir()
+    assert plan("--stack", "standalone", "--out", str(out)).returncode == 0
+    assert (out / ".ocp-plan").is_file()
+    (out / ".ocp-plan").unlink()
+    assert plan("--stack", "standalone", "--out", str(out)).returncode == 0
+    (out / "report.pdf").write_text("the user's")
+    result = plan("--stack", "standalone", "--out", str(out))
+    assert result.returncode == 2 and "holds report.pdf, not an offline plan" in result.stderr
+    assert (out / "report.pdf").read_text() == "the user's" and (out / "state.json").is_file()
+
+
+def test_installer_configs_that_name_files_outside_the_plan_are_refused(tmp_path):
+    assets = tmp_path / "assets"
+    shutil.copytree(ROOT / "samples/installer/ocp4", assets)
+    bootstrap = json.loads((assets / "bootstrap.ign").read_text())
+    # nodes/<host>/files/ is three levels down: this would land beside the plan.
+    bootstrap["storage"]["files"].append({"path": "/../../../../escaped", "contents": {"source": "data:,written"}, "mode": 420})
+    (assets / "bootstrap.ign").write_text(json.dumps(bootstrap))
+    out = tmp_path / "plan"
+    result = plan("--stack", "standalone", "--assets", str(assets), "--out", str(out))
+    assert result.returncode == 2, result.stdout
+    assert "its config names the file '/../../../../escaped', which Ignition refuses and which would be written outside the plan directory" in result.stderr
+    assert not out.exists() and sorted(path.name for path in tmp_path.iterdir()) == ["assets"]
+    bootstrap["storage"]["files"][-1]["path"] = "/etc/fine"
+    bootstrap["systemd"]["units"].append({"name": "../" * 7 + "escaped.service", "contents": "[Unit]\n"})
+    (assets / "bootstrap.ign").write_text(json.dumps(bootstrap))
+    result = plan("--stack", "standalone", "--assets", str(assets), "--out", str(out))
+    assert result.returncode == 2 and "its config names the systemd unit '" + "../" * 7 + "escaped.service'" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["assets"]
