@@ -98,14 +98,30 @@ def run_script() -> str:
     return f"""set -eu
 umask 077
 dir=$INSTALLER_DIR
-if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/{DIR_MARKER}" ]; then
-  echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
-  exit 3
+marker="$dir/{DIR_MARKER}"
+if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+  if [ ! -e "$marker" ]; then
+    echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
+    exit 3
+  fi
+  # The marker names the stack whose installer files these are (one line); an empty one is from before it did.
+  owner=$(head -n 1 "$marker")
+  if [ -n "$owner" ] && [ "$owner" != "$STACK" ]; then
+    echo "ocp:installer.dir: $dir holds the installer files of stack $owner (auth/, metadata.json, its installer state), and this is stack $STACK: refusing to empty it. Give stack $STACK a directory of its own: \`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`, or remove ocp:installer.dir from its stack file (the default is assets/<stack>)" >&2
+    exit 3
+  fi
+  if [ -z "$owner" ] && [ -e "$dir/metadata.json" ]; then
+    echo "ocp:installer.dir: $dir holds the installer files of a cluster (metadata.json, auth/) made before this program wrote the stack's name into {DIR_MARKER}, so which stack they belong to is unknown: refusing to empty it. If they are stack $STACK's own: \`echo $STACK > $marker\` and run again; if another stack's, give stack $STACK a directory of its own (\`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`)" >&2
+    exit 3
+  fi
+  if [ -z "$owner" ]; then
+    echo "ocp:installer.dir: $dir was made by this program before its marker named a stack, and holds no cluster's files: stack $STACK takes it over" >&2
+  fi
 fi
 if [ "${{FIPS:-false}}" = true ] && [ -z "${{OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION:-}}" ]; then
   {FIPS_CHECK}
 fi
-rm -rf "$dir" && mkdir -p "$dir" && : > "$dir/{DIR_MARKER}"
+rm -rf "$dir" && mkdir -p "$dir" && printf '%s\n' "$STACK" > "$marker"
 printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
 if [ -n "${{CLOUD_CA_BUNDLE:-}}" ]; then
   printf '%s' "$CLOUD_CA_BUNDLE" > "$dir/.cloud-ca.pem" && export OS_CACERT="$dir/.cloud-ca.pem"
@@ -128,6 +144,8 @@ generated_at=$(date -u +%s)
 release=$("$OPENSHIFT_INSTALL" version | sed -n 's/^release image //p')
 images=""
 if [ -n "$RELEASE_COMPONENTS" ]; then
+  # Gone however this ends: a failing oc stops the script (set -e) with the secret still written.
+  trap 'rm -f "$dir/.pull-secret.json"' EXIT
   printf '%s' "$PULL_SECRET" > "$dir/.pull-secret.json"
   for name in $RELEASE_COMPONENTS; do
     image=$("$OC" adm release info --registry-config="$dir/.pull-secret.json" --image-for="$name" "$release")
@@ -199,6 +217,7 @@ def run_environment(
         "OPENSHIFT_INSTALL": installer.binary,
         "OC": installer.oc,
         "INSTALLER_DIR": installer_dir(config, stack),
+        "STACK": stack,  # written into the directory's marker: another stack never empties it
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
         "PLATFORM": "openstack" if config.integrated else "none",

@@ -32,7 +32,7 @@ from tools import toolchain
 from tools.sample_installer import release_images
 
 # What the script's environment gets from here, not from the program.
-OWN_KEYS = ("OPENSHIFT_INSTALL", "OC", "INSTALLER_DIR")
+OWN_KEYS = ("OPENSHIFT_INSTALL", "OC", "INSTALLER_DIR", "STACK")
 # Only the install record depends on these: the caller writes its own (tools/mock_run.py).
 RECORD_KEYS = ("GENERATION", "INSTALL_FACTS")
 # "off": integrated stacks keep the fake installer even while the local cloud is up.
@@ -113,6 +113,7 @@ def _run(items: dict[str, str]) -> str:
             "OPENSHIFT_INSTALL": str(installer),
             "OC": str(stand_in_oc(Path(scratch))),
             "INSTALLER_DIR": str(Path(scratch) / "assets"),
+            "STACK": "offline-plan",  # the scratch directory's marker: no stack's
         }
         if items.get("PLATFORM") == "openstack":
             environment["OS_CLIENT_CONFIG_FILE"] = str(_cloud(items))

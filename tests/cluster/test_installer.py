@@ -43,9 +43,15 @@ MAX_ENV_STRING = 128 * 1024
 def environment(request, tmp_path: Path) -> dict[str, str]:
     """What pulumi-command gives the run script for the dev stack (integrated) and the standalone
     stack, with the fake installer and the stand-in oc."""
-    config = load_config(stack_config(request.param))
+    return stack_environment(request.param, tmp_path)
+
+
+def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None) -> dict[str, str]:
+    """The run script's environment for a stack of this stack file (its own name unless `stack`
+    names another: a copied stack file), its installer.dir tmp_path/assets."""
+    config = load_config(stack_config(stack_file))
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     installer = bin_dir / "openshift-install"
     installer.write_text(f'#!/bin/sh\ncd "{ROOT}" && exec "{sys.executable}" -m tools.sample_installer "$@"\n')
     oc = stand_in_oc(bin_dir)
@@ -56,7 +62,7 @@ def environment(request, tmp_path: Path) -> dict[str, str]:
     plan = plan_addresses(config)
     return {
         "PATH": os.environ["PATH"],
-        **run_environment(config, request.param, render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
+        **run_environment(config, stack or stack_file, render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
     }
 
 
@@ -113,6 +119,64 @@ def test_a_directory_this_program_did_not_make_is_never_deleted(environment):
     result = run(run_script(), environment)
     assert result.returncode == 3 and "ocp:installer.dir" in result.stderr
     assert (directory / "thesis.tex").read_text() == "years of work"
+
+
+def test_another_stack_given_the_same_directory_is_refused_before_anything_is_emptied(tmp_path):
+    """A copied stack file carries ocp:installer.dir: the copy must not empty the first stack's auth/ and metadata.json."""
+    first = stack_environment("standalone", tmp_path)
+    assert run(run_script(), first).returncode == 0
+    directory = Path(first["INSTALLER_DIR"])
+    kept = {name: (directory / name).read_bytes() for name in ("auth/kubeconfig", "auth/kubeadmin-password", "metadata.json", KEPT_BUNDLE)}
+    copy = stack_environment("standalone", tmp_path, stack="staging")
+    assert copy["INSTALLER_DIR"] == first["INSTALLER_DIR"]
+    result = run(run_script(), copy)
+    assert result.returncode == 3 and result.stdout == ""
+    assert result.stderr.startswith(
+        f"ocp:installer.dir: {directory} holds the installer files of stack standalone (auth/, metadata.json, its installer state), "
+        "and this is stack staging: refusing to empty it. Give stack staging a directory of its own: "
+        "`pulumi config set --path ocp:installer.dir assets/staging --stack staging`"
+    )
+    assert {name: (directory / name).read_bytes() for name in kept} == kept
+    # The stack that made it runs again in it (a new generation, a retried install).
+    assert run(run_script(), first).returncode == 0
+
+
+def test_a_directory_marked_before_markers_named_a_stack(tmp_path):
+    """Made by a release whose marker was empty: with a cluster's files in it, which stack's is unknown,
+    so it is refused until the user says; without, the first stack to run takes it over."""
+    environment = stack_environment("standalone", tmp_path)
+    directory = Path(environment["INSTALLER_DIR"])
+    (directory / "auth").mkdir(parents=True)
+    (directory / DIR_MARKER).write_text("")
+    (directory / "metadata.json").write_text('{"infraID": "ocp4-x7k2p"}')
+    result = run(run_script(), environment)
+    assert result.returncode == 3 and (directory / "metadata.json").read_text() == '{"infraID": "ocp4-x7k2p"}'
+    assert f"If they are stack standalone's own: `echo standalone > {directory / DIR_MARKER}` and run again" in result.stderr
+    (directory / DIR_MARKER).write_text("standalone\n")
+    assert run(run_script(), environment).returncode == 0
+    # Nothing of a cluster's: taken over, saying so.
+    for name in os.listdir(directory):
+        subprocess.run(["rm", "-rf", str(directory / name)], check=True)
+    (directory / DIR_MARKER).write_text("")
+    (directory / "install-config.yaml").write_text("left by a failed run")
+    result = run(run_script(), environment)
+    assert result.returncode == 0, result.stderr
+    assert "made by this program before its marker named a stack, and holds no cluster's files: stack standalone takes it over" in result.stderr
+    assert (directory / DIR_MARKER).read_text() == "standalone\n"
+
+
+def test_the_pull_secret_is_removed_when_oc_fails(tmp_path):
+    environment = stack_environment("standalone", tmp_path)
+    assert environment["RELEASE_COMPONENTS"]  # platform none: the payload's images are read with oc
+    failing = tmp_path / "bin/oc-failing"
+    failing.write_text('#!/bin/sh\necho "error: unable to read image: unauthorized" >&2\nexit 1\n')
+    failing.chmod(0o755)
+    result = run(run_script(), {**environment, "OC": str(failing)})
+    assert result.returncode != 0 and "unauthorized" in result.stderr
+    directory = Path(environment["INSTALLER_DIR"])
+    assert (directory / "metadata.json").is_file()  # the installer ran; oc came after it
+    assert not (directory / ".pull-secret.json").exists()
+    assert not [path for path in directory.rglob("*") if path.is_file() and PULL_SECRET.encode() in path.read_bytes()]
 
 
 def test_assets_of_another_cluster_are_refused():
@@ -220,7 +284,7 @@ def _fips_run(tmp_path, installer: str, host_state: str, **extra) -> subprocess.
     state.write_text(host_state + "\n")
     environment = {
         "PATH": os.environ["PATH"], "INSTALLER_DIR": str(tmp_path / "assets"), "OPENSHIFT_INSTALL": installer,
-        "FIPS": "true", "OCP_FIPS_STATE_FILE": str(state), "INSTALL_CONFIG": "", **extra,
+        "FIPS": "true", "OCP_FIPS_STATE_FILE": str(state), "INSTALL_CONFIG": "", "STACK": "dev", **extra,
     }
     return subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=60)
 
