@@ -10,8 +10,11 @@ An interrupted create leaves a *pending operation* in the state: the engine cann
 the cloud made the resource. Left alone, the next `pulumi up` creates it again, and OpenStack
 takes a second server or port of the same name (the cloud provider then cannot tell the nodes
 apart). For each pending create this looks the resource up in the cloud by what the program
-gave it (name, tags, addresses), with the `openstack` CLI and the stack's `openstack:cloud`:
-found, it is deleted (nothing else refers to it yet: its create never finished for Pulumi);
+gave it, with the `openstack` CLI and the stack's `openstack:cloud`: the IDs the state holds for
+what it hangs off (a port's network, a rule's group, a floating IP's port), and its name with
+the infra ID's tag (`openshiftClusterID=<infraID>`; Neutron takes tags in a second call, so an
+untagged one of that name counts too; server groups carry no tags: name and policy). Never a
+name alone: another stack's resource of the same name is never touched. Found, it is deleted (nothing else refers to it yet: its create never finished for Pulumi);
 then every pending create is dropped (`pulumi refresh --clear-pending-creates`) and the next
 `pulumi up` makes them. Commands (the installer's run, a drain) have nothing in the cloud: they
 are dropped and run again. (`pulumi refresh --import-pending-creates URN ID` would keep what
@@ -20,10 +23,13 @@ seen against the local cloud.)
 
 A server whose create failed in the cloud (Nova left it in ERROR: a quota met midway, no valid
 host) is in the state with its create's error, and the next `pulumi up` only retries it as an
-update, which leaves it in ERROR and its port unbound. Each such server found in ERROR (or gone)
-is tainted (`pulumi state taint`), so the next `pulumi up` replaces it, the old one deleted first;
-a protected one (a master, ocp:protect) is unprotected for that: it never ran, and the program
-protects its replacement.
+update, which leaves it in ERROR and its port unbound. Each such server is asked for by the ID
+the state holds (`openstack server show <id>`), never judged by a listing (which pages, and
+shows one cloud): one the cloud holds in ERROR, or answers 404 for while it still holds the
+server's port (so this is the stack's cloud), is tainted (`pulumi state taint`), so the next
+`pulumi up` replaces it, the old one deleted first; a protected one (a master, ocp:protect) is
+unprotected for that: it never ran, and the program protects its replacement. A 404 for the
+server and its port too says the cloud asked is not the stack's: nothing is done to it.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cluster.stackfile import StackFileError, read_stack_file
 
@@ -75,10 +83,37 @@ def failed_servers(export: dict) -> dict[str, dict]:
     }
 
 
+# What `server_states` says of a failed server besides the status the cloud gives it.
+GONE = "gone"  # 404 by its ID, while the cloud holds its port
+UNKNOWN = "not found, nor its port"  # 404 for both: not the stack's cloud?
+REPLACED = ("ERROR", GONE)  # an update cannot mend these: tainted
+
+
+def _shown(openstack: Openstack, kind: tuple[str, ...], id_: str) -> dict | None:
+    """One resource by its ID, or None where the cloud answers 404 for it."""
+    try:
+        return openstack(*kind, "show", id_, "-f", "json")
+    except NotFound:
+        return None
+
+
+def server_states(openstack: Openstack, failed: dict[str, dict]) -> dict[str, str]:
+    """What the cloud says of each of `failed`, asked by the ID the state holds."""
+    states = {}
+    for urn, resource in failed.items():
+        shown = _shown(openstack, ("server",), resource["id"])
+        if shown is not None:
+            states[urn] = shown.get("status") or shown.get("Status") or "?"
+            continue
+        ports = [network["port"] for network in (resource.get("inputs") or {}).get("networks") or [] if network.get("port")]
+        here = bool(ports) and _shown(openstack, ("port",), ports[0]) is not None
+        states[urn] = GONE if here else UNKNOWN
+    return states
+
+
 def in_error(openstack: Openstack, failed: dict[str, dict]) -> list[str]:
-    """Those of `failed` that the cloud holds in ERROR, or no longer holds: an update cannot mend them."""
-    listed = {row["ID"]: row.get("Status") for row in openstack("server", "list", "-f", "json")}
-    return [urn for urn, resource in failed.items() if listed.get(resource["id"], "ERROR") == "ERROR"]
+    """Those of `failed` the cloud holds in ERROR or, by their IDs, no longer holds: an update cannot mend them."""
+    return [urn for urn, state in server_states(openstack, failed).items() if state in REPLACED]
 
 
 def pending_creates(export: dict) -> list[Interrupted]:
@@ -90,11 +125,67 @@ def pending_creates(export: dict) -> list[Interrupted]:
     ]
 
 
-Openstack = Callable[..., list[dict]]
+Openstack = Callable[..., Any]  # the rows of a listing, or the fields of a `show`
+INFRA_TAG = "openshiftClusterID="
 
 
-def _named(openstack: Openstack, kind: list[str], name: str, *filters: str) -> list[str]:
-    return [row["ID"] for row in openstack(*kind, "list", *filters, "-f", "json") if row.get("Name") == name]
+def _infra_tag(inputs: dict) -> str | None:
+    return next((tag for tag in inputs.get("tags") or [] if tag.startswith(INFRA_TAG)), None)
+
+
+def _tags(row: dict) -> list[str]:
+    tags = row.get("Tags") or []
+    return [tag.strip() for tag in tags.split(",")] if isinstance(tags, str) else list(tags)
+
+
+def _tagged(openstack: Openstack, kind: list[str], inputs: dict, *filters: str, check: Callable[[dict], bool] = lambda row: True) -> list[str]:
+    """Of the listing, those of the name the program gave with its infra-ID tag, or with none:
+    Neutron and Glance take tags in a call after the create, which a killed run may never make."""
+    tag = _infra_tag(inputs)
+    if tag is None:  # the program tags every such resource: without its tag, nothing is known to be ours
+        return []
+    rows = openstack(*kind, "list", *filters, "-f", "json")
+    return [row["ID"] for row in rows if row.get("Name") == inputs["name"] and (tag in _tags(row) or not _tags(row)) and check(row)]
+
+
+def _server(openstack: Openstack, inputs: dict) -> list[str]:
+    """By name and the infra-ID tag, which Nova takes with the create (the provider asks for 2.52)."""
+    tag = _infra_tag(inputs)
+    if tag is None:
+        return []
+    name = inputs["name"]
+    rows = openstack("--os-compute-api-version", "2.26", "server", "list", "--name", f"^{name}$", "--tags", tag, "-f", "json")
+    return [row["ID"] for row in rows if row.get("Name") == name]
+
+
+def _on_network(kind: str) -> Callable[[Openstack, dict], list[str]]:
+    """A port or subnet: on the network the state gave it, of its name and tag."""
+    def find(openstack: Openstack, inputs: dict) -> list[str]:
+        network = ["--network", inputs["networkId"]] if inputs.get("networkId") else []
+        return _tagged(openstack, [kind], inputs, "--name", inputs["name"], *network, "--long")
+
+    return find
+
+
+def _server_group(openstack: Openstack, inputs: dict) -> list[str]:
+    """Nova's server groups carry no tags: the name (which holds the infra ID) and the policy."""
+    wanted = set(inputs.get("policies") or [])
+
+    def policies(row: dict) -> set[str]:
+        value = row.get("Policies", row.get("Policy")) or []
+        return {value} if isinstance(value, str) else set(value)
+
+    rows = openstack("server", "group", "list", "-f", "json")
+    return [row["ID"] for row in rows if row.get("Name") == inputs["name"] and policies(row) == wanted]
+
+
+def _volume(openstack: Openstack, inputs: dict) -> list[str]:
+    """By name and the infra ID in its metadata (volumes take no tags), given with the create."""
+    infra_id = (inputs.get("metadata") or {}).get("openshiftClusterID")
+    if not infra_id:
+        return []
+    rows = openstack("volume", "list", "--name", inputs["name"], "--property", f"openshiftClusterID={infra_id}", "-f", "json")
+    return [row["ID"] for row in rows if row.get("Name") == inputs["name"]]
 
 
 def _floating_ip(openstack: Openstack, inputs: dict) -> list[str]:
@@ -125,18 +216,20 @@ def _router_interface(openstack: Openstack, inputs: dict) -> list[str]:
 
 # How to find each kind the program creates, from the inputs the program gave it.
 FINDERS: dict[str, Callable[[Openstack, dict], list[str]]] = {
-    "openstack:compute/instance:Instance": lambda o, i: _named(o, ["server"], i["name"], "--name", f"^{i['name']}$"),
-    "openstack:compute/serverGroup:ServerGroup": lambda o, i: _named(o, ["server", "group"], i["name"]),
-    "openstack:networking/port:Port": lambda o, i: _named(o, ["port"], i["name"], "--name", i["name"]),
-    "openstack:networking/network:Network": lambda o, i: _named(o, ["network"], i["name"], "--name", i["name"]),
-    "openstack:networking/subnet:Subnet": lambda o, i: _named(o, ["subnet"], i["name"], "--name", i["name"]),
-    "openstack:networking/router:Router": lambda o, i: _named(o, ["router"], i["name"], "--name", i["name"]),
-    "openstack:networking/secGroup:SecGroup": lambda o, i: _named(o, ["security", "group"], i["name"]),
+    "openstack:compute/instance:Instance": _server,
+    "openstack:compute/serverGroup:ServerGroup": _server_group,
+    "openstack:networking/port:Port": _on_network("port"),
+    "openstack:networking/network:Network": lambda o, i: _tagged(o, ["network"], i, "--name", i["name"], "--long"),
+    "openstack:networking/subnet:Subnet": _on_network("subnet"),
+    "openstack:networking/router:Router": lambda o, i: _tagged(o, ["router"], i, "--name", i["name"], "--long"),
+    "openstack:networking/secGroup:SecGroup": lambda o, i: _tagged(
+        o, ["security", "group"], i, check=lambda row: row.get("Description", "") == i.get("description", "")
+    ),
     "openstack:networking/secGroupRule:SecGroupRule": _rule,
     "openstack:networking/floatingIp:FloatingIp": _floating_ip,
     "openstack:networking/routerInterface:RouterInterface": _router_interface,
-    "openstack:images/image:Image": lambda o, i: _named(o, ["image"], i["name"], "--name", i["name"]),
-    "openstack:blockstorage/volume:Volume": lambda o, i: _named(o, ["volume"], i["name"], "--name", i["name"]),
+    "openstack:images/image:Image": lambda o, i: _tagged(o, ["image"], i, "--name", i["name"], "--long"),
+    "openstack:blockstorage/volume:Volume": _volume,
 }
 
 
@@ -149,11 +242,16 @@ def verdicts(interrupted: list[Interrupted], openstack: Openstack) -> list[Verdi
     return found
 
 
+# How the CLI says the cloud answered 404 (openstacksdk's find, older clients' find_resource).
+NOT_FOUND = re.compile(r"No \w+ found for |No \w+ with a name or ID of |\(HTTP 404\)")
+
+
 def openstack_cli(cloud: str) -> Openstack:
-    def run(*args: str) -> list[dict]:
+    def run(*args: str) -> Any:
         done = subprocess.run(["openstack", *args], env={**os.environ, "OS_CLOUD": cloud}, capture_output=True, text=True)
         if done.returncode != 0:
-            raise RecoveryError(f"`openstack {' '.join(args)}` failed: {done.stderr.strip()[-500:]}")
+            error = NotFound if NOT_FOUND.search(done.stderr) else RecoveryError
+            raise error(f"`openstack {' '.join(args)}` failed: {done.stderr.strip()[-500:]}")
         return json.loads(done.stdout) if done.stdout.strip() else []
 
     return run
@@ -161,6 +259,10 @@ def openstack_cli(cloud: str) -> Openstack:
 
 class RecoveryError(Exception):
     pass
+
+
+class NotFound(RecoveryError):
+    """The cloud answered 404 for what was asked by its ID."""
 
 
 # How to delete each kind; a router interface's ID is its port's.
@@ -213,17 +315,29 @@ def main(argv: list[str] | None = None) -> int:
         stack_file = read_stack_file(arguments.cwd / f"Pulumi.{arguments.stack}.yaml")
         cloud = stack_file.config.get("openstack:cloud") or os.environ.get("OS_CLOUD", "")
         found = verdicts(interrupted, openstack_cli(cloud))
-        broken = in_error(openstack_cli(cloud), failed) if failed else []
+        states = server_states(openstack_cli(cloud), failed) if failed else {}
     except (RecoveryError, StackFileError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 1
     for verdict in found:
         what = f"in the cloud as {', '.join(verdict.ids)}: delete it" if verdict.ids else "not in the cloud"
         print(f"  {verdict.interrupted.name:50} {what}; `pulumi up` makes it")
+    broken = [urn for urn, state in states.items() if state in REPLACED]
     protected = [urn for urn in broken if failed[urn].get("protect")]
-    for urn in broken:
+    for urn, state in states.items():
+        name, id_ = urn.rsplit("::", 1)[1], failed[urn]["id"]
         lifted = " (protected: unprotect it, it never ran)" if urn in protected else ""
-        print(f"  {urn.rsplit('::', 1)[1]:50} in ERROR in the cloud: taint it{lifted}; `pulumi up` replaces it")
+        if state == "ERROR":
+            print(f"  {name:50} in ERROR in the cloud: taint it{lifted}; `pulumi up` replaces it")
+        elif state == GONE:
+            print(f"  {name:50} gone from the cloud (404 for {id_}, its port still there): taint it{lifted}; `pulumi up` replaces it")
+        elif state == UNKNOWN:
+            print(
+                f"  {name:50} the cloud answers 404 for {id_} and for its port: is cloud {cloud!r} the stack's "
+                "(openstack:cloud, OS_CLOUD)? left as it is"
+            )
+        else:
+            print(f"  {name:50} {state} in the cloud: left as it is; `pulumi up` updates it")
     if not arguments.yes:
         print("recover: nothing changed; --yes does it")
         return 0
