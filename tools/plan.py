@@ -72,16 +72,16 @@ class NodeOutput:
 
 
 MACHINESET = "machinesets/worker.yaml"
+MACHINESET_NOTE = (
+    "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
+    "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
+    "# Machine API add workers. Its machines run no routers (docs/day2.md: ingress placement).\n"
+)
 # Names the plan's own directory, so that --out replaces a plan and nothing else.
 PLAN_MARKER = ".ocp-plan"
 # What a plan holds at its top (plans written before the marker hold resources.json and state.json).
 PLAN_ENTRIES = frozenset(
     {PLAN_MARKER, "resources.json", "state.json", "outputs.json", "topology.svg", "images.json", "changes.json", "nodes", "machinesets"}
-)
-MACHINESET_NOTE = (
-    "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
-    "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
-    "# Machine API add workers. Its machines run no routers (docs/day2.md: ingress placement).\n"
 )
 
 
@@ -204,12 +204,12 @@ def check_out(out: Path) -> None:
 
 
 def _inside(directory: Path, path: str, hostname: str) -> Path:
-    """Where a file a node's config names goes in the plan: Ignition's paths are absolute and
-    never climb, so one with '..' (or relative) would land outside the plan: refused."""
+    """Where a file a node's config names goes in the plan: a relative path, or one with '..',
+    would land outside it (Ignition wants absolute paths; on the node '..' stops at /): refused."""
     parts = PurePosixPath(path).parts
     if not path.startswith("/") or ".." in parts or "\0" in path or len(parts) < 2:
         raise PlanError(
-            f"{hostname}: its config names the file {path!r}, which Ignition refuses and which would be written "
+            f"{hostname}: its config names the file {path!r}, relative or with '..', which would be written "
             "outside the plan directory: fix the installer configs (--assets) to name absolute paths without '..'"
         )
     return directory.joinpath(*parts[1:])
