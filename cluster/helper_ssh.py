@@ -96,8 +96,7 @@ def upload_script(remote_command: str) -> str:
     return UPLOAD_SCRIPT + shlex.quote(remote_command) + "\n"
 
 
-def upload_environment(host: str, user: str, host_key: HostKey | str, key_file: str | None) -> dict[str, str]:
+def upload_environment(host: str, user: str, public_host_key: str, key_file: str | None) -> dict[str, str]:
     """What UPLOAD_SCRIPT reads; nothing secret (the key file by its path, as written)."""
-    public = host_key.public if isinstance(host_key, HostKey) else host_key
-    environment = {"HELPER_HOST": host, "HELPER_USER": user, "HELPER_HOST_KEY": public}
+    environment = {"HELPER_HOST": host, "HELPER_USER": user, "HELPER_HOST_KEY": public_host_key}
     return environment | ({"HELPER_KEY_FILE": key_file} if key_file else {})
