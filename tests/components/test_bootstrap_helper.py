@@ -57,6 +57,10 @@ def helper_user_data(program_run: ProgramRun, plan: Path) -> dict:
     return yaml.safe_load((plan / "nodes" / hostname / "user_data").read_text().removeprefix("#cloud-config\n"))
 
 
+def helper_user_data_of(program_run: ProgramRun) -> dict:
+    return yaml.safe_load(unwrap(program_run.by_name(HELPER).inputs["userData"]).removeprefix("#cloud-config\n"))
+
+
 def test_the_helper_gets_a_host_key_at_boot_and_the_upload_pins_the_same_key(planned):
     program_run, plan, _ = planned
     keys = helper_user_data(program_run, plan)["ssh_keys"]
@@ -180,13 +184,17 @@ def deployer(lab: netns.Lab) -> str:
     return namespace
 
 
-def upload(lab: netns.Lab, namespace: str, program_run: ProgramRun, tmp_path: Path, user: str) -> subprocess.CompletedProcess[str]:
+def upload(
+    lab: netns.Lab, namespace: str, program_run: ProgramRun, tmp_path: Path, user: str, agent: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """The program's upload command, as pulumi-command runs it (/bin/sh -c, its environment, the
-    config on stdin), with no SSH agent; only the login is this host's `user`."""
+    config on stdin), with this SSH agent or none; only the login is this host's `user`."""
     resource = program_run.by_name(UPLOAD)
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": os.environ["PATH"], "HOME": str(home), **unwrap(resource.inputs["environment"]), "HELPER_USER": user}
+    if agent:
+        env["SSH_AUTH_SOCK"] = agent
     command = ["/bin/sh", "-c", unwrap(resource.inputs["create"])]
     return lab.run(namespace, command, env=env, input=unwrap(resource.inputs["stdin"]), timeout=120)
 
@@ -243,3 +251,30 @@ def test_an_sshd_with_another_host_key_is_refused_before_anything_is_sent(planne
     assert "Connection from 203.0.113.254" in log and "Accepted" not in log, log
     assert list(helper.srv.iterdir()) == []
 
+
+
+def test_without_a_key_file_the_upload_logs_in_with_the_ssh_agent(lab, tmp_path):
+    config, key = helper_stack(tmp_path)
+    program_run = run(with_section(config, "bootstrap", helper={}))
+    environment = unwrap(program_run.by_name(UPLOAD).inputs["environment"])
+    assert "HELPER_KEY_FILE" not in environment
+    host_key = helper_user_data_of(program_run)["ssh_keys"]["ed25519_private"]
+    helper = Helper(lab, tmp_path, environment["HELPER_HOST"], host_key, key.with_suffix(".pub").read_text())
+    namespace = deployer(lab)
+    socket = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if socket.exists():
+                break
+            time.sleep(0.05)
+        subprocess.run(["ssh-add", "-q", str(key)], env={"SSH_AUTH_SOCK": str(socket)}, check=True)
+        key.unlink()  # the agent alone holds it now
+        helper.start()
+        result = upload(lab, namespace, program_run, tmp_path, "root", agent=str(socket))
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+    log = helper.stop()
+    assert result.returncode == 0, (result.stderr, log)
+    assert (helper.srv / "ignition" / "bootstrap.ign").read_text() == unwrap(program_run.by_name(UPLOAD).inputs["stdin"])
