@@ -132,6 +132,8 @@ class BootstrapHelper(Model):
     # Where `pulumi up` reaches the helper over SSH: its floating IP, or its fixed IP when
     # the Pulumi host sits on the machine network itself.
     floating_ip: bool = True
+    # The key `pulumi up` logs in to the helper with (and `gather bootstrap` uses), by its path:
+    # `ssh -i` reads it at run time, so the state holds the path only. None: the SSH agent.
     ssh_private_key_file: NonEmpty | None = None
 
 

@@ -458,13 +458,20 @@ def test_a_stack_installed_with_the_helper_is_told_to_keep_it_while_its_bootstra
     kept = preview(helper_era_state, with_section(stack_config("dev"), "bootstrap", configSource="helper"))
     assert kept.error is None, kept.error
     # Nothing but scripts run at destroy, in place: the cleanup's (it now deletes leftover images
-    # too) and the workers' drains (they now take kubectl as well as oc; their create does nothing).
+    # too) and the workers' drains (they now take kubectl as well as oc; their create does nothing);
+    # and the upload, now a local ssh pinned to the helper's host key (the helper itself stays:
+    # its user_data is read at first boot only; docs/openstack.md says what that means mid-bootstrap).
     assert {name: kept.changes[name].fields for name in kept.names("create", "delete", "replace", "update")} == {
         "ocp4-cleanup-on-destroy": ("delete",),
         "ocp4-workers-worker-0-drain": ("delete",),
         "ocp4-workers-worker-1-drain": ("delete",),
+        "ocp4-bootstrap-helper-upload": (),
+        "ocp4-bootstrap-helper-ssh-upload": (),
     }
     assert kept.changes["ocp4-cleanup-on-destroy"].action == "update"
+    assert kept.changes["ocp4-bootstrap-helper-upload"].action == "delete"
+    assert kept.changes["ocp4-bootstrap-helper-ssh-upload"].action == "create"
+    assert kept.changes["ocp4-bootstrap-helper-server"].action == "same"
 
 
 def test_a_stack_installed_with_the_helper_tears_it_down_with_the_bootstrap(helper_era_state):

@@ -10,8 +10,9 @@ from a small shim that merges it, verified by sha512 (ocp:bootstrap.configSource
   expires with Keystone's token lifetime (1 h by default): the bootstrap fetches at first boot.
 - helper, for clouds whose image endpoint the machines cannot reach: a small helper VM on the
   tenant network serves it over HTTP to the bootstrap's address alone, at a path derived from
-  the cluster's secret, and nothing else; `pulumi up` copies it there over SSH (pulumi-command)
-  from `openstack.sshAllowedCidr`.
+  the cluster's secret, and nothing else; `pulumi up` copies it there with `ssh` from
+  `openstack.sshAllowedCidr`, to the host key the helper was given at boot and no other
+  (cluster.helper_ssh).
 
 For diagnosis the bootstrap admits SSH from there too (and has a floating IP when
 bootstrap.helper.floatingIp says `pulumi up` runs outside the machine network): the
@@ -24,6 +25,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pulumi
@@ -34,6 +36,7 @@ import yaml
 from cluster.addresses import Node
 from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
+from cluster.helper_ssh import HostKey, helper_host_key, upload_environment, upload_script
 from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
 from cluster.preflight import public_endpoint
 from components.openstack.common import ClusterContext, Subnet
@@ -61,10 +64,12 @@ def upload_command(url: str) -> str:
     return "set -eu; " + " && ".join(steps)
 
 
-def helper_cloud_config(ssh_keys: str, port: int) -> str:
+def helper_cloud_config(ssh_keys: str, port: int, host_key: HostKey) -> str:
     unit = render("bootstrap-helper.service.j2", server=SERVER, port=port, file=SERVED_FILE, path_file=PATH_FILE)
-    document = {
+    document: dict[str, Any] = {
         "ssh_authorized_keys": ssh_keys.splitlines(),
+        # Its one host key, pinned in the upload (cloud-init deletes the image's keys first).
+        "ssh_keys": {"ed25519_private": host_key.private, "ed25519_public": host_key.public},
         "write_files": [
             {"path": SERVER, "permissions": "0755", "content": render("bootstrap-helper-server.py.j2")},
             {"path": "/etc/systemd/system/bootstrap-ignition.service", "content": unit},
@@ -79,7 +84,7 @@ def helper_cloud_config(ssh_keys: str, port: int) -> str:
 
 
 class BootstrapHelper(pulumi.ComponentResource):
-    upload: command.remote.Command
+    upload: command.local.Command
 
     def __init__(
         self,
@@ -88,6 +93,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         subnet: Subnet,
         served_config: pulumi.Output[str],
         url: pulumi.Output[str],
+        host_key: pulumi.Output[HostKey],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:BootstrapHelper", name, None, opts)
@@ -110,7 +116,8 @@ class BootstrapHelper(pulumi.ComponentResource):
             flavor_name=helper.flavor,
             image_name=helper.image,
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
-            user_data=helper_cloud_config(config.ssh_key, helper.port),
+            # A secret: it holds the helper's private host key.
+            user_data=pulumi.Output.secret(host_key.apply(lambda key: helper_cloud_config(config.ssh_key, helper.port, key))),
             config_drive=True,  # cloud-init reads its user_data without a metadata service, as the nodes do
             tags=cluster.tags,
             # Set up once, at first boot: a running helper keeps what it was created with.
@@ -129,23 +136,19 @@ class BootstrapHelper(pulumi.ComponentResource):
                 opts=subnet.floating_ip_options(self),
             )
             ssh_host = floating_ip.address
-        key_file = helper.ssh_private_key_file
-        self.upload = command.remote.Command(
-            f"{name}-upload",
-            connection=command.remote.ConnectionArgs(
-                host=ssh_host,
-                user=helper.ssh_user,
-                # Without a key file, the SSH agent of whoever runs `pulumi up` (SSH_AUTH_SOCK).
-                private_key=pulumi.Output.secret(Path(key_file).expanduser().read_text()) if key_file else None,
-                # The helper boots and runs cloud-init first: keep dialling for up to ~10 minutes.
-                dial_error_limit=40,
-                per_dial_timeout=15,
-            ),
+        # A local `ssh` as the user's own: their SSH agent, or the key file it reads by path
+        # (sshPrivateKeyFile): no private key of theirs in the state. The pin is public.
+        environment = pulumi.Output.all(ssh_host, pulumi.Output.unsecret(host_key.apply(lambda key: key.public))).apply(
+            lambda values: upload_environment(values[0], helper.ssh_user, values[1], helper.ssh_private_key_file)
+        )
+        self.upload = command.local.Command(
+            f"{name}-ssh-upload",
             # It names the secret path.
-            create=pulumi.Output.secret(url.apply(upload_command)),
+            create=pulumi.Output.secret(url.apply(lambda url: upload_script(upload_command(url)))),
+            environment=environment,
             stdin=served_config,
             triggers=[served_config.apply(assembly.sha512_tag)],
-            logging=command.remote.Logging.STDERR,
+            logging=command.local.Logging.STDERR,
             # Uploaded once: the bootstrap verifies what it fetched against the hash in its own
             # user_data, which never changes after it is created (machines.FIRST_BOOT_ONLY).
             opts=pulumi.ResourceOptions(parent=self, depends_on=[instance], ignore_changes=["create", "stdin", "triggers"]),
@@ -265,7 +268,10 @@ class Bootstrap(pulumi.ComponentResource):
             url = pulumi.Output.secret(
                 assets.apply(lambda assets: bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity))
             )
-            source = BootstrapHelper(f"{name}-helper", cluster, subnet, served_config, url, pulumi.ResourceOptions(parent=self)).upload
+            host_key = pulumi.Output.secret(assets.apply(lambda assets: helper_host_key(assets.identity)))
+            source = BootstrapHelper(
+                f"{name}-helper", cluster, subnet, served_config, url, host_key, pulumi.ResourceOptions(parent=self)
+            ).upload
         else:
             image = BootstrapImage(f"{name}-config", cluster, served_config, cloud_ca, image_after, pulumi.ResourceOptions(parent=self))
             user_data, source = image.user_data, image.image

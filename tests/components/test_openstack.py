@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def test_resource_counts_of_the_dev_stack(dev_helper_run):
     # the installer, the destroy cleanup and each worker's pointer (among others); the helper's upload
     local = {r.name for r in dev_helper_run.of_type("command:local:Command")}
     assert {"installer-run", "ocp4-cleanup-on-destroy", "ocp4-worker-pointers-worker-0", "ocp4-worker-pointers-worker-1"} <= local
-    assert counts["command:remote:Command"] == 1
+    assert "ocp4-bootstrap-helper-ssh-upload" in local and counts["command:remote:Command"] == 0
 
 
 def test_components_and_parents(dev_run):
@@ -246,11 +247,11 @@ def test_masters_are_created_one_after_the_other(dev_run):
 
 
 def test_bootstrap_boots_after_its_config_is_on_the_helper(dev_helper_run):
-    upload = dev_helper_run.of_type("command:remote:Command")[0]
+    upload = dev_helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
     bootstrap = next(r for r in dev_helper_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
     assert upload.urn in bootstrap.dependencies
-    connection = unwrap(upload.inputs["connection"])
-    assert connection["user"] == "cloud-user" and connection["host"].startswith("203.0.113.")
+    environment = unwrap(upload.inputs["environment"])
+    assert environment["HELPER_USER"] == "cloud-user" and environment["HELPER_HOST"].startswith("203.0.113.")
     assert is_secret(upload.inputs["stdin"])
 
 
@@ -615,7 +616,7 @@ def test_the_shim_and_the_upload_name_one_secret_path(dev_helper_run):
     assert (url.hostname, url.port) == ("10.0.0.11", 8080)
     token, name = url.path.strip("/").split("/")
     assert len(token) == 32 and name == "bootstrap.ign"
-    upload = dev_helper_run.of_type("command:remote:Command")[0]
+    upload = dev_helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
     assert is_secret(upload.inputs["create"]) and url.path in unwrap(upload.inputs["create"])
     bootstrap = next(r for r in dev_helper_run.of_type(INSTANCE) if r.name == "ocp4-bootstrap-node")
     assert is_secret(bootstrap.inputs["userData"])
@@ -655,8 +656,10 @@ def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_helper_run, tmp
     assert (bind, port) == ("0.0.0.0", "8080")
     # The upload command, pointed at a scratch directory instead of /srv/ignition, without sudo.
     root = tmp_path / "srv"
-    upload = dev_helper_run.of_type("command:remote:Command")[0]
-    command_text = unwrap(upload.inputs["create"]).replace("sudo ", "").replace("/srv/ignition", str(root))
+    upload = dev_helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
+    # What it runs on the helper over ssh: the script's last word.
+    remote_command = shlex.split(unwrap(upload.inputs["create"]).splitlines()[-1])[-1]
+    command_text = remote_command.replace("sudo ", "").replace("/srv/ignition", str(root))
     config = unwrap(upload.inputs["stdin"])
     path = urlsplit(shim_url(dev_helper_run)).path
     port_number = _free_port()
@@ -739,9 +742,6 @@ def test_servers_deployed_without_a_config_drive_are_not_replaced_for_one():
 
 
 def test_the_bootstrap_gather_runs_from_where_pulumi_runs(dev_run):
-    import shlex
-
-
     bootstrap_port = dev_run.by_name("ocp4-bootstrap-node-port")
     fip = dev_run.by_name("ocp4-bootstrap-fip")
     assert unwrap(fip.inputs["portId"]) == bootstrap_port.id and unwrap(fip.inputs["pool"]) == "external"

@@ -102,7 +102,7 @@ def test_the_helper_shim_merges_the_served_config(tmp_path):
     (merge,) = shim["ignition"]["config"]["merge"]
     # The helper, under a path only the cluster's secret gives (tests/components/test_openstack.py).
     assert re.fullmatch(r"http://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge["source"])
-    served = next(r for r in helper_run.resources if r.type == "command:remote:Command")
+    served = helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
     assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
     assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
     hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
