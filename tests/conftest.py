@@ -17,6 +17,7 @@ import pytest
 from cluster import libvirt_host
 from cluster.stackfile import read_stack_file
 from tools.mock_run import ProgramRun, Resource, deployed_from, run_program, unwrap
+from tools import toolchain
 from tools.preview import Change
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +36,56 @@ ECDSA_SSH_KEY = (
     "yxjxcPjQiwJDhV0oe+Yr69d5SF68drBNgo6v4SmA0kU42z3Xwjzfcw= lab@fips"
 )
 PULL_SECRET = '{"auths":{"registry.example.com":{"auth":"dGVzdDp0ZXN0","email":"test@example.com"}}}'
+
+
+# --- How the suite runs: the quick loop and the groups run side by side ---
+
+# What needs root's network namespaces, a real daemon or the built toolchain: the quick loop
+# (`pytest --quick`) leaves these out, and runs the rest as on a checkout without the toolchain.
+REAL_PARTS = {
+    "tests/e2e/": "the real Pulumi CLI and language host",
+    "tests/localcloud/": "the local OpenStack and libvirt",
+    "tests/lab/": "keepalived and haproxy in network namespaces (root)",
+    "tests/toolchain/": "the built toolchain",
+    "tests/harness/": "the harness's real parts (a Kubernetes API server, the engine)",
+    "tests/ignition/test_networking_tools.py": "keepalived, haproxy and nft in network namespaces (root)",
+    "tests/ocp/test_approver.py": "a real Kubernetes API server",
+    "tests/cluster/test_drain_real_api.py": "a real Kubernetes API server",
+    "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
+    "tests/tools/test_installer_contract.py": "the real openshift-install",
+}
+# Groups that must stay in one worker (pytest-xdist `--dist loadgroup`), longest first: the local
+# cloud's modules share one cloud and one project whose resources they count; the lab's modules share
+# one lab run. Every other module is a group of its own (its module fixtures made once, its order kept).
+SHARED_GROUPS = ("tests/localcloud/", "tests/lab/", "tests/e2e/")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--quick", action="store_true", help="only what needs no toolchain, no cloud and no root (about two minutes with -n 2)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--quick"):
+        # As on a checkout where `bash .ci/toolchain` never ran: the real installer is not used either.
+        toolchain.LAYOUT = toolchain.BIN = ROOT / "tests" / "no-toolchain"
+
+
+def _part(item: pytest.Item) -> str:
+    return item.path.relative_to(ROOT).as_posix()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--quick"):
+        real = [item for item in items if any(_part(item).startswith(part) for part in REAL_PARTS)]
+        if real:
+            config.hook.pytest_deselected(items=real)
+            items[:] = [item for item in items if item not in set(real)]
+    for item in items:
+        path = _part(item)
+        group = next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
+        item.add_marker(pytest.mark.xdist_group(group))
+    # The longest group first, so that a worker takes it at once and the others fill in beside it.
+    items.sort(key=lambda item: next((rank for rank, shared in enumerate(SHARED_GROUPS) if _part(item).startswith(shared)), len(SHARED_GROUPS)))
 
 
 def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:

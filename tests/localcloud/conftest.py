@@ -1,7 +1,7 @@
 """Tests against the local OpenStack (harness/localcloud), marked `localcloud`. The package's
 fixture brings the cloud up once for these tests and takes it down after them, unless it was
-already up (then it stays, as the developer left it). The fast suite alone:
-`venv/bin/python -m pytest -m "not localcloud and not e2e"`; CI runs everything.
+already up (then it stays, as the developer or .ci/run left it). The quick loop without them:
+`venv/bin/python -m pytest --quick -n 2`; CI runs everything.
 
 What goes wrong is in the cloud's logs: `python -m harness.localcloud status` names the directory."""
 
