@@ -88,6 +88,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: next((rank for rank, shared in enumerate(SHARED_GROUPS) if _part(item).startswith(shared)), len(SHARED_GROUPS)))
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Each module's time (setup, call and teardown of its tests added up), the slowest first: where the
+    suite's minutes go, also under xdist, where a module runs whole in one worker."""
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                module = report.nodeid.split("::", 1)[0]
+                seconds[module] = seconds.get(module, 0.0) + report.duration
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])[:15]
+    if slowest:
+        terminalreporter.write_sep("=", "slowest modules")
+        for module, total in slowest:
+            terminalreporter.write_line(f"{total:8.1f}s {module}")
+
 def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:
     """A committed stack's config plus a test pull secret; overrides as `key=value` (objects as dicts,
     None removes the key)."""
