@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -10,9 +13,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, review
+from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, parse_time, review
 
-NODES = {"ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
+NODES = {"ocp4-bootstrap": "192.0.2.10", "ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"
 CLIENT = ("digital signature", "client auth")
 SERVING = ("digital signature", "server auth")
@@ -64,7 +67,9 @@ CASES = [
     ("serving with an email", serving("a", emails=("root@example.com",)), False, "neither DNS names nor IP addresses"),
     ("serving of another cluster's node", serving("a", node="other-worker-0"), False, "other-worker-0 is not a node of this stack"),
     ("another signer", Request("a", "kubernetes.io/legacy-unknown", NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0")), False, "is not a kubelet's"),
-    ("garbage", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "not a PEM certificate signing request"),
+    ("garbage", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "the request holds no PEM block"),
+    ("the bootstrap's client", client("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap, which never joins the cluster as a Node"),
+    ("the bootstrap's serving", serving("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap"),
 ]
 
 
@@ -78,10 +83,13 @@ def test_a_node_that_registered_renews_its_client_certificate_itself():
     assert verdicts(client("a"), registered=["ocp4-worker-0"])["a"] == (False, "Node ocp4-worker-0 exists: its kubelet renews with its own identity")
 
 
-def test_one_approval_per_node_and_kind_in_a_pass():
-    found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"))
-    assert found["a"][0] and found["c"][0] and found["d"][0]
-    assert found["b"] == (False, "another client request of ocp4-worker-0 was approved in this pass")
+def test_two_requests_of_one_kind_for_one_node_approve_neither():
+    found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"), client("e", username="system:anonymous"))
+    assert found["c"][0] and found["d"][0]
+    why = "2 pending client requests claim ocp4-worker-0 (a, b): none approved; delete those its kubelet did not make (`oc delete csr NAME`)"
+    assert found["a"] == found["b"] == (False, why)
+    # One that fails anyway is no claim: it cannot be approved, so nothing is picked.
+    assert verdicts(client("a"), client("e", username="system:anonymous"))["a"][0]
 
 
 def test_decided_requests_are_left_alone():
@@ -100,3 +108,133 @@ def test_a_request_read_from_the_api():
     }
     request = Request.from_object(item)
     assert (request.name, request.request, request.decided) == ("csr-abc", pem, True)
+
+
+# ---- the request read as Kubernetes reads it (Go's pem.Decode, then DER)
+
+WORKER = csr("system:node:ocp4-worker-0")
+MASTER = csr("system:node:ocp4-master-0")
+
+
+def judged(pem: bytes) -> tuple[bool, str]:
+    (verdict,) = review([Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem)], NODES, (), DOMAIN)
+    return verdict.approve, verdict.reason
+
+
+@pytest.mark.parametrize(
+    "pem, reason",
+    [
+        # Go skips the first block (its BEGIN starts no line) and reads the master's; cryptography read the worker's.
+        (b" " + WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+        (WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+        (WORKER + b"trailing", "not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers"),
+        (b"text\n" + WORKER, "with only whitespace around it"),
+        (b" " + WORKER, "starting a line"),
+        (WORKER.replace(b"-----\n", b"-----\nProc-Type: 4,ENCRYPTED\n\n", 1), "no headers"),
+        (WORKER.replace(b"CERTIFICATE REQUEST", b"NEW CERTIFICATE REQUEST"), "is 'NEW CERTIFICATE REQUEST', not 'CERTIFICATE REQUEST'"),
+        (re.sub(rb"^(-----BEGIN [^\n]*\n..)", rb"\1=", WORKER), "is no base64"),  # padding inside
+        (b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n", "no DER certificate signing request"),
+    ],
+    ids=["space-worker-master", "two-blocks-at-line-starts", "trailing-garbage", "text-before", "space-before", "headers", "other-type", "bad-base64", "not-der"],
+)
+def test_anything_but_one_block_alone_stays_pending(pem, reason):
+    approve, why = judged(pem)
+    assert not approve and reason in why, why
+
+
+@pytest.mark.parametrize(
+    "pem",
+    [b"\n\n" + WORKER, b" \t\n" + WORKER + b" \n\t\n", WORKER.replace(b"\n", b"\r\n"), WORKER.rstrip(b"\n"), WORKER.replace(b"-----\n", b"----- \t\n")],
+    ids=["blank-lines-before", "whitespace-around", "crlf", "no-final-newline", "blanks-after-the-dashes"],
+)
+def test_one_block_with_whitespace_around_is_read(pem):
+    assert judged(pem) == (True, "client certificate of ocp4-worker-0, a node of this stack")
+
+
+def test_a_verdict_names_the_subject_and_names_it_judged():
+    request = serving("a", dns=("ocp4-worker-0",), ips=("192.0.2.30",))
+    (verdict,) = review([request], NODES, (), DOMAIN)
+    assert (verdict.subject, verdict.names) == ("O=system:nodes,CN=system:node:ocp4-worker-0", ("DNS:ocp4-worker-0", "IP:192.0.2.30"))
+
+
+# ---- control characters a requester wrote never reach a printed line
+
+
+def test_control_characters_are_escaped_in_reasons():
+    line = "\x1b[2K\r\ncsr: approved csr-x"  # a terminal's erase and a line of the approver's own
+    escape = line + "\u202e"  # and a right-to-left override
+    cases = [
+        Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"system:node:{escape}")),
+        Request("b", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"admin{escape}", "system:masters")),
+        client("c", username=f"system:serviceaccount:x:{escape}"),
+        serving("d", dns=("ocp4-worker-0", f"x{line}")),  # DNS names are ASCII
+        Request("e", f"example.com/{escape}", NODE_BOOTSTRAPPER, CLIENT, WORKER),
+    ]
+    found = verdicts(*cases)
+    for name, (approve, reason) in found.items():
+        assert not approve and all(c.isprintable() for c in reason), (name, reason)
+        assert "\\x1b[2K\\r\\ncsr: approved csr-x" in reason, (name, reason)
+
+
+# ---- a client request and its server's age
+
+SERVERS = {"ocp4-master-0": "2026-11-26 12:00:00 +0000 UTC", "ocp4-worker-0": "2026-11-26T12:00:00Z", "ocp4-worker-1": "2026-11-26 12:00:00.5 +0000 UTC"}
+SERVER = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def at(request: Request, created: datetime, approved: bool = False) -> Request:
+    return replace(request, created=created, approved=approved, decided=approved)
+
+
+def timed(*requests: Request, now: datetime, registered=(), created=SERVERS) -> dict[str, tuple[bool, str]]:
+    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now)}
+
+
+def test_a_client_request_within_the_window_of_its_server_is_approved():
+    request = at(client("a"), SERVER + timedelta(minutes=3))
+    assert timed(request, now=SERVER + CLIENT_WINDOW)["a"][0]
+    # A few seconds before the server, for clocks (the machine approver's skew).
+    assert timed(at(client("a"), SERVER - CLOCK_SKEW), now=SERVER + timedelta(minutes=5))["a"][0]
+
+
+def test_a_client_request_older_than_its_server_stays_pending():
+    found = timed(at(client("a"), SERVER - CLOCK_SKEW - timedelta(seconds=1)), now=SERVER + timedelta(minutes=5))
+    assert found["a"] == (False, "made at 2026-11-26 11:59:49Z, before ocp4-worker-0's server (2026-11-26 12:00:00Z)")
+
+
+def test_a_client_request_after_the_window_stays_pending():
+    found = timed(at(client("a"), SERVER + timedelta(minutes=3)), now=SERVER + CLIENT_WINDOW + timedelta(seconds=1))
+    assert not found["a"][0]
+    assert found["a"][1].startswith("ocp4-worker-0's server was created at 2026-11-26 12:00:00Z, more than 50 min ago")
+    assert found["a"][1].endswith("replace ocp4-worker-0's server (`pulumi up --replace` its URN) to have it join again")
+
+
+def test_a_node_whose_node_object_was_deleted_does_not_join_again_on_the_same_server():
+    first = at(client("first"), SERVER + timedelta(minutes=2), approved=True)
+    again = at(client("again"), SERVER + timedelta(minutes=20))
+    found = timed(first, again, now=SERVER + timedelta(minutes=21))
+    assert not found["again"][0]
+    assert found["again"][1].startswith("a client certificate of ocp4-worker-0 was approved already (first) and there is no Node ocp4-worker-0: its Node was deleted")
+    # A new server, made after that approval: it joins.
+    replaced = {**SERVERS, "ocp4-worker-0": "2026-11-26T12:10:00Z"}
+    assert timed(first, again, now=SERVER + timedelta(minutes=21), created=replaced)["again"][0]
+
+
+def test_without_creation_times_any_earlier_approval_counts_and_no_window_applies():
+    """libvirt: its domains keep no creation time."""
+    late = at(client("a"), SERVER + timedelta(days=2))
+    assert timed(late, now=SERVER + timedelta(days=2), created=None)["a"][0]
+    first = at(client("first"), SERVER - timedelta(days=9), approved=True)
+    assert "its Node was deleted" in timed(first, late, now=SERVER + timedelta(days=2), created=None)["a"][1]
+
+
+def test_a_server_with_no_creation_time_in_the_stack_is_refused():
+    found = timed(at(client("a"), SERVER), now=SERVER, created={"ocp4-worker-1": SERVERS["ocp4-worker-1"]})
+    assert found["a"] == (False, "the stack gives no creation time for ocp4-worker-0's server: replace ocp4-worker-0's server (`pulumi up --replace` its URN) to have it join again")
+
+
+def test_creation_times_as_nova_and_kubernetes_write_them():
+    assert parse_time("2026-11-26 12:00:00.5 +0000 UTC") == SERVER + timedelta(milliseconds=500)
+    assert parse_time("2026-11-26 13:00:00 +0100 CET") == parse_time("2026-11-26T12:00:00Z") == SERVER
+    with pytest.raises(ValueError):
+        parse_time("2026-11-26 12:00:00")
