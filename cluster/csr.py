@@ -274,7 +274,7 @@ def _client_time(request: Request, node: str, created: Mapping[str, str] | None,
     replace = f"replace {node}'s server (`pulumi up --replace` its URN) to have it join again"
     made = None
     if created is not None:
-        if node not in created:
+        if not created.get(node):
             return f"the stack gives no creation time for {node}'s server: {replace}"
         try:
             made = parse_time(created[node])
