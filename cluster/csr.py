@@ -145,7 +145,7 @@ class Verdict:
     kind: str  # client, serving, other
     approve: bool
     reason: str
-    subject: str = ""  # what was judged, as RFC 4514, where the request could be read
+    subject: str = ""  # what was judged, where the request could be read: its attributes (RFC 4514), sorted
     names: tuple[str, ...] = ()  # its alternative names, `DNS:...`, `IP:...`, sorted
 
 
@@ -227,7 +227,7 @@ def _verdict(
         return refuse("the request's signature does not match its key")
     subject = parsed.subject
     dns, ips, other = _alternative_names(parsed)
-    judged = (subject.rfc4514_string(), tuple(sorted([*(f"DNS:{d}" for d in dns), *(f"IP:{ip}" for ip in ips), *other])))
+    judged = (", ".join(sorted(attribute.rfc4514_string() for attribute in subject)), tuple(sorted([*(f"DNS:{d}" for d in dns), *(f"IP:{ip}" for ip in ips), *other])))
     names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     organizations = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     common = str(names[0].value) if len(names) == 1 else ""

@@ -154,7 +154,7 @@ def test_one_block_with_whitespace_around_is_read(pem):
 def test_a_verdict_names_the_subject_and_names_it_judged():
     request = serving("a", dns=("ocp4-worker-0",), ips=("192.0.2.30",))
     (verdict,) = review([request], NODES, (), DOMAIN)
-    assert (verdict.subject, verdict.names) == ("O=system:nodes,CN=system:node:ocp4-worker-0", ("DNS:ocp4-worker-0", "IP:192.0.2.30"))
+    assert (verdict.subject, verdict.names) == ("CN=system:node:ocp4-worker-0, O=system:nodes", ("DNS:ocp4-worker-0", "IP:192.0.2.30"))
 
 
 # ---- control characters a requester wrote never reach a printed line
