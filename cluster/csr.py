@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import NameOID
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -79,14 +80,20 @@ def read_request(data: bytes) -> x509.CertificateSigningRequest:
     found = _PEM.fullmatch(data)
     if not found:
         raise ValueError("the request is not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers")
+    text = re.sub(rb"[ \t\r\n]", b"", found["body"])
     try:
-        der = binascii.a2b_base64(re.sub(rb"[ \t\r\n]", b"", found["body"]), strict_mode=True)
+        der = binascii.a2b_base64(text, strict_mode=True)
     except binascii.Error as error:
         raise ValueError(f"the request's PEM block is no base64 ({error})") from error
+    if base64.b64encode(der) != text:  # Python takes padding Go refuses (`AAAA=`): only the one spelling
+        raise ValueError("the request's PEM block is no base64 (not as an encoder writes it)")
     try:
-        return x509.load_der_x509_csr(der)
-    except ValueError as error:
+        parsed = x509.load_der_x509_csr(der)
+        # Go parses these up front (a bad key or extension fails ParseCertificateRequest); cryptography when asked.
+        parsed.public_key(), parsed.extensions, parsed.subject
+    except (ValueError, UnsupportedAlgorithm) as error:
         raise ValueError("the request's PEM block is no DER certificate signing request") from error
+    return parsed
 
 
 def shown(text: str) -> str:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import os
+import random
 import re
+import shutil
+import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -13,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, parse_time, review
+from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, parse_time, read_request, review
 
 NODES = {"ocp4-bootstrap": "192.0.2.10", "ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"
@@ -121,32 +126,36 @@ def judged(pem: bytes) -> tuple[bool, str]:
     return verdict.approve, verdict.reason
 
 
-@pytest.mark.parametrize(
-    "pem, reason",
-    [
-        # Go skips the first block (its BEGIN starts no line) and reads the master's; cryptography read the worker's.
-        (b" " + WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
-        (WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
-        (WORKER + b"trailing", "not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers"),
-        (b"text\n" + WORKER, "with only whitespace around it"),
-        (b" " + WORKER, "starting a line"),
-        (WORKER.replace(b"-----\n", b"-----\nProc-Type: 4,ENCRYPTED\n\n", 1), "no headers"),
-        (WORKER.replace(b"CERTIFICATE REQUEST", b"NEW CERTIFICATE REQUEST"), "is 'NEW CERTIFICATE REQUEST', not 'CERTIFICATE REQUEST'"),
-        (re.sub(rb"^(-----BEGIN [^\n]*\n..)", rb"\1=", WORKER), "is no base64"),  # padding inside
-        (b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n", "no DER certificate signing request"),
-    ],
-    ids=["space-worker-master", "two-blocks-at-line-starts", "trailing-garbage", "text-before", "space-before", "headers", "other-type", "bad-base64", "not-der"],
-)
+# name -> (request, why it stays pending); the first five are requests Go reads (the API takes them).
+ANYTHING_ELSE = {
+    # Go skips the first block (its BEGIN starts no line) and reads the master's; cryptography read the worker's.
+    "space-worker-master": (b" " + WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+    "two-blocks-at-line-starts": (WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+    "trailing-garbage": (WORKER + b"trailing", "not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers"),
+    "text-before": (b"text\n" + WORKER, "with only whitespace around it"),
+    "headers": (WORKER.replace(b"-----\n", b"-----\nProc-Type: 4,ENCRYPTED\n\n", 1), "no headers"),
+    "space-before": (b" " + WORKER, "starting a line"),
+    "other-type": (WORKER.replace(b"CERTIFICATE REQUEST", b"NEW CERTIFICATE REQUEST"), "is 'NEW CERTIFICATE REQUEST', not 'CERTIFICATE REQUEST'"),
+    "bad-base64": (re.sub(rb"^(-----BEGIN [^\n]*\n..)", rb"\1=", WORKER), "is no base64"),  # padding inside
+    "not-der": (b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n", "no DER certificate signing request"),
+}
+GO_READS = ("space-worker-master", "two-blocks-at-line-starts", "trailing-garbage", "text-before", "headers")
+ALONE = {
+    "blank-lines-before": b"\n\n" + WORKER,
+    "whitespace-around": b" \t\n" + WORKER + b" \n\t\n",
+    "crlf": WORKER.replace(b"\n", b"\r\n"),
+    "no-final-newline": WORKER.rstrip(b"\n"),
+    "blanks-after-the-dashes": WORKER.replace(b"-----\n", b"----- \t\n"),
+}
+
+
+@pytest.mark.parametrize("pem, reason", ANYTHING_ELSE.values(), ids=ANYTHING_ELSE.keys())
 def test_anything_but_one_block_alone_stays_pending(pem, reason):
     approve, why = judged(pem)
     assert not approve and reason in why, why
 
 
-@pytest.mark.parametrize(
-    "pem",
-    [b"\n\n" + WORKER, b" \t\n" + WORKER + b" \n\t\n", WORKER.replace(b"\n", b"\r\n"), WORKER.rstrip(b"\n"), WORKER.replace(b"-----\n", b"----- \t\n")],
-    ids=["blank-lines-before", "whitespace-around", "crlf", "no-final-newline", "blanks-after-the-dashes"],
-)
+@pytest.mark.parametrize("pem", ALONE.values(), ids=ALONE.keys())
 def test_one_block_with_whitespace_around_is_read(pem):
     assert judged(pem) == (True, "client certificate of ocp4-worker-0, a node of this stack")
 
@@ -238,3 +247,76 @@ def test_creation_times_as_nova_and_kubernetes_write_them():
     assert parse_time("2026-11-26 13:00:00 +0100 CET") == parse_time("2026-11-26T12:00:00Z") == SERVER
     with pytest.raises(ValueError):
         parse_time("2026-11-26 12:00:00")
+
+
+# ---- against Go's own reading (encoding/pem, crypto/x509), where Go is installed
+
+GO_READER = """package main
+
+import (
+	"bufio"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"os"
+)
+
+// One request per line (base64): the DER of the CSR Kubernetes' ParseCSR would read, or "-".
+func main() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	for in.Scan() {
+		data, _ := base64.StdEncoding.DecodeString(in.Text())
+		block, _ := pem.Decode(data)
+		if block == nil || block.Type != "CERTIFICATE REQUEST" {
+			fmt.Println("-")
+			continue
+		}
+		if _, err := x509.ParseCertificateRequest(block.Bytes); err != nil {
+			fmt.Println("-")
+			continue
+		}
+		fmt.Println(base64.StdEncoding.EncodeToString(block.Bytes))
+	}
+}
+"""
+
+
+def test_every_request_read_here_is_the_one_go_reads(tmp_path):
+    """Requests cut and spliced at random: whatever this approver reads, Go reads too, the same
+    bytes; and each crafted case above is one Go reads (so the API would take it)."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go here")
+    rng = random.Random(31)
+    pieces = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"-", b"-----", b":", b"=", b"A", b"x", b"-----BEGIN ", b"-----END ", b"\n-----END CERTIFICATE REQUEST-----\n"]
+    cases = [ANYTHING_ELSE[name][0] for name in GO_READS] + list(ALONE.values())
+    for _ in range(10000):
+        pem = bytearray(rng.choice([WORKER, MASTER, WORKER.replace(b"\n", b"\r\n")]))
+        for _ in range(rng.randint(1, 3)):
+            at_ = rng.randrange(len(pem) + 1)
+            if rng.random() < 0.3:
+                del pem[at_ : at_ + rng.randint(1, 3)]
+            else:
+                pem[at_:at_] = rng.choice(pieces + [MASTER])
+        cases.append(bytes(pem))
+    (tmp_path / "main.go").write_text(GO_READER)
+    done = subprocess.run(
+        [go, "run", "main.go"], cwd=tmp_path, input="\n".join(base64.b64encode(c).decode() for c in cases) + "\n",
+        capture_output=True, text=True, timeout=600, env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    go_read = [None if line == "-" else base64.b64decode(line) for line in done.stdout.splitlines()]
+    assert len(go_read) == len(cases)
+    read_here = 0
+    for pem, theirs in zip(cases, go_read):
+        try:
+            ours = read_request(pem).public_bytes(serialization.Encoding.DER)
+        except ValueError:
+            continue
+        read_here += 1
+        assert theirs == ours, repr(pem)
+    assert read_here > len(ALONE) + 100  # the random cases read here are many, not a handful
+    # The crafted cases are no parse error to Go: the API takes them, and only this approver refuses.
+    assert all(theirs is not None for theirs in go_read[: len(GO_READS)])
