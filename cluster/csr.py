@@ -61,7 +61,8 @@ CLIENT_WINDOW = timedelta(minutes=50)
 # on the line), then `Key: value` header lines, base64 (spaces, tabs, CR and LF ignored) and an
 # END line of the same type after a newline; what follows it is ignored, and so is what precedes a
 # BEGIN not at a line start. Asking for whitespace only around one such block, with no headers,
-# leaves Go nothing else to find: the block read here is the one Kubernetes signs.
+# leaves Go nothing else to find, whether it scans from the first BEGIN (older Go) or back from
+# the first END (newer Go, 1.26 here): the block read here is the one Kubernetes signs.
 _PEM = re.compile(
     rb"(?:[ \t\r\n]*\n)?-----BEGIN CERTIFICATE REQUEST-----[ \t]*\r?\n"
     rb"(?P<body>[A-Za-z0-9+/= \t\r\n]*)\n-----END CERTIFICATE REQUEST-----[ \t]*(?:\r?\n[ \t\r\n]*)?"
