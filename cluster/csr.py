@@ -2,26 +2,41 @@
 
 The Machine API's approver approves only CSRs that match a Machine it knows; this program makes
 its nodes outside the Machine API, so it judges against what it made: the stack's `nodes`
-output (name -> address). Approved, as the machine approver does for Machines:
+output (name -> address) and, where the platform has them, its servers' creation times
+(`nodeCreated`: OpenStack's; libvirt's domains keep none). Approved, as the machine approver
+(openshift/cluster-machine-approver) does for Machines:
 
 - a client CSR (signer kubernetes.io/kube-apiserver-client-kubelet) asked for by the node
   bootstrapper service account, for `CN=system:node:<name>, O=system:nodes` where `<name>` is
-  one of ours with no Node object yet, with the kubelet's usages and no alternative names;
+  one of ours, not the bootstrap (it never joins), with no Node object now and none approved
+  before for this server (a client certificate approved for it already, with no Node now, means
+  its Node was deleted: only a new server joins again), with the kubelet's usages and no
+  alternative names; where the server's creation time is known, the request is no older than
+  the server (10 s for clocks, the machine approver's skew) and the approval comes within
+  CLIENT_WINDOW of the server's creation (below);
 - a serving CSR (signer kubernetes.io/kubelet-serving) asked for by `system:node:<name>` itself,
   for that same subject, with the kubelet's usages, DNS names within the node's hostname and IP
   addresses within its addresses in the stack.
 
-At most one of each kind per node in a pass; everything else stays pending, with its reason.
+The request is read as Kubernetes reads it (one PEM block, type CERTIFICATE REQUEST, with nothing
+but whitespace around it: see `read_request`), so what is judged is what the signer signs. Two or
+more requests of one kind that would pass for one node approve none of them: which is the
+kubelet's is not for the approver to guess. Everything else stays pending, with its reason; what
+a requester wrote is shown with its control characters escaped.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import NameOID
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -32,6 +47,73 @@ NODES_GROUP = "system:nodes"
 # What the kubelet asks for: key encipherment only with an RSA key (the kubelet's are ECDSA).
 CLIENT_USAGES = ({"digital signature", "client auth"}, {"digital signature", "key encipherment", "client auth"})
 SERVING_USAGES = ({"digital signature", "server auth"}, {"digital signature", "key encipherment", "server auth"})
+# The machine approver's maxMachineClockSkew: a client CSR may seem this much older than its server.
+CLOCK_SKEW = timedelta(seconds=10)
+# The machine approver takes client CSRs up to 2 h after the Machine, and remembers a Machine's
+# Node (nodeRef) for ever. This approver remembers nothing: an approved client CSR is its only
+# record that a server's node joined, and Kubernetes' CSR cleaner removes approved ones 1 h after
+# their approval (at the earliest the server's creation). So client CSRs are approved only while
+# that record must still be there: within 50 min of the server's creation (10 min for clocks).
+CLIENT_WINDOW = timedelta(minutes=50)
+
+# The one request Kubernetes' ParseCSR and this approver both read. Go's pem.Decode takes a block
+# whose `-----BEGIN ` starts the data or a line, ending in `-----` (spaces, tabs, a CR may follow
+# on the line), then `Key: value` header lines, base64 (spaces, tabs, CR and LF ignored) and an
+# END line of the same type after a newline; what follows it is ignored, and so is what precedes a
+# BEGIN not at a line start. Asking for whitespace only around one such block, with no headers,
+# leaves Go nothing else to find, whether it scans from the first BEGIN (older Go) or back from
+# the first END (newer Go, 1.26 here): the block read here is the one Kubernetes signs.
+_PEM = re.compile(
+    rb"(?:[ \t\r\n]*\n)?-----BEGIN CERTIFICATE REQUEST-----[ \t]*\r?\n"
+    rb"(?P<body>[A-Za-z0-9+/= \t\r\n]*)\n-----END CERTIFICATE REQUEST-----[ \t]*(?:\r?\n[ \t\r\n]*)?"
+)
+_BLOCK = re.compile(rb"-----BEGIN ([^\r\n]*?)-----")
+
+
+def read_request(data: bytes) -> x509.CertificateSigningRequest:
+    """The CSR in `data`, read as Kubernetes reads it, or ValueError saying why not."""
+    count = data.count(b"-----BEGIN ")
+    if count != 1:
+        raise ValueError(f"the request holds {count} PEM blocks, not one" if count else "the request holds no PEM block")
+    kind = _BLOCK.search(data)
+    if kind and kind[1] != b"CERTIFICATE REQUEST":
+        raise ValueError(f"the request's PEM block is {shown(kind[1].decode(errors='replace'))!r}, not 'CERTIFICATE REQUEST'")
+    found = _PEM.fullmatch(data)
+    if not found:
+        raise ValueError("the request is not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers")
+    text = re.sub(rb"[ \t\r\n]", b"", found["body"])
+    try:
+        der = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error as error:
+        raise ValueError(f"the request's PEM block is no base64 ({error})") from error
+    if base64.b64encode(der) != text:  # Python takes padding Go refuses (`AAAA=`): only the one spelling
+        raise ValueError("the request's PEM block is no base64 (not as an encoder writes it)")
+    try:
+        parsed = x509.load_der_x509_csr(der)
+        # Go parses these up front (a bad key or extension fails ParseCertificateRequest); cryptography when asked.
+        parsed.public_key(), parsed.extensions, parsed.subject
+    except (ValueError, UnsupportedAlgorithm) as error:
+        raise ValueError("the request's PEM block is no DER certificate signing request") from error
+    return parsed
+
+
+def shown(text: str) -> str:
+    """Text a requester wrote, fit for one printed line: control characters (and every other
+    non-printable one) escaped."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def parse_time(text: str) -> datetime:
+    """RFC 3339 (Kubernetes), or Go's time.String() (`2026-11-26 14:03:12.5 +0000 UTC`, the
+    OpenStack provider's `created`)."""
+    go = re.fullmatch(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d\d)(\d\d)(?: \S+)?", text.strip())
+    if go:
+        day, clock, fraction, hours, minutes = go.groups()
+        text = f"{day}T{clock}{'.' + (fraction + '000000')[:6] if fraction else ''}{hours}:{minutes}"
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} names no time zone")
+    return moment
 
 
 @dataclass(frozen=True)
@@ -44,18 +126,23 @@ class Request:
     usages: tuple[str, ...]
     request: bytes  # the PEM CSR (spec.request, base64-decoded)
     decided: bool = False  # approved or denied already
+    approved: bool = False
+    created: datetime | None = None  # metadata.creationTimestamp, the API server's clock
 
     @classmethod
     def from_object(cls, item: Mapping) -> Request:
-        spec, status = item.get("spec") or {}, item.get("status") or {}
+        spec, status, metadata = item.get("spec") or {}, item.get("status") or {}, item["metadata"]
         conditions = {c.get("type") for c in status.get("conditions") or ()}
+        stamp = metadata.get("creationTimestamp")
         return cls(
-            name=item["metadata"]["name"],
+            name=metadata["name"],
             signer=spec.get("signerName", ""),
             username=spec.get("username", ""),
             usages=tuple(spec.get("usages") or ()),
             request=base64.b64decode(spec.get("request", "")),
             decided=bool(conditions & {"Approved", "Denied"}),
+            approved="Approved" in conditions and "Denied" not in conditions,
+            created=parse_time(stamp) if stamp else None,
         )
 
 
@@ -66,82 +153,154 @@ class Verdict:
     kind: str  # client, serving, other
     approve: bool
     reason: str
-
-
-@dataclass
-class _Pass:
-    approved: set[tuple[str, str]] = field(default_factory=set)
+    subject: str = ""  # what was judged, where the request could be read: its attributes (RFC 4514), sorted
+    names: tuple[str, ...] = ()  # its alternative names, `DNS:...`, `IP:...`, sorted
 
 
 def review(
-    requests: Iterable[Request], nodes: Mapping[str, str], registered: Iterable[str], domain: str = ""
+    requests: Iterable[Request],
+    nodes: Mapping[str, str],
+    registered: Iterable[str],
+    domain: str = "",
+    created: Mapping[str, str] | None = None,
+    now: datetime | None = None,
 ) -> list[Verdict]:
     """A verdict for every undecided request. `nodes`: the stack's nodes (name -> IP address);
-    `registered`: the Node objects there are; `domain`: the cluster's domain (a node's FQDN)."""
-    verdicts = []
-    this_pass = _Pass()
+    `registered`: the Node objects there are; `domain`: the cluster's domain (a node's FQDN);
+    `created`: when each node's server was made (name -> time, as the stack's `nodeCreated`
+    says; None where the platform keeps no such time); `now`: the time of this pass."""
+    requests = sorted(requests, key=lambda r: r.name)
     known = set(registered)
-    for request in sorted(requests, key=lambda r: r.name):
-        if request.decided:
+    joined = _approved_clients(requests)
+    verdicts = [
+        _verdict(request, nodes, known, domain, created, now, joined)
+        for request in requests
+        if not request.decided
+    ]
+    # Two that would pass for one node and kind: which is the kubelet's is not ours to guess.
+    claims: dict[tuple[str | None, str], list[str]] = {}
+    for verdict in verdicts:
+        if verdict.approve:
+            claims.setdefault((verdict.node, verdict.kind), []).append(verdict.csr)
+    return [
+        _refused(verdict, f"{len(claims[verdict.node, verdict.kind])} pending {verdict.kind} requests claim {verdict.node} "
+                 f"({', '.join(claims[verdict.node, verdict.kind])}): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
+        if verdict.approve and len(claims[verdict.node, verdict.kind]) > 1
+        else verdict
+        for verdict in verdicts
+    ]
+
+
+def _refused(verdict: Verdict, reason: str) -> Verdict:
+    return Verdict(verdict.csr, verdict.node, verdict.kind, False, reason, verdict.subject, verdict.names)
+
+
+def _approved_clients(requests: Iterable[Request]) -> dict[str, list[Request]]:
+    """node -> its approved client requests still in the API (the CSR cleaner keeps them 1 h)."""
+    joined: dict[str, list[Request]] = {}
+    for request in requests:
+        if not (request.approved and request.signer == CLIENT_SIGNER):
             continue
-        verdicts.append(_verdict(request, nodes, known, domain, this_pass))
-    return verdicts
+        try:
+            common = read_request(request.request).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        except ValueError:
+            continue
+        if len(common) == 1 and str(common[0].value).startswith(NODE_PREFIX):
+            joined.setdefault(str(common[0].value).removeprefix(NODE_PREFIX), []).append(request)
+    return joined
 
 
-def _verdict(request: Request, nodes: Mapping[str, str], registered: set[str], domain: str, this_pass: _Pass) -> Verdict:
+def _verdict(
+    request: Request,
+    nodes: Mapping[str, str],
+    registered: set[str],
+    domain: str,
+    created: Mapping[str, str] | None,
+    now: datetime | None,
+    joined: Mapping[str, list[Request]],
+) -> Verdict:
     kind = {CLIENT_SIGNER: "client", SERVING_SIGNER: "serving"}.get(request.signer, "other")
+    judged: tuple[str, tuple[str, ...]] = ("", ())
 
     def refuse(reason: str, node: str | None = None) -> Verdict:
-        return Verdict(request.name, node, kind, False, reason)
+        return Verdict(request.name, node, kind, False, reason, *judged)
 
     if kind == "other":
-        return refuse(f"signer {request.signer or '(none)'} is not a kubelet's")
+        return refuse(f"signer {shown(request.signer) or '(none)'} is not a kubelet's")
     try:
-        parsed = x509.load_pem_x509_csr(request.request)
-    except ValueError:
-        return refuse("the request is not a PEM certificate signing request")
+        parsed = read_request(request.request)
+    except ValueError as error:
+        return refuse(str(error))
     if not parsed.is_signature_valid:
         return refuse("the request's signature does not match its key")
     subject = parsed.subject
+    dns, ips, other = _alternative_names(parsed)
+    judged = (", ".join(sorted(attribute.rfc4514_string() for attribute in subject)), tuple(sorted([*(f"DNS:{d}" for d in dns), *(f"IP:{ip}" for ip in ips), *other])))
     names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     organizations = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     common = str(names[0].value) if len(names) == 1 else ""
     if not common.startswith(NODE_PREFIX):
-        return refuse(f"subject {subject.rfc4514_string()} is not a node's (CN=system:node:<name>)")
+        return refuse(f"subject {shown(subject.rfc4514_string())} is not a node's (CN=system:node:<name>)")
     node = common.removeprefix(NODE_PREFIX)
     if [str(o.value) for o in organizations] != [NODES_GROUP] or len(subject) != 2:
-        return refuse(f"subject {subject.rfc4514_string()} is not exactly CN=system:node:{node}, O=system:nodes", node)
+        return refuse(f"subject {shown(subject.rfc4514_string())} is not exactly CN=system:node:{shown(node)}, O=system:nodes", node)
     if node not in nodes:
-        return refuse(f"{node} is not a node of this stack", node)
-    dns, ips, other = _alternative_names(parsed)
+        return refuse(f"{shown(node)} is not a node of this stack", node)
+    if node.endswith("-bootstrap"):  # the bootstrap's name; masters' and workers' end in their index
+        return refuse(f"{node} is the bootstrap, which never joins the cluster as a Node", node)
     usages = set(request.usages)
     if kind == "client":
         if request.username != NODE_BOOTSTRAPPER:
-            return refuse(f"requested by {request.username or '(nobody)'}, not the node bootstrapper", node)
+            return refuse(f"requested by {shown(request.username) or '(nobody)'}, not the node bootstrapper", node)
         if node in registered:
             return refuse(f"Node {node} exists: its kubelet renews with its own identity", node)
         if usages not in CLIENT_USAGES:
-            return refuse(f"usages {sorted(usages)} are not a kubelet client's", node)
+            return refuse(f"usages {shown(str(sorted(usages)))} are not a kubelet client's", node)
         if dns or ips or other:
             return refuse("a client certificate carries no alternative names", node)
+        late = _client_time(request, node, created, now, joined.get(node, ()))
+        if late:
+            return refuse(late, node)
     else:
         if request.username != NODE_PREFIX + node:
-            return refuse(f"requested by {request.username or '(nobody)'}, not by {NODE_PREFIX}{node} itself", node)
+            return refuse(f"requested by {shown(request.username) or '(nobody)'}, not by {NODE_PREFIX}{node} itself", node)
         if usages not in SERVING_USAGES:
-            return refuse(f"usages {sorted(usages)} are not a kubelet server's", node)
+            return refuse(f"usages {shown(str(sorted(usages)))} are not a kubelet server's", node)
         allowed = {node, *([f"{node}.{domain}"] if domain else [])}
         if set(dns) - allowed:
-            return refuse(f"DNS names {sorted(set(dns) - allowed)} are not {node}'s", node)
+            return refuse(f"DNS names {shown(str(sorted(set(dns) - allowed)))} are not {node}'s", node)
         foreign = sorted(str(ip) for ip in ips if str(ip) != nodes[node])
         if foreign:
             return refuse(f"IP addresses {foreign} are not {node}'s ({nodes[node]})", node)
         if other:
-            return refuse(f"alternative names {other} are neither DNS names nor IP addresses", node)
-    # Last, so that a request refused anyway is told its own reason, not this one.
-    if (node, kind) in this_pass.approved:
-        return refuse(f"another {kind} request of {node} was approved in this pass", node)
-    this_pass.approved.add((node, kind))
-    return Verdict(request.name, node, kind, True, f"{kind} certificate of {node}, a node of this stack")
+            return refuse(f"alternative names {shown(str(other))} are neither DNS names nor IP addresses", node)
+    return Verdict(request.name, node, kind, True, f"{kind} certificate of {node}, a node of this stack", *judged)
+
+
+def _client_time(request: Request, node: str, created: Mapping[str, str] | None, now: datetime | None, approved: Iterable[Request]) -> str:
+    """Why a client request of `node` comes at the wrong time for its server, or ''."""
+    replace = f"replace {node}'s server (`pulumi up --replace` its URN) to have it join again"
+    made = None
+    if created is not None:
+        if not created.get(node):
+            return f"the stack gives no creation time for {node}'s server: {replace}"
+        try:
+            made = parse_time(created[node])
+        except ValueError:
+            return f"{node}'s server's creation time {shown(created[node])!r} cannot be read"
+    earlier = [r for r in approved if made is None or (r.created is not None and r.created >= made - CLOCK_SKEW)]
+    if earlier:
+        return (f"a client certificate of {node} was approved already ({earlier[0].name}) and there is no Node {node}: "
+                f"its Node was deleted, and only a new server joins again: {replace}")
+    if made is None:
+        return ""
+    if request.created is not None and request.created < made - CLOCK_SKEW:
+        return f"made at {request.created:%Y-%m-%d %H:%M:%S}Z, before {node}'s server ({made:%Y-%m-%d %H:%M:%S}Z)"
+    if now is not None and now > made + CLIENT_WINDOW:
+        minutes = int(CLIENT_WINDOW.total_seconds() // 60)
+        return (f"{node}'s server was created at {made:%Y-%m-%d %H:%M:%S}Z, more than {minutes} min ago: a client certificate "
+                f"is approved only within {minutes} min of the server's creation (after that the record of an earlier one may be gone): {replace}")
+    return ""
 
 
 def _alternative_names(parsed: x509.CertificateSigningRequest) -> tuple[list[str], list[ipaddress._BaseAddress], list[str]]:
@@ -151,5 +310,5 @@ def _alternative_names(parsed: x509.CertificateSigningRequest) -> tuple[list[str
         return [], [], []
     dns = names.get_values_for_type(x509.DNSName)
     ips = names.get_values_for_type(x509.IPAddress)
-    other = [str(name.value) for name in names if not isinstance(name, (x509.DNSName, x509.IPAddress))]
+    other = [f"{type(name).__name__}:{name.value}" for name in names if not isinstance(name, (x509.DNSName, x509.IPAddress))]
     return dns, ips, other

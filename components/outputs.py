@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from cluster.addresses import AddressPlan, server_name
+from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
 from cluster.endpoints import api_url, console_url, etc_hosts
 from cluster.installer import InstallerAssets
@@ -26,7 +27,10 @@ class ClusterOutputs:
         api_floating_ip: pulumi.Input[str | None] = None,
         ingress_floating_ip: pulumi.Input[str | None] = None,
         bootstrap_gather: pulumi.Input[str] | None = None,
+        servers_created: Mapping[Node, pulumi.Output[str]] | None = None,
     ) -> ClusterOutputs:
+        """`servers_created`: when each master's and worker's server was made, by the cloud's
+        clock, where the platform keeps that (OpenStack): the approver ties client CSRs to it."""
         # Clients outside reach the cluster by floating IP where there is one, else by VIP.
         reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
             lambda ips: etc_hosts(config, ips[0] or str(plan.api_vip), ips[1] or str(plan.ingress_vip))
@@ -46,6 +50,13 @@ class ClusterOutputs:
             "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),
             "kubeadminPassword": pulumi.Output.secret(assets.apply(lambda a: a.kubeadmin_password)),
         }
+        if servers_created is not None:
+            nodes = list(servers_created)
+            values["nodeCreated"] = pulumi.Output.unsecret(
+                pulumi.Output.all(assets, *servers_created.values()).apply(
+                    lambda found: {server_name(config, node, found[0].infra_id): time for node, time in zip(nodes, found[1:])}
+                )
+            )
         if bootstrap_gather is not None:
             # While the bootstrap exists: `openshift-install gather bootstrap`, ready to run.
             values["bootstrapGather"] = bootstrap_gather

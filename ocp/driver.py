@@ -180,7 +180,9 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     workers = {node for node in nodes if "-worker-" in node}
     say(f"5/6 approving this stack's nodes' certificates until {len(workers)} workers are Ready")
     kube = Kube(config.installer.oc, kubeconfig)
-    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say):
+    # When each server was made (OpenStack's nodeCreated); libvirt's domains keep no such time.
+    created = outputs.get("nodeCreated")
+    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
     if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT, hidden):
@@ -206,7 +208,7 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
     kubeconfig = _write_credentials(directory, outputs)
     workers = {node for node in nodes if "-worker-" in node}
-    return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say)
+    return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say, created=outputs.get("nodeCreated"))
 
 
 def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:

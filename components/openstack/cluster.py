@@ -81,8 +81,9 @@ class OpenStackCluster(pulumi.ComponentResource):
             user_data |= WorkerImages(f"{name}-worker-images", config, plan, plan.workers, installer.assets, nodes, child).user_data
         # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
         # as the Machine API finds it by name and breaks on two of one name.
+        servers_created = {}
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
-            NodePool(
+            pool = NodePool(
                 component,
                 role,
                 cluster,
@@ -93,7 +94,8 @@ class OpenStackCluster(pulumi.ComponentResource):
                 security_groups={node.name: security.of(cluster, node) for node in role.nodes},
                 servers_after=[cleanup.command] if cleanup else [],
             )
+            servers_created |= {node: server.created for node, server in zip(role.nodes, pool.servers)}
         self.outputs = ClusterOutputs.build(
-            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather
+            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created
         )
         self.register_outputs(self.outputs.as_dict())

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import os
+import random
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -10,9 +18,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, review
+from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, parse_time, read_request, review
 
-NODES = {"ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
+NODES = {"ocp4-bootstrap": "192.0.2.10", "ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"
 CLIENT = ("digital signature", "client auth")
 SERVING = ("digital signature", "server auth")
@@ -64,7 +72,9 @@ CASES = [
     ("serving with an email", serving("a", emails=("root@example.com",)), False, "neither DNS names nor IP addresses"),
     ("serving of another cluster's node", serving("a", node="other-worker-0"), False, "other-worker-0 is not a node of this stack"),
     ("another signer", Request("a", "kubernetes.io/legacy-unknown", NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0")), False, "is not a kubelet's"),
-    ("garbage", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "not a PEM certificate signing request"),
+    ("garbage", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "the request holds no PEM block"),
+    ("the bootstrap's client", client("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap, which never joins the cluster as a Node"),
+    ("the bootstrap's serving", serving("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap"),
 ]
 
 
@@ -78,10 +88,13 @@ def test_a_node_that_registered_renews_its_client_certificate_itself():
     assert verdicts(client("a"), registered=["ocp4-worker-0"])["a"] == (False, "Node ocp4-worker-0 exists: its kubelet renews with its own identity")
 
 
-def test_one_approval_per_node_and_kind_in_a_pass():
-    found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"))
-    assert found["a"][0] and found["c"][0] and found["d"][0]
-    assert found["b"] == (False, "another client request of ocp4-worker-0 was approved in this pass")
+def test_two_requests_of_one_kind_for_one_node_approve_neither():
+    found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"), client("e", username="system:anonymous"))
+    assert found["c"][0] and found["d"][0]
+    why = "2 pending client requests claim ocp4-worker-0 (a, b): none approved; delete those its kubelet did not make (`oc delete csr NAME`)"
+    assert found["a"] == found["b"] == (False, why)
+    # One that fails anyway is no claim: it cannot be approved, so nothing is picked.
+    assert verdicts(client("a"), client("e", username="system:anonymous"))["a"][0]
 
 
 def test_decided_requests_are_left_alone():
@@ -100,3 +113,210 @@ def test_a_request_read_from_the_api():
     }
     request = Request.from_object(item)
     assert (request.name, request.request, request.decided) == ("csr-abc", pem, True)
+
+
+# ---- the request read as Kubernetes reads it (Go's pem.Decode, then DER)
+
+WORKER = csr("system:node:ocp4-worker-0")
+MASTER = csr("system:node:ocp4-master-0")
+
+
+def judged(pem: bytes) -> tuple[bool, str]:
+    (verdict,) = review([Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem)], NODES, (), DOMAIN)
+    return verdict.approve, verdict.reason
+
+
+# name -> (request, why it stays pending); the first five are requests Go reads (the API takes them).
+ANYTHING_ELSE = {
+    # Go skips the first block (its BEGIN starts no line) and reads the master's; cryptography read the worker's.
+    "space-worker-master": (b" " + WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+    "two-blocks-at-line-starts": (WORKER + MASTER, "the request holds 2 PEM blocks, not one"),
+    "trailing-garbage": (WORKER + b"trailing", "not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers"),
+    "text-before": (b"text\n" + WORKER, "with only whitespace around it"),
+    "headers": (WORKER.replace(b"-----\n", b"-----\nProc-Type: 4,ENCRYPTED\n\n", 1), "no headers"),
+    "space-before": (b" " + WORKER, "starting a line"),
+    "other-type": (WORKER.replace(b"CERTIFICATE REQUEST", b"NEW CERTIFICATE REQUEST"), "is 'NEW CERTIFICATE REQUEST', not 'CERTIFICATE REQUEST'"),
+    "bad-base64": (re.sub(rb"^(-----BEGIN [^\n]*\n..)", rb"\1=", WORKER), "is no base64"),  # padding inside
+    "not-der": (b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n", "no DER certificate signing request"),
+}
+GO_READS = ("space-worker-master", "two-blocks-at-line-starts", "trailing-garbage", "text-before", "headers")
+ALONE = {
+    "blank-lines-before": b"\n\n" + WORKER,
+    "whitespace-around": b" \t\n" + WORKER + b" \n\t\n",
+    "crlf": WORKER.replace(b"\n", b"\r\n"),
+    "no-final-newline": WORKER.rstrip(b"\n"),
+    "blanks-after-the-dashes": WORKER.replace(b"-----\n", b"----- \t\n"),
+}
+
+
+@pytest.mark.parametrize("pem, reason", ANYTHING_ELSE.values(), ids=ANYTHING_ELSE.keys())
+def test_anything_but_one_block_alone_stays_pending(pem, reason):
+    approve, why = judged(pem)
+    assert not approve and reason in why, why
+
+
+@pytest.mark.parametrize("pem", ALONE.values(), ids=ALONE.keys())
+def test_one_block_with_whitespace_around_is_read(pem):
+    assert judged(pem) == (True, "client certificate of ocp4-worker-0, a node of this stack")
+
+
+def test_a_verdict_names_the_subject_and_names_it_judged():
+    request = serving("a", dns=("ocp4-worker-0",), ips=("192.0.2.30",))
+    (verdict,) = review([request], NODES, (), DOMAIN)
+    assert (verdict.subject, verdict.names) == ("CN=system:node:ocp4-worker-0, O=system:nodes", ("DNS:ocp4-worker-0", "IP:192.0.2.30"))
+
+
+# ---- control characters a requester wrote never reach a printed line
+
+
+def test_control_characters_are_escaped_in_reasons():
+    line = "\x1b[2K\r\ncsr: approved csr-x"  # a terminal's erase and a line of the approver's own
+    escape = line + "\u202e"  # and a right-to-left override
+    cases = [
+        Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"system:node:{escape}")),
+        Request("b", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"admin{escape}", "system:masters")),
+        client("c", username=f"system:serviceaccount:x:{escape}"),
+        serving("d", dns=("ocp4-worker-0", f"x{line}")),  # DNS names are ASCII
+        Request("e", f"example.com/{escape}", NODE_BOOTSTRAPPER, CLIENT, WORKER),
+    ]
+    found = verdicts(*cases)
+    for name, (approve, reason) in found.items():
+        assert not approve and all(c.isprintable() for c in reason), (name, reason)
+        assert "\\x1b[2K\\r\\ncsr: approved csr-x" in reason, (name, reason)
+
+
+# ---- a client request and its server's age
+
+SERVERS = {"ocp4-master-0": "2026-11-26 12:00:00 +0000 UTC", "ocp4-worker-0": "2026-11-26T12:00:00Z", "ocp4-worker-1": "2026-11-26 12:00:00.5 +0000 UTC"}
+SERVER = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def at(request: Request, created: datetime, approved: bool = False) -> Request:
+    return replace(request, created=created, approved=approved, decided=approved)
+
+
+def timed(*requests: Request, now: datetime, registered=(), created=SERVERS) -> dict[str, tuple[bool, str]]:
+    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now)}
+
+
+def test_a_client_request_within_the_window_of_its_server_is_approved():
+    request = at(client("a"), SERVER + timedelta(minutes=3))
+    assert timed(request, now=SERVER + CLIENT_WINDOW)["a"][0]
+    # A few seconds before the server, for clocks (the machine approver's skew).
+    assert timed(at(client("a"), SERVER - CLOCK_SKEW), now=SERVER + timedelta(minutes=5))["a"][0]
+
+
+def test_a_client_request_older_than_its_server_stays_pending():
+    found = timed(at(client("a"), SERVER - CLOCK_SKEW - timedelta(seconds=1)), now=SERVER + timedelta(minutes=5))
+    assert found["a"] == (False, "made at 2026-11-26 11:59:49Z, before ocp4-worker-0's server (2026-11-26 12:00:00Z)")
+
+
+def test_a_client_request_after_the_window_stays_pending():
+    found = timed(at(client("a"), SERVER + timedelta(minutes=3)), now=SERVER + CLIENT_WINDOW + timedelta(seconds=1))
+    assert not found["a"][0]
+    assert found["a"][1].startswith("ocp4-worker-0's server was created at 2026-11-26 12:00:00Z, more than 50 min ago")
+    assert found["a"][1].endswith("replace ocp4-worker-0's server (`pulumi up --replace` its URN) to have it join again")
+
+
+def test_a_node_whose_node_object_was_deleted_does_not_join_again_on_the_same_server():
+    first = at(client("first"), SERVER + timedelta(minutes=2), approved=True)
+    again = at(client("again"), SERVER + timedelta(minutes=20))
+    found = timed(first, again, now=SERVER + timedelta(minutes=21))
+    assert not found["again"][0]
+    assert found["again"][1].startswith("a client certificate of ocp4-worker-0 was approved already (first) and there is no Node ocp4-worker-0: its Node was deleted")
+    # A new server, made after that approval: it joins.
+    replaced = {**SERVERS, "ocp4-worker-0": "2026-11-26T12:10:00Z"}
+    assert timed(first, again, now=SERVER + timedelta(minutes=21), created=replaced)["again"][0]
+
+
+def test_without_creation_times_any_earlier_approval_counts_and_no_window_applies():
+    """libvirt: its domains keep no creation time."""
+    late = at(client("a"), SERVER + timedelta(days=2))
+    assert timed(late, now=SERVER + timedelta(days=2), created=None)["a"][0]
+    first = at(client("first"), SERVER - timedelta(days=9), approved=True)
+    assert "its Node was deleted" in timed(first, late, now=SERVER + timedelta(days=2), created=None)["a"][1]
+
+
+def test_a_server_with_no_creation_time_in_the_stack_is_refused():
+    found = timed(at(client("a"), SERVER), now=SERVER, created={"ocp4-worker-1": SERVERS["ocp4-worker-1"]})
+    assert found["a"] == (False, "the stack gives no creation time for ocp4-worker-0's server: replace ocp4-worker-0's server (`pulumi up --replace` its URN) to have it join again")
+
+
+def test_creation_times_as_nova_and_kubernetes_write_them():
+    assert parse_time("2026-11-26 12:00:00.5 +0000 UTC") == SERVER + timedelta(milliseconds=500)
+    assert parse_time("2026-11-26 13:00:00 +0100 CET") == parse_time("2026-11-26T12:00:00Z") == SERVER
+    with pytest.raises(ValueError):
+        parse_time("2026-11-26 12:00:00")
+
+
+# ---- against Go's own reading (encoding/pem, crypto/x509), where Go is installed
+
+GO_READER = """package main
+
+import (
+	"bufio"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"os"
+)
+
+// One request per line (base64): the DER of the CSR Kubernetes' ParseCSR would read, or "-".
+func main() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	for in.Scan() {
+		data, _ := base64.StdEncoding.DecodeString(in.Text())
+		block, _ := pem.Decode(data)
+		if block == nil || block.Type != "CERTIFICATE REQUEST" {
+			fmt.Println("-")
+			continue
+		}
+		if _, err := x509.ParseCertificateRequest(block.Bytes); err != nil {
+			fmt.Println("-")
+			continue
+		}
+		fmt.Println(base64.StdEncoding.EncodeToString(block.Bytes))
+	}
+}
+"""
+
+
+def test_every_request_read_here_is_the_one_go_reads(tmp_path):
+    """Requests cut and spliced at random: whatever this approver reads, Go reads too, the same
+    bytes; and each crafted case above is one Go reads (so the API would take it)."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go here")
+    rng = random.Random(31)
+    pieces = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"-", b"-----", b":", b"=", b"A", b"x", b"-----BEGIN ", b"-----END ", b"\n-----END CERTIFICATE REQUEST-----\n"]
+    cases = [ANYTHING_ELSE[name][0] for name in GO_READS] + list(ALONE.values())
+    for _ in range(10000):
+        pem = bytearray(rng.choice([WORKER, MASTER, WORKER.replace(b"\n", b"\r\n")]))
+        for _ in range(rng.randint(1, 3)):
+            at_ = rng.randrange(len(pem) + 1)
+            if rng.random() < 0.3:
+                del pem[at_ : at_ + rng.randint(1, 3)]
+            else:
+                pem[at_:at_] = rng.choice(pieces + [MASTER])
+        cases.append(bytes(pem))
+    (tmp_path / "main.go").write_text(GO_READER)
+    done = subprocess.run(
+        [go, "run", "main.go"], cwd=tmp_path, input="\n".join(base64.b64encode(c).decode() for c in cases) + "\n",
+        capture_output=True, text=True, timeout=600, env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    go_read = [None if line == "-" else base64.b64decode(line) for line in done.stdout.splitlines()]
+    assert len(go_read) == len(cases)
+    read_here = 0
+    for pem, theirs in zip(cases, go_read):
+        try:
+            ours = read_request(pem).public_bytes(serialization.Encoding.DER)
+        except ValueError:
+            continue
+        read_here += 1
+        assert theirs == ours, repr(pem)
+    assert read_here > len(ALONE) + 100  # the random cases read here are many, not a handful
+    # The crafted cases are no parse error to Go: the API takes them, and only this approver refuses.
+    assert all(theirs is not None for theirs in go_read[: len(GO_READS)])

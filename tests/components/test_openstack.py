@@ -341,6 +341,14 @@ def test_outputs(dev_run):
     assert outputs["kubeconfig"].startswith("apiVersion: v1") or "clusters:" in outputs["kubeconfig"]
 
 
+def test_node_created_names_every_master_and_worker_not_the_bootstrap(dev_run):
+    """What the approver ties a client CSR's time to: Nova's creation time of each server
+    (the mocks have no clock, so only the names show here)."""
+    outputs = dev_run.outputs
+    assert set(outputs["nodeCreated"]) == set(outputs["nodes"]) - {f"{outputs['infraId']}-bootstrap"}
+    assert len(outputs["nodeCreated"]) == 5
+
+
 def test_secret_outputs(dev_run):
     assert dev_run.secret_outputs == {"kubeconfig", "kubeadminPassword"}
 
