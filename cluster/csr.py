@@ -49,12 +49,13 @@ CLIENT_USAGES = ({"digital signature", "client auth"}, {"digital signature", "ke
 SERVING_USAGES = ({"digital signature", "server auth"}, {"digital signature", "key encipherment", "server auth"})
 # The machine approver's maxMachineClockSkew: a client CSR may seem this much older than its server.
 CLOCK_SKEW = timedelta(seconds=10)
-# The machine approver takes client CSRs up to 2 h after the Machine, and remembers a Machine's
-# Node (nodeRef) for ever. This approver remembers nothing: an approved client CSR is its only
-# record that a server's node joined, and Kubernetes' CSR cleaner removes approved ones 1 h after
-# their approval (at the earliest the server's creation). So client CSRs are approved only while
-# that record must still be there: within 50 min of the server's creation (10 min for clocks).
-CLIENT_WINDOW = timedelta(minutes=50)
+# The machine approver takes client CSRs up to 2 h after the Machine (maxMachineDelta), and so does
+# this one: an install's workers ask only once the bootstrap has handed over, and the install
+# driver waits up to 60 + 40 min by default. Unlike the machine approver, which remembers a
+# Machine's Node for ever, this one's only record that a server's node joined is the approved
+# client CSR, which Kubernetes' CSR cleaner removes 1 h after its approval: a Node deleted in the
+# window's second hour is not noticed (the requester must also hold the bootstrapper token).
+CLIENT_WINDOW = timedelta(hours=2)
 
 # The one request Kubernetes' ParseCSR and this approver both read. Go's pem.Decode takes a block
 # whose `-----BEGIN ` starts the data or a line, ending in `-----` (spaces, tabs, a CR may follow
@@ -299,7 +300,7 @@ def _client_time(request: Request, node: str, created: Mapping[str, str] | None,
     if now is not None and now > made + CLIENT_WINDOW:
         minutes = int(CLIENT_WINDOW.total_seconds() // 60)
         return (f"{node}'s server was created at {made:%Y-%m-%d %H:%M:%S}Z, more than {minutes} min ago: a client certificate "
-                f"is approved only within {minutes} min of the server's creation (after that the record of an earlier one may be gone): {replace}")
+                f"is approved only within {minutes} min of the server's creation, as the machine approver does: {replace}")
     return ""
 
 
