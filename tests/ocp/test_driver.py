@@ -1,5 +1,6 @@
 """The install driver's own decisions, where the real engine and cluster cannot show them here: a
-preview that would disrupt running machines stops it; a bootstrap that does not hand over is
+preview that would disrupt running machines stops it, the bootstrap's by its component type, not
+its name; every preview and up runs with the policy pack, whose violation stops it; a bootstrap that does not hand over is
 gathered (the gather runs SSH to the bootstrap, which no test may reach) and the bundle named; an
 interrupted earlier run is pointed at tools.recover. The whole install runs for real in
 tests/localcloud/test_install_kvm.py."""
@@ -14,27 +15,42 @@ from pulumi import automation as auto
 
 from ocp import driver
 
-URN = "urn:pulumi:kvm::ocp::{}::{}"
+PACK = [str(driver.PROJECT / "policy" / "run")]
 
 
-def step(op: str, kind: str, name: str) -> SimpleNamespace:
-    return SimpleNamespace(op=auto.OpType(op), type=kind, urn=URN.format(kind, name))
+def urn(kind: str, name: str, parent: str = "", stack: str = "kvm") -> str:
+    """The engine's URN: the parent's type, then the resource's, in its type chain."""
+    parent_type = parent.split("::")[2].rsplit("$", 1)[-1] + "$" if parent else ""
+    return f"urn:pulumi:{stack}::ocp::{parent_type}{kind}::{name}"
+
+
+def step(op: str, kind: str, name: str, parent: str = "", stack: str = "kvm") -> SimpleNamespace:
+    state = SimpleNamespace(parent=parent)
+    return SimpleNamespace(op=auto.OpType(op), type=kind, urn=urn(kind, name, parent, stack), old=state, new=None)
 
 
 class FakeStack:
-    """What the driver asks of an Automation API stack, answered from lists."""
+    """What the driver asks of an Automation API stack, answered from lists; what it was asked with, recorded."""
 
-    def __init__(self, steps, outputs, up_error: Exception | None = None):
+    def __init__(self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None):
         self.name = "kvm"
         self.steps, self.values, self.up_error = steps, outputs, up_error
+        self.policy, self.preview_error = policy, preview_error
         self.config: dict[str, str] = {}
         self.ups = 0
+        self.asked: list[tuple[str, dict]] = []
 
-    def preview(self, on_event):
+    def preview(self, on_event, **options):
+        self.asked.append(("preview", options))
         for metadata in self.steps:
-            on_event(SimpleNamespace(resource_pre_event=SimpleNamespace(metadata=metadata)))
+            on_event(SimpleNamespace(resource_pre_event=SimpleNamespace(metadata=metadata), policy_event=None))
+        for event in self.policy:
+            on_event(SimpleNamespace(resource_pre_event=None, policy_event=event))
+        if self.preview_error:
+            raise self.preview_error
 
-    def up(self, on_event):
+    def up(self, on_event, **options):
+        self.asked.append(("up", options))
         self.ups += 1
         if self.up_error:
             raise self.up_error
@@ -82,11 +98,74 @@ def test_a_preview_that_would_replace_a_master_stops_the_install(installing):
 
 
 def test_the_bootstraps_own_replacement_is_no_disruption(installing):
-    stack = FakeStack([step("delete", "libvirt:index/domain:Domain", "kvm4-bootstrap-node-domain")], OUTPUTS)
+    """The libvirt bootstrap's domain is a Machine's child: its URN names the Machine, the Machine's names the Bootstrap."""
+    component = urn("ocp:libvirt:Bootstrap", "kvm4-bootstrap", urn("ocp:libvirt:Cluster", "kvm4"))
+    machine = step("delete", "ocp:libvirt:Machine", "kvm4-bootstrap-node", component)
+    stack = FakeStack([machine, step("delete", "libvirt:index/domain:Domain", "kvm4-bootstrap-node-domain", machine.urn)], OUTPUTS)
     installing(stack, {"wait-for": False})
     with pytest.raises(driver.Stop, match="the bootstrap did not complete"):
         driver.install("kvm", lambda line: None)
     assert stack.ups == 1
+
+
+def test_a_name_holding_bootstrap_does_not_turn_the_guard_off(installing):
+    """A stack and cluster called `bootstrap-lab` is no bootstrap: only the component's type is."""
+    name = "bootstrap-lab"
+    cluster = urn("ocp:libvirt:Cluster", name, stack=name)
+    machine = step("replace", "ocp:libvirt:Machine", f"{name}-control-plane-master-0", urn("ocp:libvirt:NodePool", f"{name}-masters", cluster, name), name)
+    domain = step("replace", "libvirt:index/domain:Domain", f"{name}-control-plane-master-0-domain", machine.urn, name)
+    stack = FakeStack([machine, domain], OUTPUTS)
+    installing(stack, {"wait-for": False})
+    with pytest.raises(driver.Stop, match=rf"would disrupt running machines \(replace {name}-control-plane-master-0-domain\)"):
+        driver.install(name, lambda line: None)
+    assert stack.ups == 0
+
+
+def test_every_preview_and_up_runs_with_the_policy_pack(installing, monkeypatch):
+    stack = FakeStack([step("create", "libvirt:index/domain:Domain", "kvm4-control-plane-master-0-domain")], OUTPUTS)
+    installing(stack, {})
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args: True)  # no cluster here (tests/ocp/test_approver.py)
+    driver.install("kvm", lambda line: None)
+    # Step 1 and 2, then the bootstrap's teardown previewed and run (4/6): each with the pack.
+    assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", {"policy_packs": PACK})] * 2
+
+
+def test_a_mandatory_violation_stops_the_install_before_the_up(installing):
+    rule = urn("openstack:networking/secGroupRule:SecGroupRule", "ocp4-security-master-tcp-22-world")
+    violation = auto.PolicyEvent(
+        resource_urn=rule, message="ocp4-security-master-tcp-22-world opens tcp 22 to the world (from 0.0.0.0/0)", color="never",
+        policy_name="no-world-open-ports", policy_pack_name="ocp-guard-rails", policy_pack_version="", policy_pack_version_tag="",
+        enforcement_level="mandatory",
+    )
+    advisory = auto.PolicyEvent(
+        resource_urn=rule, message="can't be known during preview", color="never", policy_name="tagged-with-cluster-id",
+        policy_pack_name="ocp-guard-rails", policy_pack_version="", policy_pack_version_tag="", enforcement_level="advisory",
+    )
+    failed = auto.CommandError(auto.CommandResult(stdout="Policies:\n ...", stderr="error: preview failed", code=255))
+    stack = FakeStack([step("create", "openstack:networking/secGroupRule:SecGroupRule", "ocp4-security-master-tcp-22-world")], OUTPUTS, policy=[violation, advisory], preview_error=failed)
+    installing(stack, {})
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", lambda line: None)
+    assert str(stopped.value) == (
+        "pulumi preview: the guard rails (policy/README.md) refuse 1 resources: no-world-open-ports "
+        "(ocp4-security-master-tcp-22-world): ocp4-security-master-tcp-22-world opens tcp 22 to the world (from 0.0.0.0/0)"
+    )
+    assert stack.ups == 0
+
+
+def test_a_pack_that_cannot_run_stops_the_install(installing, monkeypatch, tmp_path):
+    """No virtualenv and none can be made (a file stands where it goes): the driver says so, nothing runs."""
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "venv").write_text("not a directory")
+    monkeypatch.setattr(driver, "POLICY", policy)
+    stack = FakeStack([], OUTPUTS)
+    installing(stack, {})
+    said: list[str] = []
+    with pytest.raises(driver.Stop, match=r"the policy pack cannot run \(.* -m venv --clear: .*\): make .*policy/venv with `bash \.ci/setup`"):
+        driver.install("kvm", said.append)
+    assert f"making the policy pack's virtualenv {policy / 'venv'} (once; `bash .ci/setup` makes it too)" in said
+    assert stack.asked == []
 
 
 def test_a_bootstrap_that_does_not_hand_over_is_gathered_and_the_bundle_named(installing, tmp_path):
