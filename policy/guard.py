@@ -218,6 +218,7 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
     that admits it (a rule of every protocol admits them all), collapsed; the world there is refused
     as one rule open to the world would be (0.0.0.0/1 and 128.0.0.0/1 are the world)."""
     groups: dict[str, list[tuple[str, str | None, int, int, Any]]] = {}
+    urns: dict[str, str] = {}
     for rule in _ingress_rules(args.resources):
         props = rule.props
         prefix, remote = _known(props, "remoteIpPrefix"), _known(props, "remoteGroupId")
@@ -228,6 +229,7 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
         protocol, ports = _protocol(props), _ports(props)
         low, high = ports or (0, 65535)
         groups.setdefault(_group_of(rule), []).append((rule.name, protocol, low, high, source))
+        urns[rule.name] = rule.urn
     reported: set[frozenset[str]] = set()
     for group, entries in groups.items():
         for protocol in {entry[1] for entry in entries}:
@@ -249,7 +251,8 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
                         f"{', '.join(sorted(names))} (security group {group.rsplit('::', 1)[-1]}) together open "
                         f"{_describe(protocol, (low, after - 1) if protocol not in ICMP and protocol else None)} to the world "
                         f"(from {', '.join(str(s) for s in sources)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
-                        "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr."
+                        "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr.",
+                        urns[min(names)],
                     )
 
 

@@ -103,6 +103,18 @@ def test_a_port_opened_to_the_world_fails_the_preview(stack):
     assert "[mandatory]  ssh-from-allowed-cidr" not in done.stdout
 
 
+def test_node_ports_from_two_halves_of_the_world_fail_the_preview(stack):
+    """Neither rule alone is open to the world; added up per group (the pack's stack rule) they are."""
+    done = _policy_preview(stack, _edited(stack, nodePortAllowedCidrs=["0.0.0.0/1", "128.0.0.0/1"]))
+    print(done.stdout[-3000:])
+    assert done.returncode != 0
+    assert "[mandatory]  no-world-open-ports-together" in done.stdout
+    for group in ("master", "worker"):
+        rules = [f"ocp4-security-{group}-tcp-30000-32767-{half}" for half in ("0.0.0.0_1", "128.0.0.0_1")]
+        assert f"{', '.join(rules)} (security group ocp4-security-{group}) together open tcp 30000-32767 to the world" in done.stdout
+    assert "[mandatory]  no-world-open-ports  " not in done.stdout
+
+
 def test_ssh_only_from_the_allowed_cidr(stack, tmp_path):
     rule = "ocp4-bootstrap-bootstrap-tcp-22-{}"
     # The stack's own config is where the pack reads the allowed CIDR: moving it moves the rule, allowed.
