@@ -6,7 +6,7 @@ a real preview carries the cluster ID, and one without it is reported.
 
 The pack runs as `pulumi preview --policy-pack policy/run` (an executable analyzer in the pack's
 own virtualenv, policy/venv): the toolchain's Python host (v3.79) cannot run a directory pack for
-this CLI (policy/README.md)."""
+this CLI (policy/README.md). The rules on crafted and offline resources: tests/policy/test_guard.py."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.config_schema import ClusterConfig
-from tests.conftest import ROOT, deploy, stack_config
+from tests.conftest import ROOT
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.openstack_stack import PLUGINS, openstack_stack
@@ -206,56 +205,6 @@ def _violations(validate, kind: str, name: str, props: dict, config: dict | None
     args = ResourceValidationArgs(kind, props, f"urn:pulumi:dev::ocp::{kind}::{name}", name, None, None, config)  # type: ignore[arg-type]
     validate(args, lambda message, urn=None: found.append(message))
     return found
-
-
-def test_the_pack_knows_the_programs_default_machine_network():
-    assert guard.MACHINE_NETWORK == str(ClusterConfig.model_fields["machine_network"].default)
-
-
-@pytest.mark.parametrize(
-    ("props", "reported"),
-    [
-        ({"protocol": "tcp", "portRangeMin": 6443, "portRangeMax": 6443, "remoteIpPrefix": "0.0.0.0/0"}, False),
-        ({"protocol": "icmp", "remoteIpPrefix": "0.0.0.0/0"}, False),
-        ({"protocol": "tcp", "portRangeMin": 443, "portRangeMax": 443, "remoteIpPrefix": "::/0"}, False),
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "::/0"}, True),
-        ({"protocol": "tcp", "portRangeMin": 80, "portRangeMax": 443}, True),  # no prefix, no group: anyone
-        ({"protocol": "6", "portRangeMin": 22, "portRangeMax": 22, "remoteIpPrefix": "0.0.0.0/0"}, True),
-        ({"remoteIpPrefix": "0.0.0.0/0"}, True),  # every protocol
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteGroupId": "g"}, False),
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "10.0.0.0/16"}, False),
-    ],
-)
-def test_world_open_rule_cases(props, reported):
-    found = _violations(guard.validate_world_open, guard.RULE, "rule", {"direction": "ingress", "ethertype": "IPv4", **props})
-    assert bool(found) is reported, found
-
-
-def test_ssh_rule_reads_the_stack_file_and_refuses_elsewhere(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    rule = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 22, "portRangeMax": 22}
-    # No stack file and no policy config: SSH from the machine network only.
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "10.0.3.0/24"}) == []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == [
-        "r admits SSH (tcp 22) from 192.168.122.0/24: SSH may come only from 10.0.0.0/16 (read from no Pulumi.dev.yaml here, no policy config)."
-    ]
-    (tmp_path / "Pulumi.dev.yaml").write_text((ROOT / "Pulumi.dev.yaml").read_text())
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.0.0/16"}) != []
-    # Every port, or a range holding 22, is SSH too; a group source is inside the cluster.
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {"direction": "ingress", "remoteIpPrefix": "198.51.100.0/24"}) != []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "portRangeMin": 1, "portRangeMax": 1024, "remoteIpPrefix": "198.51.100.0/24"}) != []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteGroupId": "g"}) == []
-
-
-def test_libvirt_stack_passes_untouched():
-    """Every resource of the kvm stack's offline deployment through every rule: no violation, no error."""
-    resources = deploy(stack_config("kvm"), "kvm")
-    assert any(r["type"].startswith("libvirt:") for r in resources)
-    for resource in resources:
-        for policy in guard.POLICIES:
-            name = resource.get("name", resource["type"])
-            assert _violations(policy.validate, resource["type"], name, resource.get("inputs", {})) == [], resource["type"]
 
 
 def test_a_real_kvm_preview_passes_the_pack(local_libvirt, pack, tmp_path):

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from cluster.config_schema import ClusterConfig
 from tests.conftest import ROOT, deploy, stack_config
 
 sys.path.insert(0, str(ROOT / "policy"))
@@ -173,3 +174,68 @@ def test_the_programs_own_rules_pass_added_up_even_when_the_preview_cannot_say_t
             resource.property_dependencies = {}
             resource.props = {key: value for key, value in resource.props.items() if key != "securityGroupId"}
     assert stack_violations(guard.validate_world_open_together, resources) == []
+
+
+# Moved from tests/localcloud/test_policy.py, where the toolchain's absence skipped them.
+def _resource_violations(validate, kind: str, name: str, props: dict, config: dict | None = None) -> list[str]:
+    found: list[str] = []
+    args = ResourceValidationArgs(kind, props, f"urn:pulumi:dev::ocp::{kind}::{name}", name, None, None, config)  # type: ignore[arg-type]
+    validate(args, lambda message, urn=None: found.append(message))
+    return found
+
+
+def test_the_pack_knows_the_programs_default_machine_network():
+    assert guard.MACHINE_NETWORK == str(ClusterConfig.model_fields["machine_network"].default)
+
+
+@pytest.mark.parametrize(
+    ("props", "reported"),
+    [
+        ({"protocol": "tcp", "portRangeMin": 6443, "portRangeMax": 6443, "remoteIpPrefix": "0.0.0.0/0"}, False),
+        ({"protocol": "icmp", "remoteIpPrefix": "0.0.0.0/0"}, False),
+        ({"protocol": "tcp", "portRangeMin": 443, "portRangeMax": 443, "remoteIpPrefix": "::/0"}, False),
+        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "::/0"}, True),
+        ({"protocol": "tcp", "portRangeMin": 80, "portRangeMax": 443}, True),  # no prefix, no group: anyone
+        ({"protocol": "6", "portRangeMin": 22, "portRangeMax": 22, "remoteIpPrefix": "0.0.0.0/0"}, True),
+        ({"remoteIpPrefix": "0.0.0.0/0"}, True),  # every protocol
+        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteGroupId": "g"}, False),
+        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "10.0.0.0/16"}, False),
+    ],
+)
+def test_world_open_rule_cases(props, reported):
+    found = _resource_violations(guard.validate_world_open, guard.RULE, "rule", {"direction": "ingress", "ethertype": "IPv4", **props})
+    assert bool(found) is reported, found
+
+
+def test_ssh_rule_reads_the_stack_file_and_refuses_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rule = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 22, "portRangeMax": 22}
+    # No stack file and no policy config: SSH from the machine network only.
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "10.0.3.0/24"}) == []
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == [
+        "r admits SSH (tcp 22) from 192.168.122.0/24: SSH may come only from 10.0.0.0/16 (read from no Pulumi.dev.yaml here, no policy config)."
+    ]
+    (tmp_path / "Pulumi.dev.yaml").write_text((ROOT / "Pulumi.dev.yaml").read_text())
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == []
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.0.0/16"}) != []
+    # Every port, or a range holding 22, is SSH too; a group source is inside the cluster.
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {"direction": "ingress", "remoteIpPrefix": "198.51.100.0/24"}) != []
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "portRangeMin": 1, "portRangeMax": 1024, "remoteIpPrefix": "198.51.100.0/24"}) != []
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteGroupId": "g"}) == []
+
+
+def test_libvirt_stack_passes_untouched():
+    """Every resource of the kvm stack's offline deployment through every rule: no violation, no error."""
+    resources = deploy(stack_config("kvm"), "kvm")
+    assert any(r["type"].startswith("libvirt:") for r in resources)
+    for resource in resources:
+        for policy in guard.POLICIES:
+            if isinstance(policy, guard.ResourceValidationPolicy):
+                name = resource.get("name", resource["type"])
+                assert _resource_violations(policy.validate, resource["type"], name, resource.get("inputs", {})) == [], resource["type"]
+    judged = [PolicyResource(r["type"], r.get("inputs", {}), r["urn"], r["name"], None, None, None, [], {}) for r in resources]  # type: ignore[arg-type]
+    for policy in guard.POLICIES:
+        if isinstance(policy, guard.StackValidationPolicy):
+            found: list[str] = []
+            policy.validate(StackValidationArgs(judged), lambda message, urn=None: found.append(message))
+            assert found == [], policy.name
