@@ -177,7 +177,7 @@ def _in_bootstrap(urn: str, parents: dict[str, str]) -> bool:
 def _refusal(command: str, policy: list[auto.EngineEvent], text: str) -> str:
     violations = _violations(policy)
     if violations:
-        return f"{command}: the guard rails (policy/README.md) refuse {len(violations)} resources: " + "; ".join(violations)
+        return f"{command}: the guard rails (policy/README.md) refuse it: " + "; ".join(violations)
     return f"{command} failed: {_errors(text)}"
 
 

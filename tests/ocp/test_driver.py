@@ -147,7 +147,7 @@ def test_a_mandatory_violation_stops_the_install_before_the_up(installing):
     with pytest.raises(driver.Stop) as stopped:
         driver.install("kvm", lambda line: None)
     assert str(stopped.value) == (
-        "pulumi preview: the guard rails (policy/README.md) refuse 1 resources: no-world-open-ports "
+        "pulumi preview: the guard rails (policy/README.md) refuse it: no-world-open-ports "
         "(ocp4-security-master-tcp-22-world): ocp4-security-master-tcp-22-world opens tcp 22 to the world (from 0.0.0.0/0)"
     )
     assert stack.ups == 0
