@@ -118,7 +118,8 @@ def _violations(events: list[auto.EngineEvent]) -> list[str]:
         policy = event.policy_event
         if policy and policy.enforcement_level == "mandatory":
             name = (policy.resource_urn or "").rsplit("::", 1)[-1]
-            found.append(f"{policy.policy_name} ({name}): {policy.message.strip()}")
+            # The engine's message is the policy's description, a newline, then what the rule reported.
+            found.append(f"{policy.policy_name} ({name}): {policy.message.strip().split(chr(10), 1)[-1].strip()}")
     return found
 
 

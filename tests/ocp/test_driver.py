@@ -14,6 +14,7 @@ import pytest
 from pulumi import automation as auto
 
 from ocp import driver
+from tools import toolchain
 
 PACK = [str(driver.PROJECT / "policy" / "run")]
 
@@ -133,7 +134,7 @@ def test_every_preview_and_up_runs_with_the_policy_pack(installing, monkeypatch)
 def test_a_mandatory_violation_stops_the_install_before_the_up(installing):
     rule = urn("openstack:networking/secGroupRule:SecGroupRule", "ocp4-security-master-tcp-22-world")
     violation = auto.PolicyEvent(
-        resource_urn=rule, message="ocp4-security-master-tcp-22-world opens tcp 22 to the world (from 0.0.0.0/0)", color="never",
+        resource_urn=rule, message="No security group rule open to the world but ...\nocp4-security-master-tcp-22-world opens tcp 22 to the world (from 0.0.0.0/0)", color="never",
         policy_name="no-world-open-ports", policy_pack_name="ocp-guard-rails", policy_pack_version="", policy_pack_version_tag="",
         enforcement_level="mandatory",
     )
@@ -204,3 +205,52 @@ def test_streamed_lines_mask_the_password(tmp_path):
     script.chmod(0o755)
     assert driver._stream([str(script)], said.append, 30, Path(tmp_path), ("hunter2-abcde",))
     assert said == ['  level=info msg=Login to the console with user: "kubeadmin", and password: "[secret]"']
+
+
+# Security group rules the real engine registers without a provider (a component typed as one:
+# the pack judges resources by type, and a stack rule reads their outputs).
+RULES_PROGRAM = '''
+import pulumi
+
+class Rule(pulumi.ComponentResource):
+    def __init__(self, name, props):
+        super().__init__("openstack:networking/secGroupRule:SecGroupRule", name, props)
+        self.register_outputs(props)
+
+node_ports = {"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp", "portRangeMin": 30000, "portRangeMax": 32767, "securityGroupId": "g"}
+for half in pulumi.Config().require_object("halves"):
+    Rule("node-ports-" + half.replace("/", "_"), dict(node_ports, remoteIpPrefix=half))
+'''
+
+
+@pytest.fixture
+def engine_stack(tmp_path):
+    """A stack of RULES_PROGRAM on the toolchain's real CLI and language host, a file backend in tmp_path."""
+    for name in ("pulumi", "pulumi-language-python"):
+        if toolchain.binary(name) is None:
+            pytest.skip(toolchain.missing(name))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text("name: rules\nruntime: python\n")
+    (project / "__main__.py").write_text(RULES_PROGRAM)
+    (tmp_path / "state").mkdir()
+    env = {**toolchain.pulumi_env(tmp_path / "home", tmp_path / "state", driver.PROJECT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "test"}
+    command = auto.PulumiCommand(root=str(toolchain.BIN.parent))
+    return auto.create_stack("rules", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env, pulumi_command=command))
+
+
+def test_the_real_engine_runs_the_pack_and_its_refusal_stops_the_driver(engine_stack):
+    """Two halves of the world (each passes alone): the engine runs policy/run, its stack rule
+    refuses the sum, and the driver stops before any `up`; one half previews and updates."""
+    said: list[str] = []
+    engine_stack.set_config("halves", auto.ConfigValue('["0.0.0.0/1", "128.0.0.0/1"]'))
+    with pytest.raises(driver.Stop) as stopped:
+        driver.preview(engine_stack, said.append, go_on=False)
+    assert str(stopped.value).startswith(
+        "pulumi preview: the guard rails (policy/README.md) refuse it: no-world-open-ports-together (node-ports-0.0.0.0_1): "
+        "node-ports-0.0.0.0_1, node-ports-128.0.0.0_1 (security group g) together open tcp 30000-32767 to the world (from "
+    ), str(stopped.value)
+    engine_stack.set_config("halves", auto.ConfigValue('["0.0.0.0/1"]'))
+    assert driver.preview(engine_stack, said.append, go_on=False) == 2
+    driver.up(engine_stack, said.append, 2)
+    assert said[-1].startswith("up: 2 changed in")
