@@ -87,6 +87,21 @@ def _helper_ssh(c: Any) -> Iterable[str]:
             )
 
 
+# The widest source SSH may come from: a stack file that names half the Internet (or all of it)
+# is a mistake the pack (policy/) would otherwise meet only at `pulumi preview`.
+SSH_WIDEST_PREFIX = 8
+
+
+def _ssh_cidr_narrow(c: Any) -> Iterable[str]:
+    cidr = c.openstack.ssh_allowed_cidr if c.platform == "openstack" and c.openstack is not None else None
+    if cidr is not None and cidr.prefixlen < SSH_WIDEST_PREFIX:
+        yield (
+            f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH to the bootstrap (and its helper) from {cidr.num_addresses:,} "
+            f"addresses; /{SSH_WIDEST_PREFIX} is the widest allowed. Write the address Pulumi and `openshift-install "
+            "gather bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"
+        )
+
+
 def _libvirt_settings(c: Any) -> Iterable[str]:
     if c.platform != "libvirt":
         return
@@ -304,6 +319,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _flavors,
     _external_network,
     _helper_ssh,
+    _ssh_cidr_narrow,
     _floating_ips,
     _libvirt_settings,
     _openstack_tags,

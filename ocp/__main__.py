@@ -1,4 +1,5 @@
-"""python -m ocp install|approve-csrs|destroy --stack S: see ocp/driver.py."""
+"""python -m ocp install|approve-csrs|destroy --stack S: see ocp/driver.py. Every preview and up
+they run runs with the policy pack (policy/README.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ocp import driver
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ocp", description="Install, tend and remove a cluster of this project's stacks.")
     commands = parser.add_subparsers(dest="command", required=True)
-    install = commands.add_parser("install", help="from nothing (or wherever the cluster is) to an installed cluster")
+    install = commands.add_parser("install", help="from nothing (or wherever the cluster is) to an installed cluster, under the policy pack")
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     install.add_argument("--bootstrap-timeout", type=float, default=60, help="minutes (default 60)")
     install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")

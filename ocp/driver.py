@@ -25,6 +25,8 @@ from ocp.approver import approve_until_ready
 from ocp.kube import Kube
 
 PROJECT = Path(__file__).resolve().parent.parent
+# The guard rails (policy/README.md): every preview and up of this driver runs with them.
+POLICY = PROJECT / "policy"
 # Steps a running cluster does not come back from unchanged.
 DISRUPTIVE_OPS = {"replace", "create-replacement", "delete-replaced", "delete"}
 # What a disruption is judged on: machines and the network they stand on (not commands, rules, files).
@@ -39,6 +41,8 @@ MACHINE_TYPES = (
     "libvirt:index/network:Network",
     "libvirt:index/volume:Volume",
 )
+# The bootstrap's components: whatever they hold goes with its teardown, by design.
+BOOTSTRAP_TYPES = ("ocp:openstack:Bootstrap", "ocp:libvirt:Bootstrap")
 
 
 class Stop(Exception):
@@ -81,16 +85,69 @@ def _config(stack: auto.Stack) -> ClusterConfig:
     return load_config({key: value.value for key, value in stack.get_all_config().items()})
 
 
+def policy_pack(say: Callable[[str], None]) -> list[str]:
+    """The pack as the engine runs it (`policy/run`, in its own virtualenv policy/venv), made here
+    on the first run when `.ci/setup` has not; a pack that cannot run stops the driver."""
+    python = POLICY / "venv" / "bin" / "python"
+    if not _pack_runs(python):
+        say(f"making the policy pack's virtualenv {POLICY / 'venv'} (once; `bash .ci/setup` makes it too)")
+        steps = ([sys.executable, "-m", "venv", "--clear", str(POLICY / "venv")], [str(python), "-m", "pip", "install", "-q", "-r", str(POLICY / "requirements.txt")])
+        for command in steps:
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise Stop(
+                    f"the policy pack cannot run ({' '.join(command[:4])}: {(done.stderr or done.stdout).strip()[-400:]}): "
+                    f"make {POLICY / 'venv'} with `bash .ci/setup`, then run again (install and destroy run only with the guard rails)"
+                )
+        if not _pack_runs(python):
+            raise Stop(f"the policy pack cannot run: {python} does not load policy/guard.py; `bash .ci/setup`, then run again")
+    return [str(POLICY / "run")]
+
+
+def _pack_runs(python: Path) -> bool:
+    """Whether the pack's interpreter loads the pack's rules and their SDK."""
+    if not python.exists():
+        return False
+    return subprocess.run([str(python), "-c", "import guard, pulumi_policy"], cwd=POLICY, capture_output=True).returncode == 0
+
+
+def _violations(events: list[auto.EngineEvent]) -> list[str]:
+    """The pack's mandatory violations among the engine's events, one line each."""
+    found = []
+    for event in events:
+        policy = event.policy_event
+        if policy and policy.enforcement_level == "mandatory":
+            name = (policy.resource_urn or "").rsplit("::", 1)[-1]
+            # The engine's message is the policy's description, a newline, then what the rule reported.
+            found.append(f"{policy.policy_name} ({name}): {policy.message.strip().split(chr(10), 1)[-1].strip()}")
+    return found
+
+
 def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
-    """The steps `up` will take; stops on a disruption of running machines unless `go_on`."""
+    """The steps `up` will take, judged by the policy pack; stops on a violation, or on a
+    disruption of running machines unless `go_on`."""
     steps: list[auto.StepEventMetadata] = []
-    stack.preview(on_event=lambda e: e.resource_pre_event and steps.append(e.resource_pre_event.metadata))
+    policy: list[auto.EngineEvent] = []
+
+    def seen(event: auto.EngineEvent) -> None:
+        if event.resource_pre_event:
+            steps.append(event.resource_pre_event.metadata)
+        elif event.policy_event:
+            policy.append(event)
+
+    try:
+        stack.preview(on_event=seen, policy_packs=policy_pack(say))
+    except auto.CommandError as error:
+        raise Stop(_refusal("pulumi preview", policy, str(error))) from error
+    if _violations(policy):  # a pack the engine ran but whose mandatory violation did not fail the command
+        raise Stop(_refusal("pulumi preview", policy, ""))
     changing = [step for step in steps if _op(step) != "same"]
     counts: dict[str, int] = {}
     for step in changing:
         counts[_op(step)] = counts.get(_op(step), 0) + 1
     say("preview: " + (", ".join(f"{n} to {op}" for op, n in sorted(counts.items())) or "nothing to change"))
-    disruptive = [s for s in changing if _op(s) in DISRUPTIVE_OPS and s.type in MACHINE_TYPES and "bootstrap" not in s.urn]
+    parents = {step.urn: _parent(step) for step in steps}
+    disruptive = [s for s in changing if _op(s) in DISRUPTIVE_OPS and s.type in MACHINE_TYPES and not _in_bootstrap(s.urn, parents)]
     if disruptive:
         names = ", ".join(f"{_op(s)} {s.urn.rsplit('::', 1)[1]}" for s in disruptive)
         if not go_on:
@@ -99,17 +156,50 @@ def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
     return len(changing)
 
 
+def _parent(step: auto.StepEventMetadata) -> str:
+    state = step.new or step.old
+    return (state.parent if state else "") or ""
+
+
+def _in_bootstrap(urn: str, parents: dict[str, str]) -> bool:
+    """Whether the resource is the bootstrap's: a component of a BOOTSTRAP_TYPES type among its
+    ancestors, read from the types in each URN (its own and its parent's) up the parent chain.
+    Not its name: a stack or cluster may be called `bootstrap-lab`."""
+    seen: set[str] = set()
+    while urn and urn not in seen:
+        seen.add(urn)
+        qualified = urn.split("::")[2] if urn.count("::") >= 3 else ""
+        if any(kind in BOOTSTRAP_TYPES for kind in qualified.split("$")):
+            return True
+        urn = parents.get(urn, "")
+    return False
+
+
+def _refusal(command: str, policy: list[auto.EngineEvent], text: str) -> str:
+    violations = _violations(policy)
+    if violations:
+        return f"{command}: the guard rails (policy/README.md) refuse it: " + "; ".join(violations)
+    return f"{command} failed: {_errors(text)}"
+
+
 def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResult:
     progress = Progress(say, total)
+    policy: list[auto.EngineEvent] = []
+
+    def seen(event: auto.EngineEvent) -> None:
+        if event.policy_event:
+            policy.append(event)
+        progress.event(event)
+
     try:
-        result = stack.up(on_event=progress.event)
+        result = stack.up(on_event=seen, policy_packs=policy_pack(say))
     except auto.ConcurrentUpdateError as error:
         raise Stop(f"another update holds the stack's lock ({error}); if none runs, `pulumi cancel`") from error
     except auto.CommandError as error:
         text = str(error)
         if "pending operations" in text or "interrupted" in text:
             raise Stop(f"an earlier run was interrupted: `python -m tools.recover --stack {stack.name}`, then run again") from error
-        raise Stop(f"pulumi up failed: {_errors(text)}") from error
+        raise Stop(_refusal("pulumi up", policy, text)) from error
     say(f"up: {progress.done} changed in {progress.elapsed()}")
     return result
 
@@ -214,8 +304,9 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
 def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:
     """Everything of the stack, the cluster's own cloud resources too (the program's cleanup).
     Protected resources (ocp:protect) stop it until the key is lowered; then their protection is
-    lifted with an `up` that changes nothing else, and the stack is destroyed. False when the user
-    did not confirm."""
+    lifted with an `up` that changes nothing else (previewed and run with the policy pack), and the
+    stack is destroyed: the engine's destroy takes no policy pack, and a deletion gives a pack no
+    inputs to judge. False when the user did not confirm."""
     stack = _stack(name)
     resources = stack.export_stack().deployment.get("resources") or []
     if not resources:

@@ -1,12 +1,14 @@
-"""The guard rails on every preview and update (issue 26, item 4): no port open to the world but
-the API, Ingress and ICMP; SSH only from the machine network and the configured allowed CIDR;
-every OpenStack resource that can carry tags tagged with the cluster (infra) ID. Only
-`openstack:` types are judged: libvirt stacks and the program's own components pass untouched."""
+"""The guard rails on every preview and update (issue 26, item 4; issue 31): no port open to the
+world but the API, Ingress and ICMP, one rule at a time and all of a group's rules added up; SSH
+only from the machine network and the configured allowed CIDR, or from the cluster's own node
+groups; every OpenStack resource that can carry tags tagged with the cluster (infra) ID. A
+protocol the pack does not know (or `any`, `0`, none) counts as every protocol. Only `openstack:`
+types are judged: libvirt stacks and the program's own components pass untouched."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from ipaddress import ip_network
+from collections.abc import Iterable, Mapping
+from ipaddress import collapse_addresses, ip_network
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +16,26 @@ import yaml
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
 # What clients must reach from anywhere: the Kubernetes API and the routes (FACTS section 2).
 WORLD_TCP = (6443, 80, 443)
 ICMP = ("icmp", "ipv6-icmp", "icmpv6")
-# Neutron takes a protocol by name or by number.
-PROTOCOLS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp"}
+# Neutron takes a protocol by name or by number; a name not here (or `any`, `0`, none) is judged as every protocol.
+PROTOCOLS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "50": "esp", "51": "ah", "112": "vrrp", "47": "gre", "132": "sctp"}
+KNOWN_PROTOCOLS = frozenset({*PROTOCOLS.values(), "icmpv6"})
+GROUP = "openstack:networking/secGroup:SecGroup"
+# The cluster's own node groups (components/openstack/security.py): SSH between their members stays inside the cluster.
+NODE_GROUPS_PARENT = "ocp:openstack:SecurityGroups"
+NODE_GROUP_ROLES = ("-master", "-worker")
 # The program's default ocp:machineNetwork (cluster/config_schema.py; tests/localcloud/test_policy.py holds them equal).
 MACHINE_NETWORK = "10.0.0.0/16"
 TAG = "openshiftClusterID"
@@ -58,8 +69,10 @@ METADATA = frozenset(
 
 
 def _protocol(props: Mapping[str, Any]) -> str | None:
-    value = str(props.get("protocol") or "").lower()
-    return PROTOCOLS.get(value, value) or None
+    """The rule's protocol by Neutron's name; None for every protocol (none given, `any`, `0`, or a name not known here)."""
+    value = str(props.get("protocol") or "").strip().lower()
+    value = PROTOCOLS.get(value, value)
+    return value if value in KNOWN_PROTOCOLS else None
 
 
 def _ports(props: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -142,7 +155,7 @@ def validate_ssh(args: ResourceValidationArgs, report: ReportViolation) -> None:
         return
     prefix = props.get("remoteIpPrefix")
     if not prefix and props.get("remoteGroupId"):
-        return  # members of a group the program made: inside the cluster
+        return  # a group's members: which group, ssh-from-node-groups judges (it sees the whole stack)
     allowed, read_from = ssh_sources(args.urn, args.get_config())
     if prefix and _within(prefix, allowed):
         return
@@ -170,6 +183,109 @@ def validate_tagged(args: ResourceValidationArgs, report: ReportViolation) -> No
         )
 
 
+def _known(props: Mapping[str, Any], key: str) -> Any:
+    """The property's value, None while the preview cannot know it."""
+    try:
+        return props.get(key)
+    except UnknownValueError:
+        return None
+
+
+def _ingress_rules(resources: Iterable[PolicyResource]) -> list[PolicyResource]:
+    return [r for r in resources if r.resource_type == RULE and _known(r.props, "direction") == "ingress"]
+
+
+def _group_of(rule: PolicyResource) -> str:
+    """The rule's security group: the resource it names (known at preview), else its ID."""
+    for group in rule.property_dependencies.get("securityGroupId") or []:
+        return group.urn
+    return str(_known(rule.props, "securityGroupId") or "a group not known yet")
+
+
+def _world(version: int) -> Any:
+    return ip_network("0.0.0.0/0" if version == 4 else "::/0")
+
+
+def _allowed_to_world(protocol: str | None, low: int, high: int) -> bool:
+    """Whether every port low..high of the protocol may be open to the world."""
+    if protocol in ICMP:
+        return True
+    return protocol == "tcp" and high - low < len(WORLD_TCP) and all(port in WORLD_TCP for port in range(low, high + 1))
+
+
+def validate_world_open_together(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A group's rules added up: for each protocol and port, the union of the sources of every rule
+    that admits it (a rule of every protocol admits them all), collapsed; the world there is refused
+    as one rule open to the world would be (0.0.0.0/1 and 128.0.0.0/1 are the world)."""
+    groups: dict[str, list[tuple[str, str | None, int, int, Any]]] = {}
+    urns: dict[str, str] = {}
+    for rule in _ingress_rules(args.resources):
+        props = rule.props
+        prefix, remote = _known(props, "remoteIpPrefix"), _known(props, "remoteGroupId")
+        if not prefix and (remote or rule.property_dependencies.get("remoteGroupId")):
+            continue  # a group's members, not addresses
+        version = 6 if str(_known(props, "ethertype") or "IPv4").lower() == "ipv6" else 4
+        source = ip_network(prefix, strict=False) if prefix else _world(version)
+        protocol, ports = _protocol(props), _ports(props)
+        low, high = ports or (0, 65535)
+        groups.setdefault(_group_of(rule), []).append((rule.name, protocol, low, high, source))
+        urns[rule.name] = rule.urn
+    reported: set[frozenset[str]] = set()
+    for group, entries in groups.items():
+        for protocol in {entry[1] for entry in entries}:
+            covering = [e for e in entries if e[1] in (protocol, None)]
+            bounds = sorted({e[2] for e in covering} | {e[3] + 1 for e in covering})
+            for low, after in zip(bounds, bounds[1:]):
+                here = [e for e in covering if e[2] <= low <= e[3]]
+                for version in (4, 6):
+                    sources = [e[4] for e in here if e[4].version == version]
+                    if len(sources) < 2 or any(s.prefixlen == 0 for s in sources):
+                        continue  # one rule alone: no-world-open-ports judges it
+                    if _world(version) not in collapse_addresses(sources) or _allowed_to_world(protocol, low, after - 1):
+                        continue
+                    names = frozenset(e[0] for e in here if e[4].version == version)
+                    if names in reported:
+                        continue
+                    reported.add(names)
+                    report(
+                        f"{', '.join(sorted(names))} (security group {group.rsplit('::', 1)[-1]}) together open "
+                        f"{_describe(protocol, (low, after - 1) if protocol not in ICMP and protocol else None)} to the world "
+                        f"(from {', '.join(str(s) for s in sources)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
+                        "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr.",
+                        urns[min(names)],
+                    )
+
+
+def _admits_ssh(props: Mapping[str, Any]) -> bool:
+    protocol, ports = _protocol(props), _ports(props)
+    return protocol in (None, "tcp") and (ports is None or ports[0] <= 22 <= ports[1])
+
+
+def validate_ssh_from_groups(args: StackValidationArgs, report: ReportViolation) -> None:
+    """SSH from a remote group only from the cluster's own node groups (master, worker): the
+    program's own rules name CIDRs; another group's members (another project's, a shared one's)
+    are outside the cluster."""
+    own = {
+        r.urn: r.name
+        for r in args.resources
+        if r.resource_type == GROUP and r.parent is not None and r.parent.resource_type == NODE_GROUPS_PARENT and r.name.endswith(NODE_GROUP_ROLES)
+    }
+    for rule in _ingress_rules(args.resources):
+        props = rule.props
+        remote, named = _known(props, "remoteGroupId"), rule.property_dependencies.get("remoteGroupId") or []
+        if _known(props, "remoteIpPrefix") or not (remote or named) or not _admits_ssh(props):
+            continue
+        if named and all(group.urn in own for group in named):
+            continue
+        source = ", ".join(group.name for group in named) or str(remote)
+        report(
+            f"{rule.name} admits SSH ({_describe(_protocol(props), _ports(props))}) from the members of security group "
+            f"{source}: SSH from a group may come only from the cluster's own node groups ({', '.join(sorted(own.values())) or 'none here'}); "
+            "name the address in ocp:openstack.sshAllowedCidr instead.",
+            rule.urn,
+        )
+
+
 POLICIES = [
     ResourceValidationPolicy(
         name="no-world-open-ports",
@@ -191,5 +307,17 @@ POLICIES = [
         description="Every OpenStack resource that can carry tags (or metadata) carries openshiftClusterID.",
         enforcement_level=EnforcementLevel.MANDATORY,
         validate=validate_tagged,
+    ),
+    StackValidationPolicy(
+        name="no-world-open-ports-together",
+        description="No security group whose rules, added up across sources, open a port to the world but TCP 6443, 80, 443 and ICMP.",
+        enforcement_level=EnforcementLevel.MANDATORY,
+        validate=validate_world_open_together,
+    ),
+    StackValidationPolicy(
+        name="ssh-from-node-groups",
+        description="SSH from a remote security group only from the cluster's own master and worker groups.",
+        enforcement_level=EnforcementLevel.MANDATORY,
+        validate=validate_ssh_from_groups,
     ),
 ]

@@ -103,6 +103,12 @@ BAD_CONFIGS = [
     (section("masters", rootVolume={"size": 120, "availabilityZones": "nova"}), "ocp:masters.rootVolume.availabilityZones: is not a list"),
     (section("openstack", apiFloatingIp="10.0.0.200"), "ocp:openstack.apiFloatingIp: 10.0.0.200 is in ocp:machineNetwork"),
     (section("openstack", sshAllowedCidr="192.168.122.7/24"), "ocp:openstack.sshAllowedCidr: '192.168.122.7/24' has host bits set: write 192.168.122.0/24"),
+    # SSH from the world, to the bootstrap's floating IP (ocp:bootstrap.helper.floatingIp, true in the dev stack), or to the helper.
+    (section("openstack", sshAllowedCidr="0.0.0.0/0"), "ocp:openstack.sshAllowedCidr: 0.0.0.0/0 admits SSH to the bootstrap (and its helper) "
+     "from 4,294,967,296 addresses; /8 is the widest allowed. Write the address Pulumi and `openshift-install gather bootstrap` run from, "
+     "e.g. sshAllowedCidr: 203.0.113.7/32"),
+    (with_section(section("openstack", sshAllowedCidr="0.0.0.0/1"), "bootstrap", configSource="helper"), "ocp:openstack.sshAllowedCidr: 0.0.0.0/1 admits SSH"),
+    (section("openstack", sshAllowedCidr="8.0.0.0/7"), "ocp:openstack.sshAllowedCidr: 8.0.0.0/7 admits SSH"),
     (section("openstack", apiAllowedCidrs=["everyone"]), "ocp:openstack.apiAllowedCidrs[0]: 'everyone' is not an IPv4 CIDR"),
     (section("openstack", ingressAllowedCidrs=["0.0.0.0/0", "0.0.0.0/0"]), "ocp:openstack.ingressAllowedCidrs: lists 0.0.0.0/0 more than once"),
     (bad("nameservers", "127.0.0.53"), "ocp:nameservers[0]: 127.0.0.53 is a local address"),
@@ -439,3 +445,10 @@ def test_root_volumes_of_servers_with_zones_name_their_zones_too():
     ]
     with_zones = with_section(config, "masters", rootVolume={"size": 120, "type": "ssd", "availabilityZones": ["nova"]})
     assert load_config(with_zones).masters.root_volume.availability_zones == ("nova",)
+
+
+def test_an_ssh_source_of_slash_8_or_narrower_is_accepted_and_a_wider_one_is_one_message():
+    assert load_config(section("openstack", sshAllowedCidr="10.0.0.0/8")).openstack.ssh_allowed_cidr.prefixlen == 8
+    with pytest.raises(ConfigError) as refused:
+        load_config(section("openstack", sshAllowedCidr="0.0.0.0/0"))
+    assert str(refused.value).count("\n") == 0 and str(refused.value).startswith("ocp:openstack.sshAllowedCidr: 0.0.0.0/0 admits SSH")

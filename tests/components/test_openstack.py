@@ -204,10 +204,11 @@ def test_worker_port_matrix(dev_run):
 
 
 def test_ssh_to_nodes_is_from_the_machine_network_whatever_ssh_allowed_cidr_says():
-    program_run = run(with_helper(with_section(stack_config("dev"), "openstack", sshAllowedCidr="0.0.0.0/0")))
+    # The widest source allowed (/8; wider is refused, tests/cluster/test_config.py).
+    program_run = run(with_helper(with_section(stack_config("dev"), "openstack", sshAllowedCidr="1.0.0.0/8")))
     for group in ("ocp4-security-master", "ocp4-security-worker"):
         assert {source for p, lo, _, source in rules(program_run, group) if (p, lo) == ("tcp", 22)} == {CIDR}
-    assert ("tcp", 22, 22, WORLD) in rules(program_run, "ocp4-bootstrap-helper-helper")
+    assert ("tcp", 22, 22, "1.0.0.0/8") in rules(program_run, "ocp4-bootstrap-helper-helper")
 
 
 def test_ingress_port_matrix(dev_run):

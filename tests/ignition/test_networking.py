@@ -98,11 +98,16 @@ def keepalived(text: str) -> dict[str, dict[str, Any]]:
         def block(key: str) -> list[str]:
             return re.search(rf"{key} \{{(.*?)\}}", body, re.S).group(1).split()
 
+        def lines(key: str) -> list[str]:
+            return [line.strip() for line in re.search(rf"{key} \{{(.*?)\}}", body, re.S).group(1).splitlines() if line.strip()]
+
         instances[name] = {
             "vrid": int(field("virtual_router_id")),
             "priority": int(field("priority")),
             "src": IPv4Address(field("unicast_src_ip")),
-            "peers": [IPv4Address(peer) for peer in block("unicast_peer")],
+            "peers": [IPv4Address(line.split()[0]) for line in lines("unicast_peer")],
+            "peer_options": {" ".join(line.split()[1:]) for line in lines("unicast_peer")},
+            "check_unicast_src": re.search(r"^\s*check_unicast_src$", body, re.M) is not None,
             "password": field("auth_pass"),
             "vip": " ".join(block("virtual_ipaddress")),
             "checks": {check: weights[check] for check in block("track_script")},
@@ -224,6 +229,17 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
     assert passwords(IDENTITY, config.model_copy(update={"cluster_name": "other"})) == first
     for password in first.values():
         assert config.cluster_name not in password and IDENTITY.infra_id not in password
+
+
+def test_adverts_count_only_from_a_peer_on_the_segment():
+    """A pod can read the VRRP password (user_data, served by the metadata service) and can send
+    from its node's address (OVN-Kubernetes SNATs it), but its packet is routed: every instance
+    takes adverts from its unicast peers alone, at keepalived's own TTL 255."""
+    config = standalone_config()
+    for node in every_node_kind(config):
+        for name, instance in vrrp(config, node).items():
+            assert instance["check_unicast_src"], (node.name, name)
+            assert instance["peers"] and instance["peer_options"] == {"min_ttl 255"}, (node.name, name)
 
 
 def test_api_vip_stays_on_the_bootstrap_while_it_serves_then_follows_a_ready_master():

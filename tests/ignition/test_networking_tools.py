@@ -31,7 +31,7 @@ from ignition.networking import (
 )
 from harness import netns
 from harness.lab import ovnk
-from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like
+from tests.ignition.test_networking import IDENTITY, standalone_config, every_node_kind, files_of, pointer_like, vrrp
 
 
 def need(*binaries: str, root: bool = False) -> None:
@@ -107,6 +107,62 @@ def test_keepalived_accepts_the_config_keepalived_run_makes(tmp_path: Path, conf
     assert generated.startswith(f"$VRRP_INTERFACE={NICS[node.role]}\n")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stdout + result.stderr
+
+
+ADVERT = Path(__file__).parent / "vrrp_advert.py"
+# The router's health endpoint the worker's check asks (router_ready), answered on the namespace's loopback.
+ROUTER_HEALTH = (
+    "import http.server as s\n"
+    "class H(s.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self): self.send_response(200); self.end_headers()\n"
+    "    def log_message(self, *args): pass\n"
+    "s.HTTPServer(('127.0.0.1', 1936), H).serve_forever()\n"
+)
+
+
+def test_forged_adverts_with_the_password_do_not_take_the_vip(tmp_path: Path):
+    """A worker holding the Ingress VIP, and adverts of a higher priority with the right password
+    (user_data has it): from a peer's address routed once (TTL 254, a pod's packet SNATed by
+    OVN-Kubernetes), or from an address that is no peer, the worker keeps the VIP and says why;
+    the same advert from the peer on the segment (TTL 255) takes it, as VRRP must."""
+    need("keepalived", root=True)
+    config = standalone_config()
+    plan = plan_addresses(config)
+    worker, peer = plan.workers[0], plan.workers[1]
+    instance = vrrp(config, worker)["ingress"]
+    vip = f"{plan.ingress_vip}/32"
+    with netns.lab("va") as lab:
+        namespace = lab.namespace("node")
+        lab.attach(namespace, NICS["worker"], f"{worker.ip}/{plan.network.prefixlen}")
+        lab.run(namespace, ["ip", "link", "set", "lo", "up"])
+        lab.start(namespace, [sys.executable, "-c", ROUTER_HEALTH])  # stopped with the lab, as keepalived-run is
+        runner = Runner(lab, namespace, files_of(config, worker), tmp_path)
+        runner.start()
+        holds = lambda: vip in addresses(lab, namespace)  # noqa: E731
+        deadline = time.monotonic() + 30
+        while not holds():
+            assert time.monotonic() < deadline, runner.text()[-2000:]
+            time.sleep(0.2)
+        outcomes = {}
+        for label, source, ttl in (("routed", peer.ip, 254), ("stranger", "10.0.0.250", 255), ("peer", peer.ip, 255)):
+            sender = lab.namespace(label)
+            lab.attach(sender, "eth0", f"{source}/{plan.network.prefixlen}")
+            forged = lab.start(sender, [sys.executable, str(ADVERT), str(instance["vrid"]), "250", str(plan.ingress_vip), instance["password"], str(ttl), str(worker.ip), "8"])
+            kept = True
+            while forged.poll() is None:
+                kept = kept and holds()
+                time.sleep(0.1)
+            outcomes[label] = kept
+            if not holds():  # given up (the control): back as the only router once the adverts stop
+                deadline = time.monotonic() + 15
+                while not holds():
+                    assert time.monotonic() < deadline, runner.text()[-2000:]
+                    time.sleep(0.2)
+    log = runner.text()
+    assert outcomes == {"routed": True, "stranger": True, "peer": False}, log[-3000:]
+    assert "(ingress) TTL/HL 254 not in range 255 - 255" in log
+    assert "(ingress) unicast source address 10.0.0.250 not a unicast peer" in log
+    assert f"(ingress) Master received advert from {peer.ip} with higher priority 250, ours {instance['priority']}" in log
 
 
 def test_keepalived_check_rejects_a_broken_config(tmp_path: Path):

@@ -6,7 +6,7 @@ a real preview carries the cluster ID, and one without it is reported.
 
 The pack runs as `pulumi preview --policy-pack policy/run` (an executable analyzer in the pack's
 own virtualenv, policy/venv): the toolchain's Python host (v3.79) cannot run a directory pack for
-this CLI (policy/README.md)."""
+this CLI (policy/README.md). The rules on crafted and offline resources: tests/policy/test_guard.py."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.config_schema import ClusterConfig
-from tests.conftest import ROOT, deploy, stack_config
+from tests.conftest import ROOT
 from tests.localcloud.conftest import libvirt_exports
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.openstack_stack import PLUGINS, openstack_stack
@@ -103,6 +102,20 @@ def test_a_port_opened_to_the_world_fails_the_preview(stack):
     assert "[mandatory]  ssh-from-allowed-cidr" not in done.stdout
 
 
+def test_node_ports_from_two_halves_of_the_world_fail_the_preview(stack):
+    """Neither rule alone is open to the world; added up per group (the pack's stack rule) they are."""
+    done = _policy_preview(stack, _edited(stack, nodePortAllowedCidrs=["0.0.0.0/1", "128.0.0.0/1"]))
+    print(done.stdout[-3000:])
+    assert done.returncode != 0
+    assert "[mandatory]  no-world-open-ports-together" in done.stdout
+    assert "together open tcp 30000-32767 to the world" in done.stdout
+    # Per group where the engine names each rule's group (its property dependencies), else all in one.
+    for group in ("master", "worker"):
+        for half in ("0.0.0.0_1", "128.0.0.0_1"):
+            assert f"ocp4-security-{group}-tcp-30000-32767-{half}" in done.stdout
+    assert "[mandatory]  no-world-open-ports  " not in done.stdout
+
+
 def test_ssh_only_from_the_allowed_cidr(stack, tmp_path):
     rule = "ocp4-bootstrap-bootstrap-tcp-22-{}"
     # The stack's own config is where the pack reads the allowed CIDR: moving it moves the rule, allowed.
@@ -120,10 +133,10 @@ def test_ssh_only_from_the_allowed_cidr(stack, tmp_path):
         f"{name} admits SSH (tcp 22) from 203.0.113.0/24: SSH may come only from 10.0.0.0/16, 192.168.122.0/24 "
         "(read from the policy config)"
     ) in refused.stdout
-    # SSH from the world is a world-open port, whatever the stack allows.
+    # SSH from the world: the program refuses the key before any resource (the pack would refuse the rule).
     world = _policy_preview(stack, _edited(stack, sshAllowedCidr="0.0.0.0/0"))
     assert world.returncode != 0
-    assert f"[mandatory]  no-world-open-ports  (openstack:networking:SecGroupRule: {rule.format('world')})" in world.stdout
+    assert "ocp:openstack.sshAllowedCidr: 0.0.0.0/0 admits SSH" in world.stdout + world.stderr
 
 
 def test_up_under_the_pack_then_preview_report_nothing(stack):
@@ -192,56 +205,6 @@ def _violations(validate, kind: str, name: str, props: dict, config: dict | None
     args = ResourceValidationArgs(kind, props, f"urn:pulumi:dev::ocp::{kind}::{name}", name, None, None, config)  # type: ignore[arg-type]
     validate(args, lambda message, urn=None: found.append(message))
     return found
-
-
-def test_the_pack_knows_the_programs_default_machine_network():
-    assert guard.MACHINE_NETWORK == str(ClusterConfig.model_fields["machine_network"].default)
-
-
-@pytest.mark.parametrize(
-    ("props", "reported"),
-    [
-        ({"protocol": "tcp", "portRangeMin": 6443, "portRangeMax": 6443, "remoteIpPrefix": "0.0.0.0/0"}, False),
-        ({"protocol": "icmp", "remoteIpPrefix": "0.0.0.0/0"}, False),
-        ({"protocol": "tcp", "portRangeMin": 443, "portRangeMax": 443, "remoteIpPrefix": "::/0"}, False),
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "::/0"}, True),
-        ({"protocol": "tcp", "portRangeMin": 80, "portRangeMax": 443}, True),  # no prefix, no group: anyone
-        ({"protocol": "6", "portRangeMin": 22, "portRangeMax": 22, "remoteIpPrefix": "0.0.0.0/0"}, True),
-        ({"remoteIpPrefix": "0.0.0.0/0"}, True),  # every protocol
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteGroupId": "g"}, False),
-        ({"protocol": "tcp", "portRangeMin": 8443, "portRangeMax": 8443, "remoteIpPrefix": "10.0.0.0/16"}, False),
-    ],
-)
-def test_world_open_rule_cases(props, reported):
-    found = _violations(guard.validate_world_open, guard.RULE, "rule", {"direction": "ingress", "ethertype": "IPv4", **props})
-    assert bool(found) is reported, found
-
-
-def test_ssh_rule_reads_the_stack_file_and_refuses_elsewhere(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    rule = {"direction": "ingress", "protocol": "tcp", "portRangeMin": 22, "portRangeMax": 22}
-    # No stack file and no policy config: SSH from the machine network only.
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "10.0.3.0/24"}) == []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == [
-        "r admits SSH (tcp 22) from 192.168.122.0/24: SSH may come only from 10.0.0.0/16 (read from no Pulumi.dev.yaml here, no policy config)."
-    ]
-    (tmp_path / "Pulumi.dev.yaml").write_text((ROOT / "Pulumi.dev.yaml").read_text())
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.122.0/24"}) == []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "192.168.0.0/16"}) != []
-    # Every port, or a range holding 22, is SSH too; a group source is inside the cluster.
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {"direction": "ingress", "remoteIpPrefix": "198.51.100.0/24"}) != []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "portRangeMin": 1, "portRangeMax": 1024, "remoteIpPrefix": "198.51.100.0/24"}) != []
-    assert _violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteGroupId": "g"}) == []
-
-
-def test_libvirt_stack_passes_untouched():
-    """Every resource of the kvm stack's offline deployment through every rule: no violation, no error."""
-    resources = deploy(stack_config("kvm"), "kvm")
-    assert any(r["type"].startswith("libvirt:") for r in resources)
-    for resource in resources:
-        for policy in guard.POLICIES:
-            name = resource.get("name", resource["type"])
-            assert _violations(policy.validate, resource["type"], name, resource.get("inputs", {})) == [], resource["type"]
 
 
 def test_a_real_kvm_preview_passes_the_pack(local_libvirt, pack, tmp_path):
