@@ -253,3 +253,22 @@ def real_bootkube(directory, installer) -> bytes:
     assert made.returncode == 0, made.stderr
     files = json.loads((directory / "bootstrap.ign").read_text())["storage"]["files"]
     return file_contents(next(entry for entry in files if entry["path"] == "/usr/local/bin/bootkube.sh"))
+
+
+def test_a_plain_http_image_endpoint_is_refused_by_the_plan_unless_the_stack_allows_it(tmp_path):
+    """The bootstrap's token and whole config would go to the catalog's image endpoint in clear."""
+    description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["catalog"]["image"] = "http://image.cloud.example:9292"
+    cloud = tmp_path / "http-cloud.yaml"
+    cloud.write_text(yaml.safe_dump(description))
+    stack = edited_stack(tmp_path, "    allowHttpImageEndpoint: true ", "    # allowHttpImageEndpoint: true ")
+    result = plan("--config-file", str(stack), "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists(), result.stderr
+    assert (
+        "ocp:bootstrap.allowHttpImageEndpoint: the service catalog's public image endpoint http://image.cloud.example:9292 "
+        "is plain http"
+    ) in result.stderr
+    assert "write ocp:bootstrap.allowHttpImageEndpoint: true" in result.stderr
+    # The committed dev stack says its cloud is a lab's.
+    result = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
