@@ -55,6 +55,14 @@ def token_check(stdout: str, expiry: str) -> TokenCheck:
                 "expired too). If `openshift-install wait-for bootstrap-complete` passed, set ocp:bootstrap.enabled: false"
             ),
         )
+    if "unreachable" in answer:
+        return TokenCheck(
+            "",
+            error=(
+                f"ocp:bootstrap.credential: Keystone or the image endpoint did not answer the bootstrap's token check "
+                f"({answer['unreachable']}) from where `pulumi up` runs, which reaches them for everything else"
+            ),
+        )
     if "keystone" in answer:
         return TokenCheck(
             "",

@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from datetime import datetime
 
 
@@ -48,27 +49,30 @@ def _issue(keystone: str, credential_id: str, secret: str) -> tuple[int, str, di
 
 
 def main() -> int:
-    env = os.environ
+    try:
+        print(json.dumps(_check(os.environ)))
+    except (urllib.error.URLError, OSError) as error:  # nothing answered: the run says where
+        print(json.dumps({"unreachable": str(getattr(error, "reason", error))}))
+    return 0
+
+
+def _check(env: Mapping[str, str]) -> dict:
     status, token, body = _issue(env["OCP_KEYSTONE_URL"], env["OCP_CREDENTIAL_ID"], env["OCP_CREDENTIAL_SECRET"])
     if status == 401 or status == 404:
         expires = datetime.fromisoformat(env["OCP_EXPIRES_AT"].replace("Z", "+00:00")).timestamp()
-        print(json.dumps({"expired": True} if time.time() >= expires else {"keystone": status}))
-        return 0
+        return {"expired": True} if time.time() >= expires else {"keystone": status}
     if status != 201 or not token:
-        print(json.dumps({"keystone": status}))
-        return 0
+        return {"keystone": status}
     methods = (body.get("token") or {}).get("methods") or []
     if "application_credential" not in methods:
-        print(json.dumps({"methods": methods}))
-        return 0
+        return {"methods": methods}
     # Read the first byte of the image's file, as the bootstrap reads all of it; then ask for the
     # image list, which the credential's access rule does not allow.
     headers = {"X-Auth-Token": token}
     read, _, _ = _status(urllib.request.Request(env["OCP_IMAGE_FILE_URL"], headers={**headers, "Range": "bytes=0-0"}))
     listing = env["OCP_IMAGE_FILE_URL"].split("/v2/images/")[0] + "/v2/images?limit=1"
     listed, _, _ = _status(urllib.request.Request(listing, headers=headers))
-    print(json.dumps({"token": token, "read": read, "listed": listed}))
-    return 0
+    return {"token": token, "read": read, "listed": listed}
 
 
 if __name__ == "__main__":
