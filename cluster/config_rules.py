@@ -111,7 +111,12 @@ def _libvirt_settings(c: Any) -> Iterable[str]:
             "Pulumi) or the http(s) URL of an RHCOS qcow2 for QEMU, e.g. "
             "image: /var/lib/libvirt/images/rhcos-qemu.x86_64.qcow2"
         )
-    for field, key in (("helper", "helper"), ("config_source", "configSource")):
+    for field, key in (
+        ("helper", "helper"),
+        ("config_source", "configSource"),
+        ("credential", "credential"),
+        ("allow_http_image_endpoint", "allowHttpImageEndpoint"),
+    ):
         if field in c.bootstrap.model_fields_set:
             yield (
                 f"ocp:bootstrap.{key} is an OpenStack setting and ocp:platform is libvirt: remove it "

@@ -145,6 +145,12 @@ class Bootstrap(Model):
     # a Keystone token, as the installer does; or the helper VM, for clouds whose image endpoint
     # the machines cannot reach.
     config_source: Literal["glance", "helper"] = "glance"
+    # What the Glance shim's X-Auth-Token comes from: an application credential that may only read
+    # that image's file, for 24 h, deleted with the bootstrap (Keystone Train or later, and a
+    # Glance that honours access rules); or, where the cloud cannot, the user's own token.
+    credential: Literal["applicationCredential", "userToken"] = "applicationCredential"
+    # The token goes to the catalog's image endpoint: plain http is refused unless written here.
+    allow_http_image_endpoint: bool = False
     helper: BootstrapHelper = BootstrapHelper()
 
 

@@ -129,6 +129,15 @@ EFFECTS: dict[str, Effect] = {
         "a change would delete that under it (a bootstrap made again uses it too); not read while false. A stack "
         "installed before the key existed used the helper: write configSource: helper",
     ),
+    "bootstrap.credential": Effect(
+        "apply",
+        "the running bootstrap keeps the token it booted with (its user_data is read at first boot only); userToken "
+        "deletes the bootstrap's application credential, which revokes its tokens, and is warned on every run; "
+        "applicationCredential makes one for a bootstrap made later",
+    ),
+    "bootstrap.allowHttpImageEndpoint": Effect(
+        "inert", "only decides whether the catalog's image endpoint may be plain http for the bootstrap's fetch; nothing in the cloud changes"
+    ),
     "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
     "bootstrap.image": Effect("warn", _BOOTSTRAP),
     "bootstrap.helper": Effect("warn", _BOOTSTRAP),

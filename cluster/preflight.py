@@ -116,8 +116,27 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
             yield f"{key}: image \"{name}\" is not active (its upload has not completed): wait for it, or upload it again"
 
 
+def plain_http_image_endpoint(config: ClusterConfig, url: str) -> str | None:
+    """The refusal of an http image endpoint, where the bootstrap would send its token and fetch
+    its whole config, unless the stack accepts it (ocp:bootstrap.allowHttpImageEndpoint)."""
+    if not config.uses_glance or config.bootstrap.allow_http_image_endpoint or not url.lower().startswith("http://"):
+        return None
+    return (
+        f"ocp:bootstrap.allowHttpImageEndpoint: the service catalog's public image endpoint {url} is plain http: the "
+        "bootstrap would send its Keystone token there and fetch its whole config (the cluster's CA keys, the pull "
+        "secret) unencrypted. Ask the cloud's operator for an https endpoint, or write ocp:bootstrap.configSource: "
+        "helper; on a lab cloud whose network you trust, write ocp:bootstrap.allowHttpImageEndpoint: true"
+    )
+
+
 def _image_endpoint(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
-    if not config.uses_glance or facts.catalog is None or public_endpoint(facts.catalog, "image", facts.region):
+    if not config.uses_glance or facts.catalog is None:
+        return
+    url = public_endpoint(facts.catalog, "image", facts.region)
+    if url:
+        refusal = plain_http_image_endpoint(config, url)
+        if refusal:
+            yield refusal
         return
     region = f' in region "{facts.region}"' if facts.region else ""
     yield (

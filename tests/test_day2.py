@@ -92,6 +92,9 @@ DEV_EDITS = [
     Edit("bootstrap.configSource glance -> helper", section("bootstrap", configSource="helper"), refused='ocp:bootstrap.configSource: was "glance" at install, now "helper"'),
     Edit("bootstrap.configSource helper -> glance", section("bootstrap", configSource="glance"), refused='ocp:bootstrap.configSource: was "helper" at install, now "glance"', base=section("bootstrap", configSource="helper")),
     Edit("bootstrap.configSource with the teardown", section("bootstrap", enabled=False, configSource="helper"), expect={"ocp4-bootstrap*": "delete"}),
+    # The running bootstrap keeps its user_data; its application credential goes (its tokens revoked).
+    Edit("bootstrap.credential userToken", section("bootstrap", credential="userToken"), warns=("bootstrap.credential",), expect={"ocp4-bootstrap-config-credential": "delete"}),
+    Edit("bootstrap.allowHttpImageEndpoint", section("bootstrap", allowHttpImageEndpoint=False)),
     Edit("workers.flavor", section("workers", flavor="worker.xl"), warns=("workers.flavor",)),
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),

@@ -34,6 +34,13 @@ MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
     ("35e8df7", stack, f"{cluster}-workers-worker-{index}-drain"): DRAIN
     for stack, cluster in (("dev", "ocp4"), ("standalone", "ocp4"), ("kvm", "kvm4"))
     for index in (0, 1)
+} | {
+    ("35e8df7", stack, "ocp4-bootstrap-config-credential"): (
+        "create",
+        "issue 31: the bootstrap's Glance token comes from an application credential that may only read its image; "
+        "the running bootstrap keeps its user_data (read at first boot)",
+    )
+    for stack in ("dev", "standalone")
 }
 FAKE_KEY = "FAKE tools/sample_installer.py"
 
@@ -56,7 +63,7 @@ def test_next_up_of_an_older_release_changes_nothing(directory: Path) -> None:
     unmeant = [c for c in changes if c.action != "same" and MEANT.get((release, stack, c.name), ("",))[0] != c.action]
     assert not unmeant, f"the next `pulumi up` of {stack} as release {release} deployed it ({how}):\n{table(changes, ())}"
     # Components too (the preview lists custom resources only): each registration finds its deployed self.
-    moved = [f"  {r.type} {r.name} ({r.urn})" for r in run.resources if r.action == "create"]
+    moved = [f"  {r.type} {r.name} ({r.urn})" for r in run.resources if r.action == "create" and MEANT.get((release, stack, r.name), ("",))[0] != "create"]
     gone = [f"  {urn}" for urn in sorted(set(engine.deployed) - engine.registered)]
     assert not moved and not gone, (
         f"release {release}'s {stack} holds resources under URNs this program does not register: a type or name "

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
+from cluster.bootstrap_credential import TOKEN_COMMAND
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND
 
 DEFAULT = Path(__file__).resolve().parent.parent / "samples" / "cloud" / "dev.yaml"
@@ -83,6 +85,10 @@ class _Description(BaseModel):
     quotas: _Quotas
     computeLimitsForbidden: StrictBool = False
     computeHosts: StrictInt | None = None
+    # How the cloud takes the bootstrap's application credential: honoured (Glance reads the
+    # access rule), refused (Glance answers 401), ignored (the token may list images too),
+    # unsupported (Keystone before Train).
+    bootstrapCredential: Literal["honoured", "refused", "ignored", "unsupported"] = "honoured"
 
 
 def read(path: Path | str) -> dict[str, Any]:
@@ -276,6 +282,16 @@ class MockCloud:
             return {"stdout": "".join(f"{alias}\n" for alias in self.d["networkExtensions"]), "stderr": ""}
         if args.get("command") == HOSTS_COMMAND and "computeHosts" in self.d:  # an admin's view
             return {"stdout": "up\n" * self.d["computeHosts"], "stderr": ""}
+        if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
+            kind = self.d.get("bootstrapCredential", "honoured")
+            token = {"token": f"{self.d['token']}-bootstrap", "read": 200, "listed": 401}
+            answer = {
+                "honoured": token,
+                "refused": {**token, "read": 401},
+                "ignored": {**token, "listed": 200},
+                "unsupported": {"keystone": 401},
+            }[kind]
+            return {"stdout": json.dumps(answer), "stderr": ""}
         return {}, [("command", f"the mock cloud does not run {args.get('command')!r}")]
 
     _HANDLERS = {

@@ -5,9 +5,11 @@ from a small shim that merges it, verified by sha512 (ocp:bootstrap.configSource
 
 - glance (the default), as the installer does: the config is a private Glance image
   `<infraID>-ignition`, tagged with the infra ID, and the shim fetches the image's data from the
-  catalog's public image endpoint with the provider's own Keystone token in X-Auth-Token (a
-  secret), trusting the cloud's CA. No extra VM, no SSH from where `pulumi up` runs. The token
-  expires with Keystone's token lifetime (1 h by default): the bootstrap fetches at first boot.
+  catalog's public image endpoint (https, unless bootstrap.allowHttpImageEndpoint) with a Keystone
+  token in X-Auth-Token (a secret), trusting the cloud's CA. No extra VM, no SSH from where `pulumi
+  up` runs. The token is one of an application credential that may only read that image's file
+  (bootstrap_credential.py), or the user's own where the cloud cannot; it expires with Keystone's
+  token lifetime (1 h by default): the bootstrap fetches at first boot.
 - helper, for clouds whose image endpoint the machines cannot reach: a small helper VM on the
   tenant network serves it over HTTP to the bootstrap's address alone, at a path derived from
   the cluster's secret, and nothing else; `pulumi up` copies it there with `ssh` from
@@ -38,7 +40,8 @@ from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
 from cluster.helper_ssh import HostKey, helper_host_key, upload_environment, upload_script
 from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
-from cluster.preflight import public_endpoint
+from cluster.preflight import plain_http_image_endpoint, public_endpoint
+from components.openstack.bootstrap_credential import bootstrap_token
 from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import node_port, server
 from components.openstack.preflight import catalog_of
@@ -164,7 +167,7 @@ CONFIG_FILE = "bootstrap-glance.ign"
 
 class BootstrapImage(pulumi.ComponentResource):
     """The bootstrap's full config as a private Glance image, and the shim that fetches it with
-    the provider's Keystone token."""
+    a Keystone token (components/openstack/bootstrap_credential.py)."""
 
     user_data: pulumi.Output[str]
     image: openstack.images.Image
@@ -174,6 +177,7 @@ class BootstrapImage(pulumi.ComponentResource):
         name: str,
         cluster: ClusterContext,
         served_config: pulumi.Output[str],
+        assets: pulumi.Output[InstallerAssets],
         cloud_ca: str | None,
         after: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
@@ -206,23 +210,25 @@ class BootstrapImage(pulumi.ComponentResource):
                 parent=self, depends_on=[written, *after], ignore_changes=["localFilePath", "imageCachePath"]
             ),
         )
-        # The provider's own token, valid for Keystone's token lifetime (1 h by default) from this
-        # run: a new one on every run, which changes nothing, as the server's userData is read at
-        # first boot only (machines.FIRST_BOOT_ONLY); a new bootstrap gets the current one.
+        # The catalog of the provider's token (and the token itself with bootstrap.credential:
+        # userToken). A token, valid for Keystone's token lifetime (1 h by default), is made on every
+        # run, which changes nothing, as the server's userData is read at first boot only
+        # (machines.FIRST_BOOT_ONLY); a new bootstrap gets the current one.
         scope = openstack.identity.get_auth_scope_output(
             name=cluster.named("bootstrap-config"), set_token_id=True, opts=pulumi.InvokeOutputOptions(parent=self)
         )
-        endpoint = pulumi.Output.all(scope.service_catalogs, scope.region).apply(lambda found: _image_endpoint(*found))
-        token = pulumi.Output.secret(scope.token_id)
+        endpoint = pulumi.Output.all(scope.service_catalogs, scope.region).apply(lambda found: _image_endpoint(config, *found))
+        file_url = pulumi.Output.all(endpoint, self.image.id).apply(lambda values: glance_file_url(*values))
+        token = bootstrap_token(name, cluster, self.image, file_url, scope, assets, cloud_ca, self)
         self.user_data = pulumi.Output.secret(
-            pulumi.Output.all(served_config, cluster.infra_id, endpoint, self.image.id, token).apply(
-                lambda values: _shim(config, node, values[1], values[0], glance_file_url(values[2], values[3]), values[4], cloud_ca)
+            pulumi.Output.all(served_config, cluster.infra_id, file_url, token).apply(
+                lambda values: _shim(config, node, values[1], values[0], values[2], values[3], cloud_ca)
             )
         )
         self.register_outputs({"imageId": self.image.id})
 
 
-def _image_endpoint(services: object, region: str | None) -> str:
+def _image_endpoint(config: ClusterConfig, services: object, region: str | None) -> str:
     url = public_endpoint(catalog_of(services), "image", region or "")
     if url is None:  # the preflight says so first, unless skipped
         where = f' in region "{region}"' if region else ""
@@ -230,6 +236,9 @@ def _image_endpoint(services: object, region: str | None) -> str:
             f"ocp:bootstrap.configSource: glance, but the service catalog has no public image endpoint{where}, where the "
             "bootstrap would fetch its config: write configSource: helper (a helper VM on the machine network serves it)"
         )
+    refusal = plain_http_image_endpoint(config, url)  # the preflight's too
+    if refusal:
+        raise pulumi.RunError(refusal)
     return url
 
 
@@ -273,7 +282,9 @@ class Bootstrap(pulumi.ComponentResource):
                 f"{name}-helper", cluster, subnet, served_config, url, host_key, pulumi.ResourceOptions(parent=self)
             ).upload
         else:
-            image = BootstrapImage(f"{name}-config", cluster, served_config, cloud_ca, image_after, pulumi.ResourceOptions(parent=self))
+            image = BootstrapImage(
+                f"{name}-config", cluster, served_config, assets, cloud_ca, image_after, pulumi.ResourceOptions(parent=self)
+            )
             user_data, source = image.user_data, image.image
         # SSH for `openshift-install gather bootstrap` from where `pulumi up` runs, to the bootstrap
         # alone (UPI: a floating IP on the bootstrap port); both go with the bootstrap.

@@ -37,10 +37,13 @@ region_name = {REGION}
 """
 
 
-def _authtoken(layout: Layout, user: str) -> str:
+def _authtoken(layout: Layout, user: str, service_type: str) -> str:
+    # service_type: keystonemiddleware checks an application credential's access rules against it,
+    # and refuses every token that carries rules where it is unset (a restricted token gets 401).
     return f"""[keystone_authtoken]
 www_authenticate_uri = {url("keystone")}
 service_token_roles_required = true
+service_type = {service_type}
 {_auth(layout, user)}"""
 
 
@@ -87,7 +90,7 @@ connection = {database(layout, "placement")}
 [api]
 auth_strategy = keystone
 
-{_authtoken(layout, "placement")}"""
+{_authtoken(layout, "placement", "placement")}"""
 
 
 def glance(layout: Layout) -> str:
@@ -115,7 +118,7 @@ filesystem_store_datadir = {images / "staging"}
 [os_glance_tasks_store]
 filesystem_store_datadir = {images / "tasks"}
 
-{_authtoken(layout, "glance")}"""
+{_authtoken(layout, "glance", "image")}"""
 
 
 def neutron(layout: Layout) -> str:
@@ -132,7 +135,7 @@ notify_nova_on_port_data_changes = true
 [database]
 connection = {database(layout, "neutron")}
 
-{_authtoken(layout, "neutron")}
+{_authtoken(layout, "neutron", "network")}
 [nova]
 {_auth(layout, "nova")}
 [ml2]
@@ -183,7 +186,7 @@ workers = 1
 workers = 1
 discover_hosts_in_cells_interval = 10
 
-{_authtoken(layout, "nova")}
+{_authtoken(layout, "nova", "compute")}
 [placement]
 {_auth(layout, "placement")}
 [neutron]
@@ -231,7 +234,7 @@ resource_query_filters_file = {layout.etc / 'cinder' / 'resource_filters.json'}
 [database]
 connection = {database(layout, "cinder")}
 
-{_authtoken(layout, "cinder")}
+{_authtoken(layout, "cinder", "block-storage")}
 [nova]
 {_auth(layout, "nova")}
 [service_user]

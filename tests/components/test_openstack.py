@@ -461,8 +461,9 @@ def test_adding_a_source_adds_one_rule_per_port_and_changes_nothing_else(dev_run
     config = with_section(stack_config("dev"), "openstack", apiAllowedCidrs=["0.0.0.0/0", "198.51.100.0/24"])
     added, removed, changed = diff(inputs_by_name(dev_run), inputs_by_name(run(config)))
     assert added == {"ocp4-security-master-tcp-6443-198.51.100.0_24"}
-    # The installer's command records the stack's settings (for the day-2 checks); nothing else changes.
-    assert not removed and all(name.endswith("installer-run") for name in changed)
+    # The installer's command records the stack's settings (for the day-2 checks), and the bootstrap's
+    # credential expires 24 h after that run; nothing else changes.
+    assert not removed and all(name.endswith(("installer-run", "bootstrap-config-credential")) for name in changed)
 
 
 def test_compact_cluster_exposes_the_same_rules():
@@ -539,16 +540,17 @@ def test_a_new_token_on_every_run_changes_nothing():
 
 def test_a_new_bootstrap_gets_the_token_of_its_run():
     """The recovery when the bootstrap did not fetch its config in time (docs/troubleshooting.md): bootstrap.enabled
-    false, then true; the new server and image are made with that run's token."""
+    false, then true; the new server, image and credential are made, with a token of that run."""
     installed = deploy(stack_config("dev"))
     torn_down = run_program(with_section(stack_config("dev"), "bootstrap", enabled=False), engine=deployed_from(installed)).state()
     assert not [r for r in torn_down if r["name"].startswith("ocp4-bootstrap")]
     engine = deployed_from(torn_down)
     again = run_program(stack_config("dev"), engine=engine, cloud=described(token="gAAAAA-a-fresh-token"))
     made = {change.name for change in engine.all_changes() if change.action == "create"}
-    assert {"ocp4-bootstrap-node", "ocp4-bootstrap-config-image", "ocp4-bootstrap-config-file"} <= made
+    assert {"ocp4-bootstrap-node", "ocp4-bootstrap-config-image", "ocp4-bootstrap-config-file", "ocp4-bootstrap-config-credential"} <= made
     shim = json.loads(unwrap(again.by_name("ocp4-bootstrap-node").inputs["userData"]))
-    assert shim["ignition"]["config"]["merge"][0]["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-a-fresh-token"}]
+    # The mock cloud's token for the bootstrap's credential: `<token>-bootstrap`.
+    assert shim["ignition"]["config"]["merge"][0]["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-a-fresh-token-bootstrap"}]
     assert all(c.name.startswith("ocp4-bootstrap") for c in engine.all_changes() if c.action != "same")
 
 

@@ -45,9 +45,10 @@ def test_user_data_budgets(nodes):
 def test_bootstrap_shim_merges_the_served_config_from_glance_with_the_token(nodes, standalone_run):
     shim = json.loads(nodes["ocp4-bootstrap"].user_data)
     (merge,) = shim["ignition"]["config"]["merge"]
-    # The image's data at the catalog's public image endpoint (the mock cloud's), with the provider's token.
+    # The image's data at the catalog's public image endpoint (the mock cloud's), with the token of
+    # the bootstrap's own application credential (tests/components/test_bootstrap_credential.py).
     assert re.fullmatch(r"https://image\.cloud\.example:9292/v2/images/ocp4-bootstrap-config-image-[0-9a-f]{12}/file", merge["source"])
-    assert merge["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-mock-cloud-token"}]
+    assert merge["httpHeaders"] == [{"name": "X-Auth-Token", "value": "gAAAAA-mock-cloud-token-bootstrap"}]
     served = next(r for r in standalone_run.resources if r.type == "command:local:Command" and r.inputs.get("stdin"))
     assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
     assert shim["ignition"]["timeouts"]["httpResponseHeaders"] >= 60

@@ -124,6 +124,11 @@ for port in [p for p in tenant.network.ports() if p.network_id in ours and not (
 for image in [i for i in tenant.image.images() if (i.name or "").startswith(infra)]:
     attempt(f"delete image {image.name}", tenant.image.delete_image, image)
 result["left"] += [f"image {i.name}" for i in tenant.image.images() if (i.name or "").startswith(infra)]
+# The bootstrap's application credential (a run killed before its teardown).
+credentials = f"/users/{tenant.current_user_id}/application_credentials"
+for credential in tenant.identity.get(credentials).json()["application_credentials"]:
+    if credential["name"].startswith(infra):
+        attempt(f"delete application credential {credential['name']}", tenant.identity.delete, f"{credentials}/{credential['id']}")
 """
     removed = sdk(stack.cloud, tagged + OURS + REMOVE + images, infra=infra, other=infra, csi=CSI, volumes=[])  # type: ignore[attr-defined]
     assert removed["left"] == [], f"the stack's resources could not all be removed: {removed}"

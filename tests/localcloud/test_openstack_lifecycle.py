@@ -1,6 +1,7 @@
 """The dev (integrated) and standalone stacks' whole life with the real engine, the OpenStack
 plugin built here and the local cloud: `pulumi up` judged through the OpenStack APIs, the
-bootstrap's config fetched from Glance as the bootstrap would, a second preview that changes
+bootstrap's config fetched from Glance as the bootstrap would, with a token that can do nothing
+else and stops working with the bootstrap's teardown, a second preview that changes
 nothing, every day-2 edit of the stack's catalogue previewed against the offline preview,
 workers 2 -> 3 -> 1 and the bootstrap's teardown applied with the masters untouched, and
 `pulumi destroy` leaving nothing that carries the infra ID (also what the cluster made itself).
@@ -20,6 +21,7 @@ import base64
 import hashlib
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -55,6 +57,25 @@ result = {"server": machine.id, "volume": volume.id, "port": port.id}
 USER_DATA = """
 result = admin.compute.get(f"/servers/{server}", microversion="2.3").json()["server"]["OS-EXT-SRV-ATTR:user_data"]
 """
+
+# What Keystone says of a token, as keystonemiddleware asks (a token with access rules is shown only
+# to a validator that says it knows them); where else the bootstrap's token might reach.
+TOKEN = """
+answer = admin.identity.get("/auth/tokens", headers={"X-Subject-Token": token, "OpenStack-Identity-Access-Rules": "1"}, raise_exc=False)
+result = {
+    "status": answer.status_code, "token": answer.json()["token"] if answer.status_code == 200 else None,
+    "compute": tenant.compute.get_endpoint(), "other_image": tenant.image.find_image("rhcos").id,
+    "credentials": [c["name"] for c in tenant.identity.get(f"/users/{tenant.current_user_id}/application_credentials").json()["application_credentials"]],
+}
+"""
+
+
+def _status(url: str, token: str) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"X-Auth-Token": token}), timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 @pytest.fixture(scope="module", params=["dev", "standalone"])
@@ -184,6 +205,32 @@ def test_the_bootstrap_fetches_its_whole_config_from_glance(stack):
     assert refused == 401
 
 
+def test_the_bootstraps_token_reads_its_image_and_nothing_else(stack):
+    """The shim's token is one of the bootstrap's application credential: Keystone says so, with its
+    one access rule; the real Glance (service_type = image) serves that image's file and refuses the
+    image list and another image's file, Nova refuses the server list."""
+    bootstrap = _by_type(stack.state(), INSTANCE)["ocp4-bootstrap-node"]
+    user_data = sdk(stack.cloud, USER_DATA, server=bootstrap["id"])  # type: ignore[attr-defined]
+    (merge,) = json.loads(base64.b64decode(user_data))["ignition"]["config"]["merge"]
+    token = {h["name"]: h["value"] for h in merge["httpHeaders"]}["X-Auth-Token"]
+    image_id = merge["source"].split("/v2/images/")[1].removesuffix("/file")
+    found = sdk(stack.cloud, TOKEN, token=token)  # type: ignore[attr-defined]
+    assert found["status"] == 200 and found["token"]["methods"] == ["application_credential"], found
+    credential = found["token"]["application_credential"]
+    assert credential["name"] == f"{stack.infra}-bootstrap-ignition" and credential["restricted"] is True  # type: ignore[attr-defined]
+    assert [(r["service"], r["method"], r["path"]) for r in credential["access_rules"]] == [("image", "GET", f"/v2/images/{image_id}/file")]
+    assert _status(merge["source"], token) == 200
+    base = merge["source"].split("/v2/images/")[0]
+    refused = {
+        "image list": _status(f"{base}/v2/images", token),
+        "another image's file": _status(f"{base}/v2/images/{found['other_image']}/file", token),
+        "the image itself": _status(f"{base}/v2/images/{image_id}", token),
+        "server list": _status(f"{found['compute'].rstrip('/')}/servers", token),
+    }
+    assert refused == dict.fromkeys(refused, 401), refused
+    stack.bootstrap_token = (token, merge["source"])  # type: ignore[attr-defined]
+
+
 def test_a_second_preview_changes_nothing(stack):
     steps, output = stack.steps(stack.base)
     assert steps is not None, output[-4000:]
@@ -220,6 +267,16 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     after = inventory(stack, infra)
     assert not any("bootstrap" in name for name in after["servers"])
     assert f"{infra}-ignition" not in after["images"]
+    # The bootstrap's credential is gone and its token with it: Keystone at once, Glance once the
+    # token falls out of its keystonemiddleware cache (token_cache_time, 300 s by default). 404
+    # would be the token taken and the image gone; 401 is the token refused.
+    token, source = stack.bootstrap_token  # type: ignore[attr-defined]
+    found = sdk(stack.cloud, TOKEN, token=token)  # type: ignore[attr-defined]
+    assert found["status"] == 404 and f"{infra}-bootstrap-ignition" not in found["credentials"], found
+    began = time.monotonic()
+    while (status := _status(source, token)) != 401 and time.monotonic() - began < 330:
+        time.sleep(10)
+    assert status == 401, status
     assert {name: after["servers"][name] for name in masters} == masters
     assert {pid: after["ports"][pid] for pid in master_ports} == master_ports
     stack.base = config

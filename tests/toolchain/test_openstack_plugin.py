@@ -47,6 +47,7 @@ USED_RESOURCES = {
     "openstack:networking/secGroupRule:SecGroupRule": "networking.SecGroupRuleArgs",
     "openstack:images/image:Image": "images.ImageArgs",
     "openstack:blockstorage/volume:Volume": "blockstorage.VolumeArgs",
+    "openstack:identity/applicationCredential:ApplicationCredential": "identity.ApplicationCredentialArgs",
 }
 USED_FUNCTIONS = {
     "openstack:compute/getFlavor:getFlavor", "openstack:images/getImage:getImage", "openstack:networking/getNetwork:getNetwork",

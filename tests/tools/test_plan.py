@@ -304,3 +304,22 @@ def test_installer_configs_that_name_files_outside_the_plan_are_refused(tmp_path
     result = plan("--stack", "standalone", "--assets", str(assets), "--out", str(out))
     assert result.returncode == 2 and "its config names the systemd unit '" + "../" * 7 + "escaped.service'" in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["assets"]
+
+
+def test_a_plain_http_image_endpoint_is_refused_by_the_plan_unless_the_stack_allows_it(tmp_path):
+    """The bootstrap's token and whole config would go to the catalog's image endpoint in clear."""
+    description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["catalog"]["image"] = "http://image.cloud.example:9292"
+    cloud = tmp_path / "http-cloud.yaml"
+    cloud.write_text(yaml.safe_dump(description))
+    stack = edited_stack(tmp_path, "    allowHttpImageEndpoint: true ", "    # allowHttpImageEndpoint: true ")
+    result = plan("--config-file", str(stack), "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists(), result.stderr
+    assert (
+        "ocp:bootstrap.allowHttpImageEndpoint: the service catalog's public image endpoint http://image.cloud.example:9292 "
+        "is plain http"
+    ) in result.stderr
+    assert "write ocp:bootstrap.allowHttpImageEndpoint: true" in result.stderr
+    # The committed dev stack says its cloud is a lab's.
+    result = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
