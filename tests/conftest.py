@@ -74,16 +74,18 @@ def _part(item: pytest.Item) -> str:
     return item.path.relative_to(ROOT).as_posix()
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Here, not in pytest_collection_modifyitems: xdist reads the groups in its own, which may run first.
+    path = _part(item)
+    item.add_marker(pytest.mark.xdist_group(next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--quick"):
         real = [item for item in items if any(_part(item).startswith(part) for part in REAL_PARTS)]
         if real:
             config.hook.pytest_deselected(items=real)
             items[:] = [item for item in items if item not in set(real)]
-    for item in items:
-        path = _part(item)
-        group = next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
-        item.add_marker(pytest.mark.xdist_group(group))
     # The longest group first, so that a worker takes it at once and the others fill in beside it.
     items.sort(key=lambda item: next((rank for rank, shared in enumerate(SHARED_GROUPS) if _part(item).startswith(shared)), len(SHARED_GROUPS)))
 
