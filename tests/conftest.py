@@ -74,10 +74,21 @@ def _part(item: pytest.Item) -> str:
     return item.path.relative_to(ROOT).as_posix()
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    # Here, not in pytest_collection_modifyitems: xdist reads the groups in its own, which may run first.
-    path = _part(item)
-    item.add_marker(pytest.mark.xdist_group(next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)))
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup` by our groups (SHARED_GROUPS, else the module): xdist's own loadgroup reads
+    `xdist_group` marks through a node ID suffix that pytest 9 no longer keeps (tried: a marked
+    group's tests went to both workers), so its scope scheduler is given our groups instead."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
