@@ -41,8 +41,14 @@ def test_files_units_links_and_users_as_ignition_writes_them(tmp_path):
 
 
 @needs_ignition
-def test_a_spec_version_it_does_not_know_fails_the_fetch(tmp_path):
-    result = ignition.run({"ignition": {"version": "3.9.0"}}, tmp_path / "node")
+def test_spec_versions_up_to_3_3_and_what_it_asks_a_server_for(tmp_path):
+    # What ignition.assembly.SPEC_VERSION's note says of Debian's 2.14.
+    with ignition.ConfigServer({"/config/worker": b'{"ignition":{"version":"3.3.0"}}'}) as server:
+        merge = {"merge": [{"source": f"{server.url}/config/worker"}]}
+        result = ignition.run({"ignition": {"version": assembly.SPEC_VERSION, "config": merge}}, tmp_path / "node")
+    assert result.ok, result.log
+    assert server.requests[0][1]["Accept"] == "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1"
+    result = ignition.run({"ignition": {"version": "3.4.0"}}, tmp_path / "newer")
     assert not result.ok and result.stage == "fetch" and result.files == {}
     assert result.failure() == "CRITICAL : Ignition failed: unsupported config version", result.log
 
