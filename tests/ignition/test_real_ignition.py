@@ -71,7 +71,7 @@ def test_a_config_whose_sha512_is_not_the_shims_is_refused(dev, cloud_ca, tmp_pa
 def test_glance_with_a_certificate_the_clouds_ca_did_not_sign_is_never_trusted(dev, cloud_ca, tmp_path):
     other = ignition.Authority.make("other-ca")
     with ignition.ConfigServer({IMAGE: served().encode()}, {"X-Auth-Token": TOKEN}, other.issue(tmp_path)) as glance:
-        result = ignition.run(glance_shim(dev, glance, cloud_ca, served()), tmp_path / "node", timeout=6)
+        result = ignition.run(glance_shim(dev, glance, cloud_ca, served()), tmp_path / "node", timeout=4)
     # Ignition retries for ever, as the bootstrap would sit: never a request served, never a file.
     assert not result.ok and glance.requests == [] and MARKER not in result.files
     assert "x509: certificate signed by unknown authority" in result.log, result.log
@@ -117,7 +117,7 @@ def test_an_mcs_certificate_the_pointers_ca_did_not_sign_is_never_trusted(dev, t
     worker = next(node for node in plan.nodes if node.role == "worker")
     with ignition.ConfigServer({"/config/worker": machine_config("worker")}, certificate=other.issue(tmp_path)) as mcs:
         user_data = nodes.integrated_pointer_user_data(config, worker, "ocp4-x7k2q", installer_pointer(mcs.url, root_ca, "worker"))
-        result = ignition.run(user_data, tmp_path / "node", timeout=6)
+        result = ignition.run(user_data, tmp_path / "node", timeout=4)
     assert not result.ok and mcs.requests == [] and "/etc/mcs-machine-config-content.json" not in result.files
     assert "x509: certificate signed by unknown authority" in result.log, result.log
 
