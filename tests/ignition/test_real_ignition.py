@@ -4,6 +4,8 @@ against a server on 127.0.0.1: what a booting node does first, and the failures 
 from __future__ import annotations
 
 import base64
+import json
+import urllib.parse
 
 import pytest
 
@@ -121,3 +123,30 @@ def test_an_mcs_certificate_the_pointers_ca_did_not_sign_is_never_trusted(dev, t
     assert not result.ok and mcs.requests == [] and "/etc/mcs-machine-config-content.json" not in result.files
     assert "x509: certificate signed by unknown authority" in result.log, result.log
 
+
+
+@pytest.mark.parametrize("source", ["glance", "helper"])
+def test_the_programs_own_shim_and_served_bootstrap_config_pass_ignition(source, tmp_path):
+    """The whole bootstrap config as the program serves it (about 300 KB: the installer's and this
+    program's), fetched through the shim the program made for it, its sha512 checked by Ignition."""
+    from tests.conftest import run, with_helper
+    from tools.mock_run import unwrap
+    from tools.plan import node_outputs
+
+    config = stack_config("standalone")
+    program_run = run(with_helper(config) if source == "helper" else config, stack="standalone")
+    bootstrap = next(node for node in node_outputs(program_run) if node.hostname == "ocp4-bootstrap")
+    text = next(unwrap(r.inputs["stdin"]) for r in program_run.resources if r.type == "command:local:Command" and r.inputs.get("stdin"))
+    shim = json.loads(bootstrap.user_data)
+    (merge,) = shim["ignition"]["config"]["merge"]
+    headers = {header["name"]: header["value"] for header in merge.get("httpHeaders", [])}
+    path = urllib.parse.urlsplit(merge["source"]).path
+    with ignition.ConfigServer({path: text.encode()}, headers) as server:
+        merge["source"] = server.url + path  # where the node would reach Glance or the helper
+        result = ignition.run(shim, tmp_path / "node")
+    assert result.ok, result.failure()
+    assert assembly.sha512_tag(text) == merge["verification"]["hash"] and len(text) > 100_000
+    for entry in bootstrap.ignition["storage"]["files"]:
+        assert result.files[entry["path"]].mode == entry.get("mode", 0o644), entry["path"]
+    assert result.files["/etc/hostname"].contents == b"ocp4-bootstrap\n"
+    assert "bootkube.service" in result.units and "kubelet.service" in result.enabled and result.users["core"].startswith("core:x:")
