@@ -31,3 +31,10 @@ def file_contents(entry: dict[str, Any]) -> bytes | None:
     if entry["contents"].get("compression") == "gzip":
         data = gzip.decompress(data)
     return data
+
+
+def written_contents(entry: dict[str, Any]) -> bytes | None:
+    """What Ignition writes for one file entry on a fresh node: its contents, then each `append`
+    (the installer's bootstrap /etc/motd is all append); None when any part is fetched from elsewhere."""
+    parts = [file_contents(entry)] + [file_contents({"contents": item}) for item in entry.get("append", [])]
+    return None if None in parts else b"".join(parts)  # type: ignore[arg-type]

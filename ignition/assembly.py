@@ -21,6 +21,11 @@ from typing import Any
 
 from cluster.dataurl import file_contents
 
+# Within both Ignitions that read it: Debian's 2.14, which the tests run (3.0.0 to 3.3.0 and
+# 3.4.0-experimental; it asks a server for 3.3.0 in its Accept header, so an MCS stand-in for it
+# serves at most that), and RHCOS 4.19's (RHEL 9.6, Ignition 2.20 or so: 3.0.0 to 3.5.0, and no
+# 3.4.0-experimental, dropped when 3.4.0 went stable in 2.15; not checked on an RHCOS here). The
+# installer's 4.19 pointers and shim are 3.2.0 too. Stay at or under 3.3.0, never experimental.
 SPEC_VERSION = "3.2.0"
 # Ignition waits this long for response headers; slow clouds and a busy helper need more than 10 s.
 HTTP_RESPONSE_HEADERS_TIMEOUT = 120

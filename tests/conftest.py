@@ -49,6 +49,8 @@ REAL_PARTS = {
     "tests/toolchain/": "the built toolchain",
     "tests/harness/": "the harness's real parts (a Kubernetes API server, the engine)",
     "tests/ignition/test_networking_tools.py": "keepalived, haproxy and nft in network namespaces (root)",
+    "tests/ignition/test_real_ignition.py": "the real Ignition (root)",
+    "tests/ignition/test_plan_real_ignition.py": "the real Ignition (root)",
     "tests/ocp/test_approver.py": "a real Kubernetes API server",
     "tests/cluster/test_drain_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",

@@ -14,7 +14,7 @@ Graphviz, tools/topology.py), .ocp-plan (marks the directory as a plan: --out re
 only an absent or empty directory or an earlier plan), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
 user_data (exactly what the server receives), ignition.json (the config the node ends up
-with, data URLs decoded) and files/<path> (every file Ignition writes). With --from, also
+with, data URLs decoded) and files/<path> (every file Ignition writes, appends and drop-ins too). With --from, also
 changes.json: what the next `pulumi up` does to every resource (tools/preview.py), printed as
 a table, disruption first. Needs no cloud and no Pulumi CLI. A configuration or an edit the
 program refuses exits 2 with its messages and writes nothing.
@@ -42,6 +42,7 @@ import yaml
 
 from cluster.addresses import plan_addresses, server_name
 from cluster.config import ClusterConfig, load_config
+from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
 from cluster.firewall import exposure_table
 from cluster.machineset import worker_machineset
@@ -239,12 +240,15 @@ def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
             continue
         _write(directory / "ignition.json", json.dumps(assembly.readable(node.ignition), indent=2, sort_keys=True) + "\n")
         for entry in node.ignition.get("storage", {}).get("files", []):
-            contents = assembly.file_contents(entry)
+            contents = written_contents(entry)
             if contents is not None:
                 _write(_inside(directory / "files", entry["path"], node.hostname), contents)
+        units = directory / "files/etc/systemd/system"
         for unit in node.ignition.get("systemd", {}).get("units", []):
-            if "contents" in unit:
-                _write(_unit(directory / "files/etc/systemd/system", unit["name"], node.hostname), unit["contents"])
+            if unit.get("contents"):  # empty: Ignition only enables the unit the image has
+                _write(_unit(units, unit["name"], node.hostname), unit["contents"])
+            for dropin in unit.get("dropins", []):
+                _write(_unit(units, f"{unit['name']}.d", node.hostname) / _unit(units, dropin["name"], node.hostname).name, dropin.get("contents", ""))
     return nodes
 
 

@@ -58,6 +58,8 @@ def test_plan_of_the_dev_stack(tmp_path):
     result = ignition_validate((out / f"nodes/{infra_id}-bootstrap/ignition.json").read_text(), tmp_path)
     assert result.returncode == 0, result.stdout
     assert (out / f"nodes/{infra_id}-bootstrap/files/usr/local/bin/bootkube.sh").is_file()
+    # As Ignition writes it: the installer's /etc/motd is empty contents and an append.
+    assert (out / f"nodes/{infra_id}-bootstrap/files/etc/motd").read_text().startswith("This is a bootstrap node")
     # Integrated mode: an example MachineSet, filled in from the stack, for the Machine API after install.
     machineset = yaml.safe_load((out / "machinesets/worker.yaml").read_text())
     provider = machineset["spec"]["template"]["spec"]["providerSpec"]["value"]
