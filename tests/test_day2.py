@@ -46,6 +46,9 @@ class Edit:
     stack: str = "dev"
     base: Callable[[dict[str, str]], dict[str, str]] = lambda config: config
     hours_later: float = 0
+    # A fragment of the refusal where the cloud's image endpoint is plain http, as the local cloud's is (the
+    # mock cloud's is https): the real previews on the local cloud expect it instead of the offline result.
+    refused_on_http_cloud: str | None = None
 
 
 def key(name: str, value) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -94,7 +97,11 @@ DEV_EDITS = [
     Edit("bootstrap.configSource with the teardown", section("bootstrap", enabled=False, configSource="helper"), expect={"ocp4-bootstrap*": "delete"}),
     # The running bootstrap keeps its user_data; its application credential goes (its tokens revoked).
     Edit("bootstrap.credential userToken", section("bootstrap", credential="userToken"), warns=("bootstrap.credential",), expect={"ocp4-bootstrap-config-credential": "delete"}),
-    Edit("bootstrap.allowHttpImageEndpoint", section("bootstrap", allowHttpImageEndpoint=False)),
+    Edit(
+        "bootstrap.allowHttpImageEndpoint",
+        section("bootstrap", allowHttpImageEndpoint=False),
+        refused_on_http_cloud="ocp:bootstrap.allowHttpImageEndpoint: the service catalog's public image endpoint http://",
+    ),
     Edit("workers.flavor", section("workers", flavor="worker.xl"), warns=("workers.flavor",)),
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +64,8 @@ class Stack:
         project = work / "project"
         shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
         (project / "venv").symlink_to(ROOT / "venv")
+        if (ROOT / "policy" / "venv").is_dir():  # the pack's own (.ci/setup makes it): `python -m ocp` runs with it
+            (project / "policy" / "venv").symlink_to(ROOT / "policy" / "venv")
         (work / "state").mkdir()
         environment = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
         # env's PATH comes after the toolchain's (the cloud's `openstack` CLI, say); the rest is set as given.
@@ -105,10 +108,11 @@ class Stack:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
-    def write_config(self, config: dict[str, str]) -> None:
-        """The stack file with this config (objects as YAML objects), keeping the encrypted pull secret."""
-        path = self.project / f"Pulumi.{self.name}.yaml"
-        stack_file = yaml.safe_load(path.read_text())
+    def write_config(self, config: dict[str, str], path: Path | None = None) -> None:
+        """The stack file (or a copy of it at `path`) with this config (objects as YAML objects), keeping the
+        encrypted pull secret and the passphrase's salt."""
+        stack_file = yaml.safe_load((self.project / f"Pulumi.{self.name}.yaml").read_text())
+        path = path or self.project / f"Pulumi.{self.name}.yaml"
         kept = {key: value for key, value in stack_file["config"].items() if key == "ocp:pullSecret"}
         written = {key: structured(value) for key, value in config.items() if key != "ocp:pullSecret"}
         stack_file["config"] = {**written, **kept}
@@ -151,10 +155,16 @@ class Stack:
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)["deployment"].get("resources", [])
 
-    def steps(self, config: dict[str, str]) -> tuple[dict[str, str] | None, str]:
-        """What `pulumi preview` does with this config: resource name -> action, or None and the output when it fails."""
-        self.write_config(config)
-        done = self.pulumi("preview", "--json")
+    def steps(self, config: dict[str, str], config_file: Path | None = None) -> tuple[dict[str, str] | None, str]:
+        """What `pulumi preview` does with this config: resource name -> action, or None and the output when it
+        fails. With `config_file`, the config goes there (`--config-file`) and the stack file stays as it is: such
+        previews of one deployed stack run side by side (a preview takes no lock and writes no state)."""
+        if config_file is None:
+            self.write_config(config)
+            done = self.pulumi("preview", "--json")
+        else:
+            self.write_config(config, config_file)
+            done = self.pulumi("preview", "--json", "--config-file", str(config_file))
         output = done.stdout + done.stderr
         try:  # --json puts the diagnostics' messages (refusals, warnings) in JSON strings: read them as text
             output = "\n".join(d.get("message", "") for d in json.loads(done.stdout).get("diagnostics", [])) + "\n" + output
@@ -199,31 +209,61 @@ def summary(steps: dict[str, str]) -> str:
     return ", ".join(f"{count} {action}" for action, count in sorted(counts.items()))
 
 
+# Real previews of one deployed stack at once: each waits on the cloud's APIs and the plugins as much as it computes.
+SIDE_BY_SIDE = 3
+
+
 def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str, str, bool]], list[str]]:
     """Every edit previewed by the real engine and plugins against the deployed stack, and by the
     offline preview against `deployed` (the offline deployment of the same config): rows (edit,
-    offline, real, agree) and the disagreements. The stack's config is the base again after."""
-    rows, disagreements = [], []
-    for edit in edits:
-        config = edit.change(stack.base)
-        offline = preview(deployed, config, stack.name)
-        real, output = stack.steps(config)
-        if offline.error is not None or real is None:
-            agree = offline.error is not None and real is None and edit.refused is not None and edit.refused in output
-            rows.append((edit.id, "refused" if offline.error else "ran", "refused" if real is None else "ran", agree))
-            if not agree:
-                disagreements.append(f"{edit.id}: offline {offline.error!r}; real: {output[-1500:]}")
-            continue
-        offline_steps = {name: change.action for name, change in offline.changes.items() if not change.type.startswith("pulumi:")}
-        # The offline preview tells an OpenStack server's resize and rebuild apart; the engine calls both an update.
-        offline_steps = {name: "update" if action in ("resize", "rebuild") else action for name, action in offline_steps.items()}
-        differ = {name: (offline_steps.get(name, "absent"), real.get(name, "absent")) for name in set(offline_steps) | set(real) if offline_steps.get(name, "same") != real.get(name, "same")}
-        warned = [key for key in edit.warns if key not in output]
-        rows.append((edit.id, summary(offline_steps), summary(real), not differ and not warned))
-        if differ or warned:
-            disagreements.append(f"{edit.id}: offline vs real {differ}; warnings missing from the real run: {warned}")
+    offline, real, agree) and the disagreements. The real previews run SIDE_BY_SIDE at a time, each
+    with its config in a file of its own, while this process makes the offline ones (in-process
+    mocks, one at a time); the stack file keeps the base."""
+    edits = list(edits)
+    configs = [edit.change(stack.base) for edit in edits]
+    files = stack.work / "previews"
+    files.mkdir(exist_ok=True)
+    # A key the stack file does not list is known to the program only from that file (components/config_source.py):
+    # such an edit is previewed through the stack file itself, after the others.
+    own_file = [index for index, config in enumerate(configs) if set(config) - set(stack.base)]
+    with ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        reals = {
+            index: pool.submit(stack.steps, config, files / f"Pulumi.{stack.name}.{index}.yaml")
+            for index, config in enumerate(configs)
+            if index not in own_file
+        }
+        offlines = [preview(deployed, config, stack.name) for config in configs]
+        results = {index: future.result() for index, future in reals.items()}
+    for index in own_file:
+        results[index] = stack.steps(configs[index])
     stack.write_config(stack.base)
+    rows: list[tuple[str, str, str, bool]] = []
+    disagreements: list[str] = []
+    for index, (edit, offline) in enumerate(zip(edits, offlines, strict=True)):
+        real, output = results[index]
+        rows.append(_agree(edit, offline, real, output, disagreements))
     return rows, disagreements
+
+
+def _agree(edit, offline, real: dict[str, str] | None, output: str, disagreements: list[str]) -> tuple[str, str, str, bool]:
+    if edit.refused_on_http_cloud is not None:  # the local cloud's image endpoint is http, the mock cloud's https
+        agree = offline.error is None and real is None and edit.refused_on_http_cloud in output
+        if not agree:
+            disagreements.append(f"{edit.id}: refused by the http local cloud expected; offline {offline.error!r}; real: {output[-1500:]}")
+        return (edit.id, "ran" if offline.error is None else "refused", "refused" if real is None else "ran", agree)
+    if offline.error is not None or real is None:
+        agree = offline.error is not None and real is None and edit.refused is not None and edit.refused in output
+        if not agree:
+            disagreements.append(f"{edit.id}: offline {offline.error!r}; real: {output[-1500:]}")
+        return (edit.id, "refused" if offline.error else "ran", "refused" if real is None else "ran", agree)
+    offline_steps = {name: change.action for name, change in offline.changes.items() if not change.type.startswith("pulumi:")}
+    # The offline preview tells an OpenStack server's resize and rebuild apart; the engine calls both an update.
+    offline_steps = {name: "update" if action in ("resize", "rebuild") else action for name, action in offline_steps.items()}
+    differ = {name: (offline_steps.get(name, "absent"), real.get(name, "absent")) for name in set(offline_steps) | set(real) if offline_steps.get(name, "same") != real.get(name, "same")}
+    warned = [key for key in edit.warns if key not in output]
+    if differ or warned:
+        disagreements.append(f"{edit.id}: offline vs real {differ}; warnings missing from the real run: {warned}")
+    return (edit.id, summary(offline_steps), summary(real), not differ and not warned)
 
 
 def table(rows: list[tuple[str, str, str, bool]]) -> str:

@@ -125,7 +125,7 @@ def test_a_name_holding_bootstrap_does_not_turn_the_guard_off(installing):
 def test_every_preview_and_up_runs_with_the_policy_pack(installing, monkeypatch):
     stack = FakeStack([step("create", "libvirt:index/domain:Domain", "kvm4-control-plane-master-0-domain")], OUTPUTS)
     installing(stack, {})
-    monkeypatch.setattr(driver, "approve_until_ready", lambda *args: True)  # no cluster here (tests/ocp/test_approver.py)
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: True)  # no cluster here (tests/ocp/test_approver.py)
     driver.install("kvm", lambda line: None)
     # Step 1 and 2, then the bootstrap's teardown previewed and run (4/6): each with the pack.
     assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", {"policy_packs": PACK})] * 2
