@@ -41,6 +41,9 @@ def bootstrap_token(
         name=cluster.named("bootstrap-ignition"),
         description=cluster.named("ignition").apply(lambda image_name: f"the bootstrap reads image {image_name}; deleted with it"),
         unrestricted=False,
+        # Only `member` (and what it implies), which Glance's download policy asks for, where the token has it:
+        # not the deployer's other roles (admin, manager). Without it, Keystone gives the token's roles.
+        roles=scope.apply(lambda found: ["member"] if any(role.role_name == "member" for role in found.roles or ()) else None),
         access_rules=[
             openstack.identity.ApplicationCredentialAccessRuleArgs(service="image", method="GET", path=image.id.apply(access_rule_path))
         ],
