@@ -69,6 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--quick"):
         # As on a checkout where `bash .ci/toolchain` never ran: the real installer is not used either.
+        # The environment too: the offline plan and the installer's run script run as processes of their own.
+        os.environ["OCP_TOOLCHAIN_LAYOUT"] = str(ROOT / "tests" / "no-toolchain")
         toolchain.LAYOUT = toolchain.BIN = ROOT / "tests" / "no-toolchain"
 
 

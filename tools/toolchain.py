@@ -12,7 +12,8 @@ from typing import Any
 from toolchain.build import CLI_SWITCHES
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYOUT = ROOT / ".toolchain"
+# OCP_TOOLCHAIN_LAYOUT names another layout, or none (the quick loop, tests/conftest.py: as if never built).
+LAYOUT = Path(os.environ.get("OCP_TOOLCHAIN_LAYOUT") or ROOT / ".toolchain")
 BIN = LAYOUT / "bin"
 HOW = "run `bash .ci/toolchain`"
 
