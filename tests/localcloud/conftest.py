@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,15 @@ def sdk(cloud: Layout, code: str, **values) -> object:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def status_with_token(url: str, token: str) -> int:
+    """The HTTP status a service answers to a GET of `url` with this Keystone token, as the bootstrap's shim sends it."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"X-Auth-Token": token}), timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 # --- the local libvirt (harness/localcloud/libvirt.py) ---

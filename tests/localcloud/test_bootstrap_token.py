@@ -9,14 +9,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from cluster.bootstrap_credential import TOKEN_COMMAND, access_rule_path, expires_at, token_check
 from components.openstack.bootstrap_credential import TOKEN_SCRIPT
-from tests.localcloud.conftest import sdk
+from tests.localcloud.conftest import sdk, status_with_token
 
 MADE = """
 image = tenant.image.create_image(name="bootstrap-token-test-ignition", container_format="bare", disk_format="raw",
@@ -43,14 +41,6 @@ for i in tenant.image.images():
     if i.name == "bootstrap-token-test-ignition":
         tenant.image.delete_image(i)
 """
-
-
-def _status(url: str, token: str) -> int:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"X-Auth-Token": token}), timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 @pytest.fixture
@@ -83,11 +73,11 @@ def test_the_credentials_token_reads_its_image_and_nothing_else_until_it_is_dele
     check = token_check(_check(made), made["expiry"])
     assert check.error is None and check.warning is None and check.token, check
     glance = made["glance"].rstrip("/").removesuffix("/v2")
-    assert _status(f"{glance}/v2/images/{made['image']}/file", check.token) == 200
+    assert status_with_token(f"{glance}/v2/images/{made['image']}/file", check.token) == 200
     refused = {
-        "image list": _status(f"{glance}/v2/images", check.token),
-        "another image's file": _status(f"{glance}/v2/images/{made['other']}/file", check.token),
-        "server list": _status(f"{made['compute'].rstrip('/')}/servers", check.token),
+        "image list": status_with_token(f"{glance}/v2/images", check.token),
+        "another image's file": status_with_token(f"{glance}/v2/images/{made['other']}/file", check.token),
+        "server list": status_with_token(f"{made['compute'].rstrip('/')}/servers", check.token),
     }
     assert refused == dict.fromkeys(refused, 401), refused
     # Deleted: Keystone no longer knows the token, and gives no new one (the run says so and stops).

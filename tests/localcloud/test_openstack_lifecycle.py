@@ -31,7 +31,7 @@ from cluster.addresses import plan_addresses, server_name
 from cluster.config import load_config
 from cluster.firewall import Rule, bootstrap_rules, security_groups
 from tests.conftest import deploy
-from tests.localcloud.conftest import sdk
+from tests.localcloud.conftest import sdk, status_with_token
 from tests.localcloud.engine import Stack, agreement, needs, structured, table, timeline
 from tests.localcloud.openstack_stack import PLUGINS, inventory, openstack_stack
 from tests.test_day2 import DEV_EDITS, STANDALONE_EDITS
@@ -47,7 +47,7 @@ made = tenant.compute.create_server(name=f"{infra}-worker-0-x7k2p", flavor_id=te
     image_id=tenant.image.find_image("centos-stream-9").id, networks=[{"uuid": network.id}], tags=[tag])
 machine = tenant.compute.wait_for_server(made, wait=180)
 volume = tenant.block_storage.create_volume(name="pvc-9d8e7f", size=1, metadata={"cinder.csi.openstack.org/cluster": infra})
-volume = tenant.block_storage.wait_for_status(volume, "available", wait=120)
+volume = tenant.block_storage.wait_forstatus_with_token(volume, "available", wait=120)
 port = tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id)
 tenant.network.set_tags(port, [tag])
 result = {"server": machine.id, "volume": volume.id, "port": port.id}
@@ -68,14 +68,6 @@ result = {
     "credentials": [c["name"] for c in tenant.identity.get(f"/users/{tenant.current_user_id}/application_credentials").json()["application_credentials"]],
 }
 """
-
-
-def _status(url: str, token: str) -> int:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"X-Auth-Token": token}), timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 @pytest.fixture(scope="module", params=["dev", "standalone"])
@@ -219,13 +211,13 @@ def test_the_bootstraps_token_reads_its_image_and_nothing_else(stack):
     credential = found["token"]["application_credential"]
     assert credential["name"] == f"{stack.infra}-bootstrap-ignition" and credential["restricted"] is True  # type: ignore[attr-defined]
     assert [(r["service"], r["method"], r["path"]) for r in credential["access_rules"]] == [("image", "GET", f"/v2/images/{image_id}/file")]
-    assert _status(merge["source"], token) == 200
+    assert status_with_token(merge["source"], token) == 200
     base = merge["source"].split("/v2/images/")[0]
     refused = {
-        "image list": _status(f"{base}/v2/images", token),
-        "another image's file": _status(f"{base}/v2/images/{found['other_image']}/file", token),
-        "the image itself": _status(f"{base}/v2/images/{image_id}", token),
-        "server list": _status(f"{found['compute'].rstrip('/')}/servers", token),
+        "image list": status_with_token(f"{base}/v2/images", token),
+        "another image's file": status_with_token(f"{base}/v2/images/{found['other_image']}/file", token),
+        "the image itself": status_with_token(f"{base}/v2/images/{image_id}", token),
+        "server list": status_with_token(f"{found['compute'].rstrip('/')}/servers", token),
     }
     assert refused == dict.fromkeys(refused, 401), refused
     stack.bootstrap_token = (token, merge["source"])  # type: ignore[attr-defined]
@@ -274,7 +266,7 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     found = sdk(stack.cloud, TOKEN, token=token)  # type: ignore[attr-defined]
     assert found["status"] == 404 and f"{infra}-bootstrap-ignition" not in found["credentials"], found
     began = time.monotonic()
-    while (status := _status(source, token)) != 401 and time.monotonic() - began < 330:
+    while (status := status_with_token(source, token)) != 401 and time.monotonic() - began < 330:
         time.sleep(10)
     assert status == 401, status
     assert {name: after["servers"][name] for name in masters} == masters
