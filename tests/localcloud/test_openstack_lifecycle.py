@@ -47,7 +47,7 @@ made = tenant.compute.create_server(name=f"{infra}-worker-0-x7k2p", flavor_id=te
     image_id=tenant.image.find_image("centos-stream-9").id, networks=[{"uuid": network.id}], tags=[tag])
 machine = tenant.compute.wait_for_server(made, wait=180)
 volume = tenant.block_storage.create_volume(name="pvc-9d8e7f", size=1, metadata={"cinder.csi.openstack.org/cluster": infra})
-volume = tenant.block_storage.wait_forstatus_with_token(volume, "available", wait=120)
+volume = tenant.block_storage.wait_for_status(volume, "available", wait=120)
 port = tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id)
 tenant.network.set_tags(port, [tag])
 result = {"server": machine.id, "volume": volume.id, "port": port.id}
