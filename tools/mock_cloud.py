@@ -64,6 +64,10 @@ class _Quotas(BaseModel):
     floatingIps: Quotaed
     volumes: Quotaed
     gigabytes: Quotaed
+    # Neutron's, which only the needs table (tools/needs.py) reads: optional.
+    networks: Quotaed | None = None
+    subnets: Quotaed | None = None
+    routers: Quotaed | None = None
 
 
 class _Description(BaseModel):
@@ -85,6 +89,8 @@ class _Description(BaseModel):
     quotas: _Quotas
     computeLimitsForbidden: StrictBool = False
     computeHosts: StrictInt | None = None
+    # The token's Keystone roles (tools.describe_cloud writes them; the needs table checks them).
+    roles: list[StrictStr] | None = None
     # How the cloud takes the bootstrap's application credential: honoured (Glance reads the
     # access rule), refused (Glance answers 401), ignored (the token may list images too),
     # unsupported (Keystone before Train).

@@ -6,7 +6,7 @@
     python -m tools.plan --stack dev --out DIR       # default build/plan-<stack>
     python -m tools.plan --stack dev --from DIR      # the next `pulumi up` of a stack deployed as plan DIR
     python -m tools.plan ... --at +21h               # as if run later (or at an ISO 8601 time)
-    python -m tools.plan ... --cloud FILE            # check against this cloud description (default samples/cloud/dev.yaml)
+    python -m tools.plan ... --cloud FILE            # check against this cloud description (python -m tools.describe_cloud writes yours)
 
 Writes resources.json (with each resource's options), outputs.json (secrets shown as
 "[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
@@ -16,7 +16,11 @@ keys under nodes/, which is why plan directories are private to the user), and p
 user_data (exactly what the server receives), ignition.json (the config the node ends up
 with, data URLs decoded) and files/<path> (every file Ignition writes, appends and drop-ins too). With --from, also
 changes.json: what the next `pulumi up` does to every resource (tools/preview.py), printed as
-a table, disruption first. Needs no cloud and no Pulumi CLI. A configuration or an edit the
+a table, disruption first. On OpenStack, needs.yaml: what the stack needs from its cloud
+(quotas with the cloud's free amount, roles, services, the RHCOS image, DNS, MTU; tools/needs.py),
+printed too. The repository's own stacks are checked against samples/cloud/dev.yaml (the lab they
+describe); any other stack file only against a description --cloud names, else its cloud checks are
+skipped, saying so. Needs no cloud and no Pulumi CLI. A configuration or an edit the
 program refuses exits 2 with its messages and writes nothing.
 """
 
@@ -41,6 +45,7 @@ import pulumi
 import yaml
 
 from cluster.addresses import plan_addresses, server_name
+from cluster.cloud_facts import wanted
 from cluster.config import ClusterConfig, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
@@ -49,7 +54,7 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
-from tools import mock_cloud, real_installer, toolchain, topology
+from tools import mock_cloud, needs, real_installer, toolchain, topology
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
@@ -82,8 +87,13 @@ MACHINESET_NOTE = (
 PLAN_MARKER = ".ocp-plan"
 # What a plan holds at its top (plans written before the marker hold resources.json and state.json).
 PLAN_ENTRIES = frozenset(
-    {PLAN_MARKER, "resources.json", "state.json", "outputs.json", "topology.svg", "images.json", "changes.json", "nodes", "machinesets"}
+    {PLAN_MARKER, "resources.json", "state.json", "outputs.json", "topology.svg", "images.json", "changes.json", "nodes", "machinesets", "needs.yaml"}
 )
+# The stack files samples/cloud/dev.yaml describes the cloud of (the repository's lab): its own stacks
+# and their committed states. Any other stack file is the user's, for a cloud the sample is not.
+SAMPLE_STACKS = frozenset(ROOT / f"Pulumi.{name}.yaml" for name in ("dev", "standalone", "example", "kvm"))
+SAMPLE_STATES = ROOT / "tests" / "states"
+DESCRIBE_HOW = "python -m tools.describe_cloud --os-cloud NAME --out cloud.yaml writes one of yours; then add --cloud cloud.yaml"
 
 
 class PlanError(Exception):
@@ -107,14 +117,45 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
     return stack_name, config, notes
 
 
+def stack_path(stack: str | None, config_file: str | None) -> Path:
+    return Path(config_file) if config_file else ROOT / f"Pulumi.{stack}.yaml"
+
+
+def described_by_the_sample(path: Path) -> bool:
+    path = path.resolve()
+    return path in SAMPLE_STACKS or path.is_relative_to(SAMPLE_STATES)
+
+
+def without_cloud_checks(config: dict[str, str], description: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """A user's own OpenStack stack and no description of their cloud: the run's config with the
+    preflight skipped, and the sample description answering the program's lookups of the stack's own
+    images and external network (None: not OpenStack, or the stack skips the preflight itself)."""
+    try:
+        settings = load_config(config)
+    except Exception:  # noqa: BLE001 - a refused config: the program's run says why
+        return None
+    if settings.openstack is None or settings.openstack.skip_preflight:
+        return None
+    want = wanted(settings, plan_addresses(settings))
+    openstack = {**json.loads(config.get("ocp:openstack", "{}")), "skipPreflight": True}
+    answering = {
+        **description,
+        "images": {**description["images"], **dict.fromkeys(want.images, True)},
+        "networks": {**description["networks"], **dict.fromkeys(want.external_networks, True)},
+    }
+    return {**config, "ocp:openstack": json.dumps(openstack)}, answering
+
+
 def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def cloud_note(settings: ClusterConfig, description: Path) -> str | None:
+def cloud_note(settings: ClusterConfig, description: Path | None) -> str | None:
     """The summary's line naming the cloud the flavors, images and quotas were checked against."""
     if settings.openstack is None:
         return None  # libvirt: no cloud to describe
+    if description is None:
+        return f"cloud: not checked, no description of your cloud (samples/cloud/{mock_cloud.DEFAULT.name} describes the repository's lab): {DESCRIBE_HOW}"
     if settings.openstack.skip_preflight:
         return f"cloud: not checked (ocp:openstack.skipPreflight), invokes answered from the cloud description {shown(description)}"
     hint = " (tools.plan --cloud FILE to check against yours)" if description == mock_cloud.DEFAULT else ""
@@ -356,7 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default build/plan-<stack>)")
     parser.add_argument("--from", dest="deployed", metavar="PLANDIR", help="preview the next `pulumi up` of a stack deployed as this earlier plan")
     parser.add_argument("--at", metavar="TIME", help="run as if at this time: +<hours>h or ISO 8601 (default: now)")
-    parser.add_argument("--cloud", metavar="FILE", help=f"cloud description to check flavors, images, quotas against (default {shown(mock_cloud.DEFAULT)})")
+    parser.add_argument(
+        "--cloud",
+        metavar="FILE",
+        help=f"cloud description to check flavors, images, quotas against (python -m tools.describe_cloud --os-cloud NAME writes yours; "
+        f"default: {shown(mock_cloud.DEFAULT)} for the repository's own stacks, none for yours)",
+    )
     args = parser.parse_args(argv)
     engine = None
     description = Path(args.cloud).resolve() if args.cloud else mock_cloud.DEFAULT
@@ -367,16 +413,26 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or ROOT / "build" / f"plan-{stack}")
         check_out(out)
         engine = deployed_state(args.deployed, stack)
-        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=cloud)
+        unchecked = None if args.cloud or described_by_the_sample(stack_path(args.stack, args.config_file)) else without_cloud_checks(config, cloud)
+        run_config, answering = unchecked or (config, cloud)
+        run = run_program(run_config, stack=stack, engine=engine, now=parse_time(args.at), cloud=answering)
         settings = load_config(config)
-        notes += filter(None, [cloud_note(settings, description), installer_note(run, settings)])
+        checked_against = None if unchecked else description
+        notes += filter(None, [cloud_note(settings, checked_against), installer_note(run, settings)])
     except mock_cloud.DescriptionError as error:
         print(f"error: --cloud: {error}", file=sys.stderr)
         return 2
     except (PlanError, StackFileError, pulumi.RunError) as error:
         print(f"error: {against_description(str(error), config, description)}", file=sys.stderr)
         return 2
-    run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
+    run.warnings[:] = [
+        against_description(warning, config, description) for warning in run.warnings if not (unchecked and "skipPreflight" in warning)
+    ]
+    stack_needs = (
+        needs.needs(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(needs.installer_binary(settings)))
+        if settings.openstack
+        else None
+    )
     changes: list[Change] = engine.all_changes() if engine is not None else []
     # Written aside (mode 0700) and moved into place: a failure leaves the previous plan, never half a new one.
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -395,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("picture: topology.svg" if svg is not None else f"picture: none, Graphviz's dot is missing: {topology.HOW}")
         if engine is not None:
             _write(staging / "changes.json", json.dumps([c.as_json() for c in changes], indent=2) + "\n")
+        if stack_needs is not None:
+            _write(staging / "needs.yaml", needs.render(stack_needs, f"the cloud description {shown(description)}" if checked_against else "no cloud description"))
         if out.exists():
             shutil.rmtree(out)
         os.rename(staging, out)
@@ -404,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(summary(stack, out, run, nodes, notes, config))
+    if stack_needs is not None:
+        print("\nwhat the cloud must give this stack (needs.yaml; docs/openstack.md: the checklist):")
+        print("\n".join(needs.summary_lines(stack_needs)))
     if engine is not None:
         print(f"\nnext `pulumi up` of the stack deployed as {args.deployed} (changes.json):")
         print(table(changes, ()))

@@ -223,7 +223,7 @@ def describe() -> dict:
         "project": tenant.identity.get_project(project).name,
         "region": region,
         # The catalog's public endpoints by type, as the preflight reads them from the provider's token.
-        "catalog": {kind: tenant.endpoint_for(kind, interface="public", region_name=region) for kind in ("image", "identity")},
+        "catalog": {kind: tenant.endpoint_for(kind, interface="public", region_name=region) for kind in ("compute", "identity", "image", "network", "volumev3")},
         "flavors": {f.name: [f.vcpus, f.ram, f.disk] for f in tenant.compute.flavors()},
         "images": {i.name: i.status == "active" for i in tenant.image.images()},
         "networks": {n.name: bool(n.is_router_external) for n in tenant.network.networks()},

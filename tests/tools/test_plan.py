@@ -86,9 +86,32 @@ def test_invalid_config_exits_2_and_writes_nothing(tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == [stack]
 
 
+def test_a_users_own_stack_is_not_judged_by_the_sample_cloud(tmp_path):
+    """Issue 33: a newcomer's stack names their cloud's flavors and network, which the repository's
+    lab (samples/cloud/dev.yaml) has not: without --cloud its cloud checks are skipped, saying so."""
+    stack = edited_stack(tmp_path, "flavor: worker", "flavor: m1.large")
+    stack.write_text(stack.read_text().replace("flavor: master", "flavor: m1.xlarge").replace("externalNetwork: external", "externalNetwork: public-net"))
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("  cloud: ")]
+    assert notes == [
+        "  cloud: not checked, no description of your cloud (samples/cloud/dev.yaml describes the repository's lab): "
+        "python -m tools.describe_cloud --os-cloud NAME --out cloud.yaml writes one of yours; then add --cloud cloud.yaml"
+    ]
+    assert "skipPreflight" not in result.stdout + result.stderr  # the user did not write it
+    needs = yaml.safe_load((tmp_path / "p/needs.yaml").read_text())
+    assert needs["verdict"].startswith("not checked: no cloud description")
+    assert (needs["quotas"]["instances"]["need"], needs["quotas"]["cores"]["need"]) == (6, None)  # sizes: not described
+    # Named explicitly, the sample judges it, as before.
+    result = plan("--config-file", str(stack), "--cloud", "samples/cloud/dev.yaml", "--out", str(tmp_path / "p"))
+    assert result.returncode == 2
+    assert 'ocp:masters.flavor: flavor "m1.xlarge" does not exist in the cloud description samples/cloud/dev.yaml' in result.stderr
+    assert 'network "public-net" does not exist' in result.stderr
+
+
 def test_refusals_name_the_cloud_description_and_cloud_takes_another(tmp_path):
     stack = edited_stack(tmp_path, "flavor: worker", "flavor: huge.worker")
-    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    result = plan("--config-file", str(stack), "--cloud", "samples/cloud/dev.yaml", "--out", str(tmp_path / "p"))
     assert result.returncode == 2 and not (tmp_path / "p").exists()
     assert (
         'ocp:workers.flavor: flavor "huge.worker" does not exist in the cloud description samples/cloud/dev.yaml '
