@@ -1,0 +1,49 @@
+"""What the plan's needs table says a stack takes of its project's quotas, held against what the
+local cloud charges: the lifecycle calls `described` before `pulumi up`, and `uncharged` after it
+with the plan's needs.yaml of the same stack file.
+
+    before = described(cloud)
+    stack.up(...)
+    assert not uncharged(plan_dir / "needs.yaml", before, described(cloud))
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.localcloud.layout import CLOUD, Layout
+from tests.localcloud.conftest import ROOT
+
+
+def described(cloud: Layout, name: str = CLOUD) -> dict[str, Any]:
+    """The cloud description `python -m tools.describe_cloud` writes of the local cloud, as the tenant (GETs only)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.describe_cloud", "--os-cloud", name],
+        cwd=ROOT,
+        env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def uncharged(needs: Path | dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Every quota whose charge (in use after minus before) differs from the table's need; [] when all agree.
+    A quota the cloud shows no usage of (a limit alone, or per group) cannot be held and is left out."""
+    table = yaml.safe_load(needs.read_text()) if isinstance(needs, Path) else needs
+    wrong = []
+    for key, row in table["quotas"].items():
+        was, now = before["quotas"].get(key), after["quotas"].get(key)
+        if not (isinstance(was, list) and isinstance(now, list)) or row["need"] is None:
+            continue
+        charged = now[1] - was[1]
+        if charged != row["need"]:
+            wrong.append(f"{key}: the needs table says {row['need']} {row['unit']}, the cloud charged {charged} ({was[1]} -> {now[1]} in use)")
+    return wrong
