@@ -20,7 +20,7 @@ a table, disruption first. On OpenStack, needs.yaml: what the stack needs from i
 (quotas with the cloud's free amount, roles, services, the RHCOS image, DNS, MTU; tools/needs.py),
 printed too. The repository's own stacks are checked against samples/cloud/dev.yaml (the lab they
 describe); any other stack file only against a description --cloud names, else its cloud checks are
-skipped, saying so. Needs no cloud and no Pulumi CLI. A configuration or an edit the
+skipped (its names answered as there, no quota), saying so. Needs no cloud and no Pulumi CLI. A configuration or an edit the
 program refuses exits 2 with its messages and writes nothing.
 """
 
@@ -45,7 +45,7 @@ import pulumi
 import yaml
 
 from cluster.addresses import plan_addresses, server_name
-from cluster.cloud_facts import wanted
+from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
 from cluster.config import ClusterConfig, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
@@ -93,6 +93,8 @@ PLAN_ENTRIES = frozenset(
 # and their committed states. Any other stack file is the user's, for a cloud the sample is not.
 SAMPLE_STACKS = frozenset(ROOT / f"Pulumi.{name}.yaml" for name in ("dev", "standalone", "example", "kvm"))
 SAMPLE_STATES = ROOT / "tests" / "states"
+# What a flavor the stack names is taken to be where the cloud is not described: more than any role needs.
+FITS_ANY_ROLE = [1024, 4 * 1024 * 1024, 100_000]
 DESCRIBE_HOW = "python -m tools.describe_cloud --os-cloud NAME --out cloud.yaml writes one of yours; then add --cloud cloud.yaml"
 
 
@@ -126,24 +128,32 @@ def described_by_the_sample(path: Path) -> bool:
     return path in SAMPLE_STACKS or path.is_relative_to(SAMPLE_STATES)
 
 
-def without_cloud_checks(config: dict[str, str], description: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]] | None:
-    """A user's own OpenStack stack and no description of their cloud: the run's config with the
-    preflight skipped, and the sample description answering the program's lookups of the stack's own
-    images and external network (None: not OpenStack, or the stack skips the preflight itself)."""
+def without_cloud_checks(config: dict[str, str], description: dict[str, Any]) -> dict[str, Any] | None:
+    """A user's own OpenStack stack and no description of their cloud: the sample description with
+    every name the stack uses there and fit, and no quota, so that the preflight's checks of the
+    cloud pass and its checks of the stack's own state (a running worker's server group) still hold.
+    None: not OpenStack (or a refused config, which the run reports)."""
     try:
         settings = load_config(config)
     except Exception:  # noqa: BLE001 - a refused config: the program's run says why
         return None
-    if settings.openstack is None or settings.openstack.skip_preflight:
+    if settings.openstack is None:
         return None
     want = wanted(settings, plan_addresses(settings))
-    openstack = {**json.loads(config.get("ocp:openstack", "{}")), "skipPreflight": True}
-    answering = {
-        **description,
+    volumes = [role.root_volume for role in (settings.masters, settings.workers) if role.root_volume]
+    stand_in = {key: value for key, value in description.items() if key != "computeHosts"}
+    return {
+        **stand_in,
+        "flavors": {**description["flavors"], **dict.fromkeys(want.flavors, FITS_ANY_ROLE)},
         "images": {**description["images"], **dict.fromkeys(want.images, True)},
         "networks": {**description["networks"], **dict.fromkeys(want.external_networks, True)},
+        "floatingIps": {**description["floatingIps"], **dict.fromkeys(want.floating_ips, "")},
+        "computeZones": sorted({*description["computeZones"], *(zone for role in (settings.masters, settings.workers) for zone in role.availability_zones)}),
+        "volumeZones": sorted({*description["volumeZones"], *(zone for volume in volumes for zone in volume.availability_zones)}),
+        "volumeTypes": sorted({*description["volumeTypes"], *(volume.type for volume in volumes if volume.type)}),
+        "networkExtensions": sorted({*description["networkExtensions"], *TAG_EXTENSIONS}),
+        "quotas": dict.fromkeys(description["quotas"], UNLIMITED),
     }
-    return {**config, "ocp:openstack": json.dumps(openstack)}, answering
 
 
 def shown(path: Path) -> str:
@@ -414,8 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         check_out(out)
         engine = deployed_state(args.deployed, stack)
         unchecked = None if args.cloud or described_by_the_sample(stack_path(args.stack, args.config_file)) else without_cloud_checks(config, cloud)
-        run_config, answering = unchecked or (config, cloud)
-        run = run_program(run_config, stack=stack, engine=engine, now=parse_time(args.at), cloud=answering)
+        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=unchecked or cloud)
         settings = load_config(config)
         checked_against = None if unchecked else description
         notes += filter(None, [cloud_note(settings, checked_against), installer_note(run, settings)])
@@ -425,9 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, StackFileError, pulumi.RunError) as error:
         print(f"error: {against_description(str(error), config, description)}", file=sys.stderr)
         return 2
-    run.warnings[:] = [
-        against_description(warning, config, description) for warning in run.warnings if not (unchecked and "skipPreflight" in warning)
-    ]
+    run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
     stack_needs = (
         needs.needs(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(needs.installer_binary(settings)))
         if settings.openstack

@@ -109,6 +109,17 @@ def test_a_users_own_stack_is_not_judged_by_the_sample_cloud(tmp_path):
     assert 'network "public-net" does not exist' in result.stderr
 
 
+def test_a_users_own_stack_keeps_the_checks_of_what_it_runs(tmp_path):
+    """Without a description only the cloud goes unchecked: a day-2 edit that would move the running
+    workers to other server groups (Nova replaces them) is refused as before."""
+    stack = edited_stack(tmp_path, "flavor: worker", "flavor: m1.large")
+    deployed = tmp_path / "deployed"
+    assert plan("--config-file", str(stack), "--out", str(deployed)).returncode == 0
+    stack.write_text(stack.read_text().replace("flavor: m1.large", "flavor: m1.large\n    serverGroupSize: 1"))
+    result = plan("--config-file", str(stack), "--from", str(deployed), "--out", str(tmp_path / "next"))
+    assert result.returncode == 2 and "ocp:workers.serverGroupSize: the 2 running workers are in server groups of [2] members" in result.stderr
+
+
 def test_refusals_name_the_cloud_description_and_cloud_takes_another(tmp_path):
     stack = edited_stack(tmp_path, "flavor: worker", "flavor: huge.worker")
     result = plan("--config-file", str(stack), "--cloud", "samples/cloud/dev.yaml", "--out", str(tmp_path / "p"))
