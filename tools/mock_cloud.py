@@ -20,10 +20,20 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
+from cluster.addresses import plan_addresses
 from cluster.bootstrap_credential import TOKEN_COMMAND
+from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
+from cluster.config import load_config
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND
 
-DEFAULT = Path(__file__).resolve().parent.parent / "samples" / "cloud" / "dev.yaml"
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "samples" / "cloud" / "dev.yaml"
+# The stack files the default description describes the cloud of (the repository's lab): its own
+# stacks and their committed states. Any other stack file is a user's, for a cloud it is not.
+SAMPLE_STACKS = frozenset(ROOT / f"Pulumi.{name}.yaml" for name in ("dev", "standalone", "example", "kvm"))
+SAMPLE_STATES = ROOT / "tests" / "states"
+# What a flavor a user's stack names is taken to be where their cloud is not described: more than any role needs.
+FITS_ANY_ROLE = [1024, 4 * 1024 * 1024, 100_000]
 
 INSTANCE = "openstack:compute/instance:Instance"
 PORT = "openstack:networking/port:Port"
@@ -113,6 +123,40 @@ def read(path: Path | str) -> dict[str, Any]:
         wrong = "; ".join(f"{'.'.join(str(part) for part in item['loc'])}: {item['msg'].removeprefix('Value error, ')}" for item in error.errors()[:6])
         raise DescriptionError(f"cloud description {path}: {wrong} (samples/cloud/{DEFAULT.name} shows every key)") from None
     return description
+
+
+def describes(stack_file: Path) -> bool:
+    """Whether the default description is the cloud of this stack file."""
+    path = stack_file.resolve()
+    return path in SAMPLE_STACKS or path.is_relative_to(SAMPLE_STATES)
+
+
+def stand_in(config: Mapping[str, str], description: Mapping[str, Any]) -> dict[str, Any] | None:
+    """For a user's own OpenStack stack with no description of their cloud: `description` with every
+    name the stack uses there and fit, and no quota, so that the preflight's checks of the cloud pass
+    and its checks of what the stack runs (a running worker's server group) still hold. None: not
+    OpenStack (or a refused config, which the program's run reports)."""
+    try:
+        settings = load_config(dict(config))
+    except Exception:  # noqa: BLE001 - a refused config: the program's run says why
+        return None
+    if settings.openstack is None:
+        return None
+    want = wanted(settings, plan_addresses(settings))
+    roles = (settings.masters, settings.workers)
+    volumes = [role.root_volume for role in roles if role.root_volume]
+    return {
+        **{key: value for key, value in description.items() if key != "computeHosts"},
+        "flavors": {**description["flavors"], **dict.fromkeys(want.flavors, FITS_ANY_ROLE)},
+        "images": {**description["images"], **dict.fromkeys(want.images, True)},
+        "networks": {**description["networks"], **dict.fromkeys(want.external_networks, True)},
+        "floatingIps": {**description["floatingIps"], **dict.fromkeys(want.floating_ips, "")},
+        "computeZones": sorted({*description["computeZones"], *(zone for role in roles for zone in role.availability_zones)}),
+        "volumeZones": sorted({*description["volumeZones"], *(zone for volume in volumes for zone in volume.availability_zones)}),
+        "volumeTypes": sorted({*description["volumeTypes"], *(volume.type for volume in volumes if volume.type)}),
+        "networkExtensions": sorted({*description["networkExtensions"], *TAG_EXTENSIONS}),
+        "quotas": dict.fromkeys(description["quotas"], UNLIMITED),
+    }
 
 
 def described(**changes: Any) -> dict[str, Any]:

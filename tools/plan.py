@@ -45,7 +45,6 @@ import pulumi
 import yaml
 
 from cluster.addresses import plan_addresses, server_name
-from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
 from cluster.config import ClusterConfig, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
@@ -89,12 +88,6 @@ PLAN_MARKER = ".ocp-plan"
 PLAN_ENTRIES = frozenset(
     {PLAN_MARKER, "resources.json", "state.json", "outputs.json", "topology.svg", "images.json", "changes.json", "nodes", "machinesets", "needs.yaml"}
 )
-# The stack files samples/cloud/dev.yaml describes the cloud of (the repository's lab): its own stacks
-# and their committed states. Any other stack file is the user's, for a cloud the sample is not.
-SAMPLE_STACKS = frozenset(ROOT / f"Pulumi.{name}.yaml" for name in ("dev", "standalone", "example", "kvm"))
-SAMPLE_STATES = ROOT / "tests" / "states"
-# What a flavor the stack names is taken to be where the cloud is not described: more than any role needs.
-FITS_ANY_ROLE = [1024, 4 * 1024 * 1024, 100_000]
 DESCRIBE_HOW = "python -m tools.describe_cloud --os-cloud NAME --out cloud.yaml writes one of yours; then add --cloud cloud.yaml"
 
 
@@ -121,39 +114,6 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
 
 def stack_path(stack: str | None, config_file: str | None) -> Path:
     return Path(config_file) if config_file else ROOT / f"Pulumi.{stack}.yaml"
-
-
-def described_by_the_sample(path: Path) -> bool:
-    path = path.resolve()
-    return path in SAMPLE_STACKS or path.is_relative_to(SAMPLE_STATES)
-
-
-def without_cloud_checks(config: dict[str, str], description: dict[str, Any]) -> dict[str, Any] | None:
-    """A user's own OpenStack stack and no description of their cloud: the sample description with
-    every name the stack uses there and fit, and no quota, so that the preflight's checks of the
-    cloud pass and its checks of the stack's own state (a running worker's server group) still hold.
-    None: not OpenStack (or a refused config, which the run reports)."""
-    try:
-        settings = load_config(config)
-    except Exception:  # noqa: BLE001 - a refused config: the program's run says why
-        return None
-    if settings.openstack is None:
-        return None
-    want = wanted(settings, plan_addresses(settings))
-    volumes = [role.root_volume for role in (settings.masters, settings.workers) if role.root_volume]
-    stand_in = {key: value for key, value in description.items() if key != "computeHosts"}
-    return {
-        **stand_in,
-        "flavors": {**description["flavors"], **dict.fromkeys(want.flavors, FITS_ANY_ROLE)},
-        "images": {**description["images"], **dict.fromkeys(want.images, True)},
-        "networks": {**description["networks"], **dict.fromkeys(want.external_networks, True)},
-        "floatingIps": {**description["floatingIps"], **dict.fromkeys(want.floating_ips, "")},
-        "computeZones": sorted({*description["computeZones"], *(zone for role in (settings.masters, settings.workers) for zone in role.availability_zones)}),
-        "volumeZones": sorted({*description["volumeZones"], *(zone for volume in volumes for zone in volume.availability_zones)}),
-        "volumeTypes": sorted({*description["volumeTypes"], *(volume.type for volume in volumes if volume.type)}),
-        "networkExtensions": sorted({*description["networkExtensions"], *TAG_EXTENSIONS}),
-        "quotas": dict.fromkeys(description["quotas"], UNLIMITED),
-    }
 
 
 def shown(path: Path) -> str:
@@ -423,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or ROOT / "build" / f"plan-{stack}")
         check_out(out)
         engine = deployed_state(args.deployed, stack)
-        unchecked = None if args.cloud or described_by_the_sample(stack_path(args.stack, args.config_file)) else without_cloud_checks(config, cloud)
+        own = not args.cloud and not mock_cloud.describes(stack_path(args.stack, args.config_file))
+        unchecked = mock_cloud.stand_in(config, cloud) if own else None
         run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=unchecked or cloud)
         settings = load_config(config)
         checked_against = None if unchecked else description

@@ -1,10 +1,11 @@
 """What the plan's needs table says a stack takes of its project's quotas, held against what the
-local cloud charges: the lifecycle calls `described` before `pulumi up`, and `uncharged` after it
-with the plan's needs.yaml of the same stack file.
+local cloud charges: the lifecycle reads the cloud before `pulumi up` and holds the table of the same
+stack file (planned against that reading, so that vCPUs and RAM are sized) against the cloud after it:
 
     before = described(cloud)
+    table = planned_needs(stack_file, before, tmp_path)
     stack.up(...)
-    assert not uncharged(plan_dir / "needs.yaml", before, described(cloud))
+    assert not uncharged(table, before, described(cloud))
 """
 
 from __future__ import annotations
@@ -32,6 +33,21 @@ def described(cloud: Layout, name: str = CLOUD) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr
     return yaml.safe_load(done.stdout)
+
+
+def planned_needs(stack_file: Path, description: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The offline plan's needs.yaml of a stack file, against this description of the cloud."""
+    cloud = directory / "described-cloud.yaml"
+    cloud.write_text(yaml.safe_dump(description))
+    out = directory / "plan-needs"
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config-file", str(stack_file), "--cloud", str(cloud), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load((out / "needs.yaml").read_text())
 
 
 def uncharged(needs: Path | dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> list[str]:

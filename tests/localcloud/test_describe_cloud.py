@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from tests.localcloud.cloud_needs import described, uncharged
+from tests.localcloud.cloud_needs import described, planned_needs, uncharged
 from tests.localcloud.conftest import ROOT
 from tools.mock_cloud import DEFAULT, read
 
@@ -104,9 +104,15 @@ def test_refused_credentials_are_one_line(cloud, tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1 and "not-the-password" not in done.stderr
 
 
-def test_the_needs_check_holds_a_table_against_the_clouds_charges(cloud):
-    """The check the dev lifecycle runs after `pulumi up` (tests/localcloud/cloud_needs.py): here with
-    the cloud as it is (nothing charged between two reads) and a table that is wrong by one."""
+def test_the_needs_check_holds_a_table_against_the_clouds_charges(cloud, tmp_path):
+    """The check the dev lifecycle runs after `pulumi up` (tests/localcloud/cloud_needs.py), here with
+    the cloud as it is: nothing was charged between two readings, so every quota dev needs is named."""
     now = described(cloud)
-    table = {"quotas": {"instances": {"need": 0, "unit": "instances"}, "ports": {"need": 1, "unit": "ports"}, "cores": {"need": None, "unit": "vCPUs"}}}
-    assert uncharged(table, now, now) == [f"ports: the needs table says 1 ports, the cloud charged 0 ({now['quotas']['ports'][1]} -> {now['quotas']['ports'][1]} in use)"]
+    table = planned_needs(ROOT / "Pulumi.dev.yaml", now, tmp_path)
+    assert (table["quotas"]["cores"]["need"], table["quotas"]["ram"]["need"]) == (20, 81920)  # sized by the cloud's flavors
+    wrong = uncharged(table, now, now)
+    used = now["quotas"]["instances"][1]
+    assert f"instances: the needs table says 6 instances, the cloud charged 0 ({used} -> {used} in use)" in wrong
+    named = {line.split(":")[0] for line in wrong}
+    assert named == {key for key, row in table["quotas"].items() if row["need"] and isinstance(now["quotas"].get(key), list)}
+    assert {"instances", "cores", "ram", "serverGroups", "ports", "securityGroups", "securityGroupRules", "floatingIps"} <= named

@@ -10,6 +10,8 @@ from collections import Counter
 import yaml
 
 from tests.conftest import ROOT
+from tools import real_installer
+from tools.needs import rhcos_stream
 
 SERVERS = "openstack:compute/instance:Instance"
 
@@ -48,6 +50,13 @@ def test_the_dev_plan_says_what_the_cloud_must_give(tmp_path):
     assert [record["name"] for record in needs["dns"]] == ["api.ocp4.osd2019.local", "*.apps.ocp4.osd2019.local"]
     assert needs["dns"][0]["address"] == "`pulumi stack output apiFloatingIp`"  # apiFloatingIp: create
     assert "at least 1380" in needs["mtu"]
+    # The RHCOS image of the installer at hand (the toolchain's, where built), and how to upload it.
+    stream = rhcos_stream(real_installer.binary())
+    if stream is not None:
+        assert needs["image"]["rhcos"] == stream and stream["location"].endswith("-openstack.x86_64.qcow2.gz")
+        assert needs["image"]["upload"][:2] == [f"curl -L -o rhcos.qcow2.gz {stream['location']}", f"echo '{stream['sha256']}  rhcos.qcow2.gz' | sha256sum -c"]
+    else:
+        assert needs["image"]["rhcos"] == "run `openshift-install coreos print-stream-json` with the installer you install with"
     assert needs["image"]["upload"][-1] == "openstack image create --container-format bare --disk-format qcow2 --file rhcos.qcow2 rhcos"
     # And printed, a line per quota.
     printed = result.stdout.split("what the cloud must give this stack (needs.yaml")[1]
