@@ -151,6 +151,20 @@ def describe(connection: Any) -> dict[str, Any]:
     return description
 
 
+def _no_entry(cloud: str, error: Exception) -> str:
+    """Which entries the clouds.yaml openstacksdk read has, and where it is."""
+    from openstack import config
+
+    try:
+        loader = config.OpenStackConfig()
+        names, where = [name for name in loader.get_cloud_names() if name != "defaults"], loader.config_filename
+    except Exception:  # noqa: BLE001 - only for the message
+        return str(error)
+    if where is None:
+        return "no clouds.yaml found (./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml, or OS_CLIENT_CONFIG_FILE)"
+    return f"no entry {cloud!r} in {where} (its entries: {', '.join(names) or 'none'})"
+
+
 def connect(cloud: str) -> Any:
     """A connection to the clouds.yaml entry, its token fetched: a DescribeError says why not."""
     import keystoneauth1.exceptions as ks
@@ -160,7 +174,7 @@ def connect(cloud: str) -> Any:
     try:
         connection = openstack.connect(cloud=cloud)
     except exceptions.ConfigException as error:
-        raise DescribeError(f"--os-cloud {cloud}: {error}: name an entry of your clouds.yaml (`openstack --os-cloud NAME token issue` tries one)") from None
+        raise DescribeError(f"--os-cloud {cloud}: {_no_entry(cloud, error)}") from None
     try:
         auth_url = connection.config.get_auth_args().get("auth_url", "?")
     except Exception:  # noqa: BLE001 - only for the message

@@ -128,7 +128,7 @@ def test_an_unknown_cloud_or_an_unreachable_one_is_one_line_and_exit_2(tmp_path)
             "user_domain_name": "Default", "project_domain_name": "Default"}
     clouds.write_text(yaml.safe_dump({"clouds": {"mine": {"auth": auth, "region_name": "RegionOne"}}}))
     for args, says in (
-        (["--os-cloud", "nosuch"], "error: --os-cloud nosuch: Cloud nosuch was not found"),
+        (["--os-cloud", "nosuch"], f"error: --os-cloud nosuch: no entry 'nosuch' in {clouds} (its entries: mine)"),
         (["--os-cloud", "mine"], f"error: cloud mine: cannot reach Keystone at {auth['auth_url']} (ConnectFailure"),
     ):
         result = describe_cloud(*args, "--out", str(tmp_path / "cloud.yaml"), clouds=str(clouds))
