@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.localcloud.cloud_needs import described, planned_needs, uncharged
-from tests.localcloud.conftest import ROOT
+from tests.localcloud.conftest import ROOT, sdk
 from tools.mock_cloud import DEFAULT, read
 
 # Stacks the cloud must refuse, each for a name it does not have (or has, unfit): dev with one edit.
@@ -116,6 +116,17 @@ def test_the_needs_check_holds_a_table_against_the_clouds_charges(cloud, tmp_pat
     wrong = uncharged(table, now, now)
     used = now["quotas"]["instances"][1]
     assert f"instances: the needs table says 6 instances, the cloud charged 0 ({used} -> {used} in use)" in wrong
+    assert any(line.startswith("ports: the needs table says 10 ports, -1 on this cloud, the cloud charged 0") for line in wrong)
     named = {line.split(":")[0] for line in wrong}
     assert named == {key for key, row in table["quotas"].items() if row["need"] and isinstance(now["quotas"].get(key), list)}
     assert {"instances", "cores", "ram", "serverGroups", "ports", "securityGroups", "securityGroupRules", "floatingIps"} <= named
+
+
+def test_the_local_cloud_makes_no_dhcp_port(cloud):
+    """Why the needs check holds one port less here (cloud_needs.LOCAL_CLOUD): no Neutron agent runs,
+    so no network gets the DHCP (or OVN metadata) port a real cloud's does."""
+    found = sdk(cloud, """
+result = {"agents": [agent.agent_type for agent in admin.network.agents()],
+          "ports": sorted({port.device_owner for port in admin.network.ports()} & {"network:dhcp", "network:distributed"})}
+""")
+    assert found == {"agents": [], "ports": []}
