@@ -135,7 +135,7 @@ def _mtu(settings: ClusterConfig) -> str:
     )
 
 
-def needs(
+def of_stack(
     settings: ClusterConfig,
     plan: AddressPlan,
     outputs: Mapping[str, Any],

@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
     stack_needs = (
-        needs.needs(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(needs.installer_binary(settings)))
+        needs.of_stack(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(needs.installer_binary(settings)))
         if settings.openstack
         else None
     )
