@@ -104,6 +104,21 @@ def _upload(image: str, stream: Mapping[str, str] | None) -> list[str]:
     ]
 
 
+def _also(settings: ClusterConfig) -> list[str]:
+    """What the stack and its cluster make beyond the quota rows."""
+    made = []
+    if settings.uses_glance:
+        made.append("a private Glance image <infraID>-ignition, the bootstrap's config, while the bootstrap exists (Glance's own quotas, where set)")
+        if settings.bootstrap.credential == "applicationCredential":
+            made.append("a Keystone application credential <infraID>-bootstrap-ignition, as long as the image")
+    if settings.integrated:
+        made.append(
+            "after install, the cluster itself: Cinder volumes for PVCs, the image registry's Swift container (or a 100 GB volume), "
+            "an Octavia load balancer and floating IP per LoadBalancer Service, MachineSet servers and ports"
+        )
+    return made
+
+
 def _dns(settings: ClusterConfig, outputs: Mapping[str, Any]) -> list[dict[str, str]]:
     domain = f"{settings.cluster_name}.{settings.base_domain}"
     openstack = settings.openstack
@@ -183,6 +198,7 @@ def of_stack(
             "rhcos": dict(stream) if stream else f"run `{STREAM_COMMAND}` with the installer you install with",
             "upload": _upload(settings.masters.openstack_image, stream),
         },
+        "alsoMakes": _also(settings),
         "dns": _dns(settings, outputs),
         "mtu": _mtu(settings),
     }

@@ -50,6 +50,9 @@ def test_the_dev_plan_says_what_the_cloud_must_give(tmp_path):
     assert [record["name"] for record in needs["dns"]] == ["api.ocp4.osd2019.local", "*.apps.ocp4.osd2019.local"]
     assert needs["dns"][0]["address"] == "`pulumi stack output apiFloatingIp`"  # apiFloatingIp: create
     assert "at least 1380" in needs["mtu"]
+    assert [made.split(",")[0] for made in needs["alsoMakes"]] == [
+        "a private Glance image <infraID>-ignition", "a Keystone application credential <infraID>-bootstrap-ignition", "after install"
+    ]
     # The RHCOS image of the installer at hand (the toolchain's, where built), and how to upload it.
     stream = rhcos_stream(real_installer.binary())
     if stream is not None:
