@@ -7,12 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+import urllib.parse
 
 import pytest
 
 from cluster.config import load_config
 from cluster.installer import WORKER_POINTER_SECRET, InstallerAssets, worker_pointer_environment, worker_pointer_script
-from harness import kubeapi
+from harness import ignition, kubeapi, netns
 from tests.conftest import stack_config
 from tools import toolchain
 
@@ -117,3 +118,37 @@ def test_an_api_that_does_not_answer_refuses_the_worker_saying_where(api, tmp_pa
     host = closed.removeprefix("https://")
     failure = f"reading it through the cluster's API failed: The connection to the server {host} was refused - did you specify the right host or port?"
     assert result.stderr == refusal(failure, closed), result.stderr
+
+
+def test_a_day_2_worker_boots_from_the_rotated_ca_and_refuses_the_old_one(api, tmp_path):
+    """After the MCO rotated the MCS CA (4.19), the pointer the cluster holds is what a new worker's
+    real Ignition trusts: a config server whose certificate the rotated CA signed serves it, one the
+    old (installer's) CA signed is refused."""
+    for reason in (ignition.unavailable(), netns.unavailable()):
+        if reason:
+            pytest.skip(reason)
+    rotated, old = ignition.Authority.make("machine-config-server-ca (rotated)"), ignition.Authority.make("root-ca")
+    source = POINTER["ignition"]["config"]["merge"][0]["source"]
+    pem = base64.b64encode(rotated.pem.encode()).decode()
+    held = {"ignition": {**POINTER["ignition"], "security": {"tls": {"certificateAuthorities": [{"source": f"data:text/plain;charset=utf-8;base64,{pem}"}]}}}}
+    put_secret(api, {KEY: base64.b64encode(json.dumps(held).encode()).decode()})
+    (tmp_path / "script").mkdir()
+    result = pointer(api, tmp_path / "script")
+    assert result.returncode == 0, result.stderr
+    user_data = result.stdout
+    address = urllib.parse.urlsplit(source)
+    served = {address.path: json.dumps({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/served", "contents": {"source": "data:,rotated"}}]}}).encode()}
+    with netns.lab("rot") as lab:
+        node = lab.namespace("worker")
+        lab.run(node, ["ip", "addr", "add", f"{address.hostname}/32", "dev", "lo"], check=True)
+        for authority, works in ((rotated, True), (old, False)):
+            certificate = authority.issue(tmp_path / authority.name.split()[0], address.hostname)
+            with ignition.ConfigServer(served, certificate=certificate, address=address.hostname, port=address.port, netns=node):
+                booted = ignition.run(user_data, tmp_path / f"node-{works}", netns=node, timeout=120 if works else 15)
+            if works:
+                assert booted.ok, f"{booted.failure()}\n{booted.log[-3000:]}"
+                assert booted.files["/etc/served"].contents == b"rotated"
+            else:
+                assert not booted.ok and "/etc/served" not in booted.files
+                assert "x509: certificate signed by unknown authority" in booted.log
+    assert lab.leftovers() == []
