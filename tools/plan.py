@@ -9,7 +9,7 @@
     python -m tools.plan ... --cloud FILE            # check against this cloud description (default samples/cloud/dev.yaml)
 
 Writes resources.json (with each resource's options), outputs.json (secrets shown as
-"[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
+"[secret]"), topology.svg (networks, floating IPs and their DNS names, VIPs, nodes by role, security groups: drawn by
 Graphviz, tools/topology.py), .ocp-plan (marks the directory as a plan: --out replaces
 only an absent or empty directory or an earlier plan), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
