@@ -45,11 +45,11 @@ Box = tuple[str, str]  # a graph node's id and label
 # (place top to bottom, role, what the pool's nodes share: flavor, server group) -> its nodes
 Pools = dict[tuple[int, str, str], list[Box]]
 
-# Roles top to bottom, as the install uses them; a server no role names is the bootstrap's helper.
-ROLES = {"bootstrap": "bootstrap", "master": "masters", "worker": "workers", "helper": "bootstrap helper"}
-# Nodes per row: a row of three reads at 800 px wide (the README's width); more go on the next row.
+# Roles top to bottom, as the install uses them; a server no role names is the bootstrap's helper, which serves it.
+ROLES = {"bootstrap": "bootstrap", "helper": "bootstrap helper", "master": "masters", "worker": "workers"}
+# Nodes (and floating IPs) per row: three read at 800 px wide (the README's width); more go on the next row.
 PER_ROW = 3
-# Characters per row of security group boxes: about what fits the same width at 10 pt.
+# Characters per row of security group boxes: about what fits the same width at 11 pt.
 ROW_CHARACTERS = 100
 
 
@@ -133,15 +133,19 @@ def _openstack(dot: graphviz.Digraph, state: list[Item], outputs: dict[str, Any]
         outside.attr(label=f"external network {external_name}", style="dashed")
         # The router above the floating IPs, not beside them: the picture stays narrow.
         _row(outside, gateways, shape="box3d", style="")
-        _row(outside, floating, shape="box", style="rounded,dashed")
-        _under(outside, gateways, floating)
+        above = gateways
+        for start in range(0, len(floating), PER_ROW):
+            row = floating[start : start + PER_ROW]
+            _row(outside, row, shape="box", style="rounded,dashed")
+            _under(outside, above, row)
+            above = row
     subnets = _of(state, SUBNET)
     cidr = ", ".join(str(_get(subnet, "cidr")) for subnet in subnets)
     subnet_name = ", ".join(str(_get(subnet, "name")) for subnet in subnets)
     with dot.subgraph(name="cluster_machine") as machine:
         machine.attr(label=f"machine network {cidr} (subnet {subnet_name})", style="solid")
         vips = _vips(machine, outputs)
-        _under(dot, floating or gateways, vips)
+        _under(dot, above, vips)
         last = _pools(machine, _server_pools(state, servers, ports, outputs), vips)
     first = vips[0][0] if vips else None
     for router in routers:

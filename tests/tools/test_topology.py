@@ -193,6 +193,21 @@ def test_five_workers_read_at_800_px_grouped_by_role_top_to_bottom(tmp_path):
     assert x["fip ocp4-vips-api-fip"] < x["fip ocp4-vips-ingress-fip"] and x["vip 10.0.0.5"] < x["vip 10.0.0.7"]
 
 
+def test_the_bootstrap_helper_and_its_floating_ip_fit_the_width_too(tmp_path):
+    """configSource: helper adds a fourth floating IP and a server with no role: they wrap and get a box of their own."""
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("configSource: glance ", "configSource: helper "))
+    result = plan("dev", tmp_path / "p", config_file=stack_file)
+    assert result.returncode == 0, result.stderr
+    svg = (tmp_path / "p/topology.svg").read_bytes()
+    infra = json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+    assert width_pt(svg) <= README_WIDTH_PT
+    assert members(svg)["bootstrap helper: flavor m1.small"] == {f"node {infra}-bootstrap-helper"}
+    assert ("fip ocp4-bootstrap-helper-fip", f"node {infra}-bootstrap-helper") in arrows(svg)
+    top = tops(svg)
+    assert top[f"node {infra}-bootstrap"] < top[f"node {infra}-bootstrap-helper"] < top[f"node {infra}-master-0"]
+
+
 def test_a_libvirt_stack_shows_its_network_and_domains(tmp_path):
     result = plan("kvm", tmp_path / "kvm")
     assert result.returncode == 0, result.stderr
