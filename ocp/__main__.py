@@ -7,10 +7,12 @@ import argparse
 import sys
 
 from ocp import driver
+from ocp.version import VERSION
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ocp", description="Install, tend and remove a cluster of this project's stacks.")
+    parser.add_argument("--version", action="version", version=f"ocp {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     install = commands.add_parser("install", help="from nothing (or wherever the cluster is) to an installed cluster, under the policy pack")
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")

@@ -9,7 +9,7 @@
     python -m tools.plan ... --cloud FILE            # check against this cloud description (default samples/cloud/dev.yaml)
 
 Writes resources.json (with each resource's options), outputs.json (secrets shown as
-"[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
+"[secret]"), topology.svg (networks, floating IPs and their DNS names, VIPs, nodes by role, security groups: drawn by
 Graphviz, tools/topology.py), .ocp-plan (marks the directory as a plan: --out replaces
 only an absent or empty directory or an earlier plan), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
@@ -49,6 +49,7 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
+from ocp.version import VERSION
 from tools import mock_cloud, real_installer, toolchain, topology
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
@@ -322,7 +323,7 @@ def exposure(config: dict[str, str]) -> list[str]:
 def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], notes: list[str], config: dict[str, str]) -> str:
     outputs = run.outputs
     lines = [
-        f"offline plan of stack {stack!r} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
+        f"offline plan of stack {stack!r} by ocp {VERSION} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
         *[f"  {note}" for note in notes],
         "",
         f"API       {outputs.get('apiUrl')}  VIP {outputs.get('apiVip')}  floating IP {outputs.get('apiFloatingIp') or '-'}",

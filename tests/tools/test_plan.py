@@ -13,6 +13,7 @@ from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.dataurl import file_contents
 from cluster.installer import render_install_config
+from ocp.version import VERSION
 from tests.conftest import PULL_SECRET, ROOT, ignition_validate, stack_config
 from tools import real_installer, toolchain
 from tools.sample_installer import FAKE_MARKER
@@ -28,6 +29,8 @@ def test_plan_of_the_dev_stack(tmp_path):
     assert result.returncode == 0, result.stderr
     infra_id = json.loads((out / "outputs.json").read_text())["infraId"]
     assert f"{infra_id}-master-0" in result.stdout and "in all" in result.stdout
+    # Which release of this program made the plan (ocp/version.py, CHANGELOG.md).
+    assert result.stdout.startswith(f"offline plan of stack 'dev' by ocp {VERSION} -> ")
     # What a reviewer looks for first: endpoints and everything open beyond the machine network.
     assert "API       https://api.ocp4.osd2019.local:6443  VIP 10.0.0.5  floating IP 203.0.113." in result.stdout
     # Which cloud the flavors and quotas were checked against: the sample's, not the user's own.
