@@ -177,7 +177,7 @@ EFFECTS: dict[str, Effect] = {
     "openstack.caBundle": Effect("warn", "the cluster keeps the CA it was installed with. Change it in the ConfigMap cloud-provider-config (namespace openshift-config, key ca-bundle.pem) and user-ca-bundle"),
     "openstack.additionalNetworkIds": Effect("warn", "running servers keep their networks (a change would replace them); new servers get the list"),
     "openstack.skipPreflight": Effect("inert", "only decides whether this run checks the cloud first; nothing in the cloud changes"),
-    "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place; nodes are untouched"),
+    "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place, beside the port's own list: the groups the cluster attached (the cloud controller manager's lb-sg-*) stay; nodes are untouched"),
     "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
     "installer.oc": Effect(
         "apply",

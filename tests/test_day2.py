@@ -90,7 +90,10 @@ DEV_EDITS = [
     Edit("imageDigestSources", key("imageDigestSources", [{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror.lab/ocp"]}]), warns=("imageDigestSources",)),
     Edit("openstack.caBundle", section("openstack", caBundle=PEM), warns=("openstack.caBundle",)),
     Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",)),
-    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-control-plane-*-port": "update", "ocp4-workers-*-port": "update", "ocp4-bootstrap-node-port": "update"}),
+    # Beside each port, never through it: an update of the port's own list would drop the lb-sg-* groups the cluster attached.
+    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "create"}),
+    Edit("openstack.additionalSecurityGroupIds another", section("openstack", additionalSecurityGroupIds=["7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "update"}),
+    Edit("openstack.additionalSecurityGroupIds removed", section("openstack", additionalSecurityGroupIds=[]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "delete"}),
     Edit("bootstrap.helper flavor", section("bootstrap", helper={"flavor": "m1.medium", "image": "centos-stream-9", "sshUser": "cloud-user"}), warns=("bootstrap.helper",)),
     Edit("bootstrap.configSource glance -> helper", section("bootstrap", configSource="helper"), refused='ocp:bootstrap.configSource: was "glance" at install, now "helper"'),
     Edit("bootstrap.configSource helper -> glance", section("bootstrap", configSource="glance"), refused='ocp:bootstrap.configSource: was "helper" at install, now "glance"', base=section("bootstrap", configSource="helper")),

@@ -32,6 +32,15 @@ FIRST_BOOT_ONLY = (
 )
 
 
+# What the running cluster adds to a node's port, which a later update must not write over
+# (the provider reads the pairs back on refresh, then puts the program's list in their place):
+# EgressIPs that cloud-network-config-controller appends to allowed_address_pairs, and the
+# lb-sg-* groups the cloud controller manager attaches. The port's own lists are its first
+# boot's: the VIPs and its groups never change on a running cluster, and
+# ocp:openstack.additionalSecurityGroupIds is applied beside them (PortSecGroupAssociate).
+CLUSTER_KEPT = ("allowedAddressPairs", "securityGroupIds")
+
+
 def node_port(
     name: str,
     cluster: ClusterContext,
@@ -42,7 +51,8 @@ def node_port(
     parent: pulumi.Resource,
     protect: bool = False,
 ) -> openstack.networking.Port:
-    return openstack.networking.Port(
+    """`security_group_ids`: the node's groups at creation, ocp:openstack.additionalSecurityGroupIds included."""
+    port = openstack.networking.Port(
         f"{name}-port",
         name=cluster.server_name(node),
         network_id=subnet.network_id,
@@ -51,8 +61,20 @@ def node_port(
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
         tags=cluster.tags,
-        opts=pulumi.ResourceOptions(parent=parent, protect=protect),
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=list(CLUSTER_KEPT)),
     )
+    additional = cluster.openstack.additional_security_group_ids
+    if additional:
+        # Adds its groups to the port and, when edited or removed, takes away only those it
+        # added (enforce false): the groups the cluster attached stay.
+        openstack.networking.PortSecGroupAssociate(
+            f"{name}-port-additional-groups",
+            port_id=port.id,
+            security_group_ids=list(additional),
+            enforce=False,
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+    return port
 
 
 def server(
