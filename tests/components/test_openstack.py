@@ -484,6 +484,24 @@ def _port_of(logical_name: str) -> str:
     ]
 
 
+def test_ports_on_additional_networks_carry_the_nodes_groups_tags_and_name():
+    """As the installer's machines have them; a port Nova made for a network given by ID would be in `default` alone."""
+    first, second = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b", "6c1d7e3f-9b54-4e2f-8a7b-3d8e9f0a1b2c"
+    program_run = run(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[first, second]))
+    ports = {r.name: r for r in program_run.of_type(PORT)}
+    servers = {r.name: r for r in program_run.of_type(INSTANCE)}
+    assert len(servers) == 6
+    for name, instance in servers.items():
+        primary, *additional = (ports[f"{name}-port"], ports[f"{name}-port-1"], ports[f"{name}-port-2"])
+        assert [unwrap(port.inputs["networkId"]) for port in additional] == [first, second]
+        for port in additional:
+            for key in ("name", "tags", "securityGroupIds"):
+                assert unwrap(port.inputs[key]) == unwrap(primary.inputs[key]), (port.name, key)
+            assert not port.inputs.get("fixedIps") and not port.inputs.get("allowedAddressPairs")
+            assert set(port.options["ignoreChanges"]) == {"allowedAddressPairs", "securityGroupIds"}
+        assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (primary, *additional)]
+
+
 def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
     def groups(program_run: ProgramRun) -> dict[str, list[str]]:
         # By logical name, whatever the naming mode: ocp4-vips-api-port -> api, ...-master-0-port -> master-0.
