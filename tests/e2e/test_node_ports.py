@@ -4,7 +4,8 @@ program's own `node_port` against a cloud of ports (tests/e2e/neutron.py), in a 
 that has only loopback. Between runs the test does to the cloud what the cluster's controllers do:
 cloud-network-config-controller appends an EgressIP to the port's allowed_address_pairs, the cloud
 controller manager attaches an `lb-sg-*` group. Then `pulumi refresh` and `pulumi up`, and an edit
-of ocp:openstack.additionalSecurityGroupIds, must leave both on the port."""
+of ocp:openstack.additionalSecurityGroupIds, must leave both on the port. And a node's port on an
+additional network (finding 5) is made as its own port is, which the real plugin sends as such."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ OPENSTACK = ("openstack", "5.5.3")
 CLOUD_PORT = 18999
 EGRESS_IP = {"ip_address": "10.0.3.17", "mac_address": "fa:16:3e:00:00:01"}
 LB_GROUP = "lb-sg-2f4c1a7e-default-router"
+NETWORK = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
 ADDED, OTHER = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f", "7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"
 
 PROGRAM = f"""
@@ -34,7 +36,7 @@ import pulumi_openstack as openstack
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from components.openstack.common import ClusterContext, Subnet
-from components.openstack.machines import node_port
+from components.openstack.machines import additional_network_ports, node_port
 
 config = load_config(json.loads(open("settings.json").read()))
 plan = plan_addresses(config)
@@ -47,6 +49,7 @@ cluster = ClusterContext(config, plan, pulumi.Output.from_input("ocp4-x7k2p"), p
 worker = plan.workers[0]
 groups = ["sg-worker", *config.openstack.additional_security_group_ids]
 port = node_port("ocp4-workers-worker-0", cluster, worker, Subnet("net-1", "subnet-1"), groups, [plan.ingress_vip], nodes)
+additional_network_ports("ocp4-workers-worker-0", cluster, worker, groups, nodes)
 pulumi.export("portId", port.id)
 """
 
@@ -98,14 +101,14 @@ class Run:
     def cloud(self) -> dict:
         return json.loads(self.cloud_file.read_text())
 
-    def port(self) -> dict:
-        (only,) = self.cloud()["ports"].values()
+    def port(self, network: str = "net-1") -> dict:
+        (only,) = [port for port in self.cloud()["ports"].values() if port["network_id"] == network]
         return only
 
     def edit_port(self, **changes) -> None:
-        """What a controller of the cluster does to the port, straight in the cloud."""
+        """What a controller of the cluster does to the node's port, straight in the cloud."""
         state = self.cloud()
-        (port_id,) = state["ports"]
+        port_id = self.port()["id"]
         for key, extend in changes.items():
             state["ports"][port_id][key] = state["ports"][port_id][key] + extend
         self.cloud_file.write_text(json.dumps(state))
@@ -153,3 +156,13 @@ def test_an_edit_of_the_additional_groups_keeps_the_load_balancers_group(run):
     port = run.port()
     assert sorted(port["security_groups"]) == sorted(["sg-worker", LB_GROUP])
     assert port["allowed_address_pairs"] == [{"ip_address": "10.0.0.7"}, EGRESS_IP]
+
+
+def test_a_port_on_an_additional_network_is_made_as_the_nodes_own(run):
+    run.up(settings(additionalNetworkIds=[NETWORK]))
+    own, extra = run.port(), run.port(NETWORK)
+    assert extra["name"] == own["name"] == "ocp4-x7k2p-worker-0"
+    assert extra["tags"] == own["tags"] == ["openshiftClusterID=ocp4-x7k2p"]
+    assert extra["security_groups"] == own["security_groups"] == ["sg-worker"]
+    (made,) = [r["body"]["port"] for r in run.cloud()["requests"] if r["method"] == "POST" and r["body"].get("port", {}).get("network_id") == NETWORK]
+    assert "fixed_ips" not in made and made.get("allowed_address_pairs", []) == []  # Neutron gives it an address of that network
