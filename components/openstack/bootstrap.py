@@ -292,8 +292,8 @@ class Bootstrap(pulumi.ComponentResource):
         if rules:
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
-        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self)
-        additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self)
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self, of_the_cluster=False)
+        additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network
             ssh_host = openstack.networking.FloatingIp(

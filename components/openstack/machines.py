@@ -50,10 +50,13 @@ def node_port(
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
     protect: bool = False,
+    of_the_cluster: bool = True,
 ) -> openstack.networking.Port:
-    """`security_group_ids`: the node's groups at creation, ocp:openstack.additionalSecurityGroupIds included."""
+    """`security_group_ids`: the node's groups at creation, ocp:openstack.additionalSecurityGroupIds included.
+    Not `of_the_cluster` (the bootstrap, which no controller of the cluster touches): its lists
+    follow the program, the SSH group that comes and goes with ocp:openstack.sshAllowedCidr too."""
     fixed_ip = openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))
-    return _port(f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], security_group_ids, vips, parent, protect)
+    return _port(f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], security_group_ids, vips, parent, protect, of_the_cluster)
 
 
 def additional_network_ports(
@@ -63,13 +66,14 @@ def additional_network_ports(
     security_group_ids: pulumi.Input[Sequence[str]],
     parent: pulumi.Resource,
     protect: bool = False,
+    of_the_cluster: bool = True,
 ) -> list[openstack.networking.Port]:
     """The node's port on each of ocp:openstack.additionalNetworkIds, made as its own is (its groups,
     tags and name), as the installer's machines have them: a port Nova made for a network given by
     ID would carry the project's `default` group alone. A server made before these existed keeps
     Nova's (its networks are read at first boot); its port here waits for the server made again."""
     return [
-        _port(f"{name}-port-{number}", cluster, node, network, None, security_group_ids, (), parent, protect)
+        _port(f"{name}-port-{number}", cluster, node, network, None, security_group_ids, (), parent, protect, of_the_cluster)
         for number, network in enumerate(cluster.openstack.additional_network_ids, start=1)
     ]
 
@@ -84,7 +88,9 @@ def _port(
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
     protect: bool,
+    of_the_cluster: bool,
 ) -> openstack.networking.Port:
+    kept = list(CLUSTER_KEPT) if of_the_cluster else []
     port = openstack.networking.Port(
         name,
         name=cluster.server_name(node),
@@ -94,10 +100,10 @@ def _port(
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips] or None,
         tags=cluster.tags,
-        opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=list(CLUSTER_KEPT)),
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=kept),
     )
     additional = cluster.openstack.additional_security_group_ids
-    if additional:
+    if additional and kept:
         # Adds its groups to the port and, when edited or removed, takes away only those it
         # added (enforce false): the groups the cluster attached stay.
         openstack.networking.PortSecGroupAssociate(
