@@ -215,6 +215,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
             "generatedAt": int(self.now),
             "generation": int(environment["GENERATION"]),
             "stack": json.loads(environment["INSTALL_FACTS"]),
+            "masterPointers": True,  # as run_script records it
         }
         if real_installer.serves(environment):
             try:
