@@ -1,5 +1,6 @@
 """From nothing to an installed cluster, on Pulumi's Automation API (a local workspace on this
-project, the stack selected): preview, up with progress, the bootstrap, its teardown, the
+project, the stack selected; its tools checked first, ocp/checks.py): preview, up with progress,
+a check that the API's name resolves here, the bootstrap, its teardown, the
 workers' CSRs (this stack's nodes only), install-complete. Run again, it continues from where
 the cluster is: `up` changes only what is missing, and a stack whose bootstrap is gone skips
 the bootstrap's steps."""

@@ -2,8 +2,9 @@
 preview that would disrupt running machines stops it, the bootstrap's by its component type, not
 its name; every preview and up runs with the policy pack, whose violation stops it; a bootstrap that does not hand over is
 gathered (the gather runs SSH to the bootstrap, which no test may reach) and the bundle named; an
-interrupted earlier run is pointed at tools.recover. The whole install runs for real in
-tests/localcloud/test_install_kvm.py."""
+interrupted earlier run is pointed at tools.recover; a missing or unfit tool stops it before any
+work, one line each (exit 2); a name this machine does not resolve stops it right after the first
+up, before any wait. The whole install runs for real in tests/localcloud/test_install_kvm.py."""
 
 from __future__ import annotations
 
