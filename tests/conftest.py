@@ -27,6 +27,9 @@ os.environ["OS_CLIENT_CONFIG_FILE"] = str(ROOT / "tests" / "no-clouds.yaml")
 # Integrated stacks' configs come from the fake installer, whether or not a local cloud is up;
 # tests/localcloud turns the real one on where it asks for the cloud.
 os.environ["OCP_PLAN_LOCALCLOUD"] = "off"
+# Nor from an openshift-install of the developer's on PATH (the offline plan takes the user's own):
+# tests of that turn it on and name their PATH (tests/tools/test_plan.py).
+os.environ["OCP_PLAN_USER_INSTALLER"] = "off"
 # The committed kvm stack (domain type kvm, URI on this machine) must plan on a machine without
 # KVM too: in-process runs see a usable device; tests of the check itself name theirs.
 libvirt_host.KVM_DEVICE = Path(os.devnull)

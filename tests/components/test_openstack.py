@@ -853,7 +853,8 @@ def stack_file(tmp_path, step: str, config: dict[str, str]) -> str:
     """The dev stack's file as edited at one step (one stack: the name is in every URN)."""
     path = tmp_path / step / "Pulumi.dev.yaml"
     path.parent.mkdir()
-    path.write_text(yaml.safe_dump({"config": {key: yaml.safe_load(value) if key != "ocp:pullSecret" else value for key, value in config.items()}}))
+    # The pull secret is set with --secret, encrypted there: the offline plan uses a sample (pulumi refuses it in clear).
+    path.write_text(yaml.safe_dump({"config": {key: yaml.safe_load(value) for key, value in config.items() if key != "ocp:pullSecret"}}))
     return str(path)
 
 
