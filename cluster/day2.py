@@ -93,9 +93,7 @@ EFFECTS: dict[str, Effect] = {
     "masters.diskGib": Effect("warn", "running masters keep their disks; only new disks get the size"),
     "masters.image": Effect("warn", _NEW_SERVERS),
     "masters.rootVolume": Effect("warn", "running masters keep their root volumes; only new servers get it"),
-    "masters.rootVolume.availabilityZones": Effect(
-        "warn", _VOLUME_ZONES.format(role="masters"), _OWN_VOLUMES.format(role="masters")
-    ),
+    "masters.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="masters"), _OWN_VOLUMES.format(role="masters")),
     "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
     "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
     "workers.count": Effect(
@@ -111,9 +109,7 @@ EFFECTS: dict[str, Effect] = {
     "workers.diskGib": Effect("warn", "running workers keep their disks; new workers get the size"),
     "workers.image": Effect("warn", _NEW_SERVERS),
     "workers.rootVolume": Effect("warn", "running workers keep their root volumes; new workers get it"),
-    "workers.rootVolume.availabilityZones": Effect(
-        "warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")
-    ),
+    "workers.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")),
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
     "workers.serverGroupSize": Effect(
         "apply",
@@ -175,9 +171,9 @@ EFFECTS: dict[str, Effect] = {
     "capabilities": Effect("warn", "the cluster keeps the capabilities it was installed with. Enable more with `oc patch clusterversion version --type merge -p '{\"spec\":{\"capabilities\":{\"additionalEnabledCapabilities\":[...]}}}'` (none can be disabled)"),
     "imageDigestSources": Effect("warn", "the cluster keeps the mirrors it was installed with. Change them with an ImageDigestMirrorSet (`oc apply -f`)"),
     "openstack.caBundle": Effect("warn", "the cluster keeps the CA it was installed with. Change it in the ConfigMap cloud-provider-config (namespace openshift-config, key ca-bundle.pem) and user-ca-bundle"),
-    "openstack.additionalNetworkIds": Effect("warn", "running servers keep their networks (a change would replace them); new servers get the list"),
+    "openstack.additionalNetworkIds": Effect("warn", "running servers keep their networks (a change would replace them); each node gets a port on a network added, which a server made from now on boots with; removing one that was there at install is refused (its ports would be taken from the running servers)"),
     "openstack.skipPreflight": Effect("inert", "only decides whether this run checks the cloud first; nothing in the cloud changes"),
-    "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place; nodes are untouched"),
+    "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place, beside the port's own list: the groups the cluster attached (the cloud controller manager's lb-sg-*) stay; nodes are untouched"),
     "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
     "installer.oc": Effect(
         "apply",
@@ -274,6 +270,8 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         if problem.split(":")[1] not in refused
     ]
     problems += _config_source(config, installed)
+    gone = set(installed.get("openstack.additionalNetworkIds") or ()) - set(config.openstack.additional_network_ids if config.openstack else ())
+    problems += [f"ocp:openstack.additionalNetworkIds: {network} was there at install: every node's port on it would be deleted, which takes it from the running server. Put it back" for network in sorted(gone)]
     refused_routers, warned_routers = _routers(config, plan, assets, installed)
     problems += refused_routers
     warnings += warned_routers

@@ -115,7 +115,8 @@ def _machine_pool(config: ClusterConfig, role: str) -> dict[str, Any]:
     if section.availability_zones:
         pool["zones"] = list(section.availability_zones)
     if section.root_volume is not None:
-        volume: dict[str, Any] = {"size": section.root_volume.size, "type": section.root_volume.type}
+        # `types`, a list: 4.19 reads the single `type` only as a deprecated spelling of it.
+        volume: dict[str, Any] = {"size": section.root_volume.size, "types": [section.root_volume.type]}
         if section.root_volume.availability_zones:
             volume["zones"] = list(section.root_volume.availability_zones)
         pool["rootVolume"] = volume

@@ -37,6 +37,7 @@ from cluster.installer_output import (
     RELEASE_COMPONENTS,
     RELEASE_FILE,
     UPI_REMOVED_MANIFESTS,
+    POINTER_SECRETS,
     WORKER_POINTER_SECRET,
     InstallerAssets,
     InstallRecord,
@@ -60,6 +61,7 @@ __all__ = [
     "RELEASE_COMPONENTS",
     "RELEASE_FILE",
     "UPI_REMOVED_MANIFESTS",
+    "POINTER_SECRETS",
     "WORKER_POINTER_SECRET",
     "InstallRecord",
     "InstallerAssets",
@@ -156,7 +158,7 @@ fi
 {{
   for f in {files}; do printf '%s ' "$f"; base64 -w0 "$dir/$f"; echo; done
   printf '{RECORD_FILE} '
-  printf '{{"generatedAt":%s,"generation":%s,"stack":%s}}' "$generated_at" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
+  printf '{{"generatedAt":%s,"generation":%s,"stack":%s,"masterPointers":true}}' "$generated_at" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
   printf '{RELEASE_FILE} '
   printf '{{"release":"%s","images":{{%s}}}}' "$release" "$images" | base64 -w0; echo
 }} > "$dir/{KEPT_BUNDLE}"
@@ -178,7 +180,7 @@ if [ -n "$missing" ]; then
 fi
 for f in {files}; do printf '%s ' "$f"; base64 -w0 "$dir/$f"; echo; done
 printf '{RECORD_FILE} '
-printf '{{"generatedAt":%s,"generation":%s,"stack":%s}}' "$(stat -c %Y "$dir/bootstrap.ign")" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
+printf '{{"generatedAt":%s,"generation":%s,"stack":%s,"masterPointers":true}}' "$(stat -c %Y "$dir/bootstrap.ign")" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
 if [ -f "$dir/{RELEASE_FILE}" ]; then printf '{RELEASE_FILE} '; base64 -w0 "$dir/{RELEASE_FILE}"; echo; fi
 """
 
@@ -238,11 +240,17 @@ def run_environment(
     return environment
 
 
-def worker_pointer_script() -> str:
-    """A worker's pointer config on stdout, run once, when its server is made: the installer's
-    (POINTER_SOURCE=install), or the one the running cluster serves, read through its API with
-    the stack's kubeconfig. No server without it: a failure names what to do."""
-    namespace, name, key = WORKER_POINTER_SECRET
+# What a refusal tells the user to leave as it was, by role: a new worker comes from workers.count,
+# a master made after install from a server made again (tools.recover, a server lost from the state).
+_POINTER_EDIT = {"master": ("ocp:masters", "the master's server as it was"), "worker": ("ocp:workers.count", "ocp:workers.count as it was")}
+
+
+def pointer_script(role: str = "worker") -> str:
+    """A master's or worker's pointer config on stdout, run once, when its server is made: the
+    installer's (POINTER_SOURCE=install), or the one the running cluster serves, read through its
+    API with the stack's kubeconfig. No server without it: a failure names what to do."""
+    namespace, name, key = POINTER_SECRETS[role]
+    edited, leave = _POINTER_EDIT[role]
     return f"""set -eu
 if [ "$POINTER_SOURCE" = install ]; then printf '%s' "$INSTALL_POINTER"; exit 0; fi
 umask 077
@@ -250,7 +258,12 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 printf '%s' "$KUBECONFIG_DATA" > "$scratch/kubeconfig"
 refuse() {{
-  echo "ocp:workers.count: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave ocp:workers.count as it was" >&2
+  if [ "${{LENIENT:-}}" = 1 ]; then
+    echo "warning: {edited}: $SERVER keeps the installer's pointer: the secret {namespace}/{name} could not be read ($1). A running {role} does not read it again; before a {role} is made again, make the API ($API_URL) reachable and run \\`pulumi up --replace\\` with this command's URN" >&2
+    printf '%s' "$INSTALL_POINTER"
+    exit 0
+  fi
+  echo "{edited}: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new {role} boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave {leave}" >&2
   exit 3
 }}
 if ! encoded=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get secret {name} -n {namespace} -o 'jsonpath={{.data.{key}}}' 2>"$scratch/error"); then
@@ -264,12 +277,14 @@ printf '%s' "$pointer"
 """
 
 
-def worker_pointer_environment(
-    config: ClusterConfig, assets: InstallerAssets, server: str, from_cluster: bool
+def pointer_environment(
+    config: ClusterConfig, assets: InstallerAssets, server: str, from_cluster: bool, role: str = "worker", strict: bool = True
 ) -> dict[str, str]:
-    """The environment of `worker_pointer_script` for one worker (a secret: the kubeconfig)."""
+    """The environment of `pointer_script` for one master or worker (a secret: the kubeconfig).
+    Not `strict`: where the cluster's pointer cannot be read, the installer's, with a warning."""
+    installed = json.dumps(assets.master if role == "master" else assets.worker, sort_keys=True, separators=(",", ":"))
     if not from_cluster:
-        return {"POINTER_SOURCE": "install", "INSTALL_POINTER": json.dumps(assets.worker, sort_keys=True, separators=(",", ":"))}
+        return {"POINTER_SOURCE": "install", "INSTALL_POINTER": installed}
     kubeconfig = yaml.safe_load(assets.kubeconfig) or {}
     api = next((c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []), "")
     return {
@@ -278,6 +293,7 @@ def worker_pointer_environment(
         "OC": config.installer.oc,
         "SERVER": server,
         "API_URL": api,
+        **({} if strict else {"LENIENT": "1", "INSTALL_POINTER": installed}),
     }
 
 

@@ -56,10 +56,15 @@ MAX_BOOTSTRAP_AGE_HOURS = 20
 CVO_OVERRIDES_MANIFEST = "/opt/openshift/manifests/cvo-overrides.yaml"
 # From this minor on, once any MachineSet exists, the MCO re-signs the machine config server's
 # certificate with a CA of its own and rewrites the user-data secrets (MCO release-4.19
-# pkg/controller/certrotation): the installer's worker pointer then fails TLS on new nodes.
+# pkg/controller/certrotation): the installer's pointers then fail TLS on new nodes.
 MCS_CA_ROTATION_MINOR = 19
-# Where the running cluster keeps the worker pointer it trusts (all releases this program installs).
-WORKER_POINTER_SECRET = ("openshift-machine-api", "worker-user-data-managed", "userData")
+# Where the running cluster keeps the pointer of each role that it trusts (all releases this
+# program installs; the MCO rewrites both when it rotates its CA, as the CPMS boots masters from it).
+POINTER_SECRETS = {
+    "master": ("openshift-machine-api", "master-user-data-managed", "userData"),
+    "worker": ("openshift-machine-api", "worker-user-data-managed", "userData"),
+}
+WORKER_POINTER_SECRET = POINTER_SECRETS["worker"]
 
 
 # --------------------------------------------------------------------------- the installer's output
@@ -73,6 +78,9 @@ class InstallRecord:
     generated_at: float
     generation: int = 1
     stack: Mapping[str, Any] | None = None
+    # Made by a release whose masters have pointer commands from install on: every one made
+    # later is a master made again. An earlier stack makes them on its next run, masters running.
+    master_pointers: bool = False
 
     def age_hours(self, now: float) -> float:
         return (now - self.generated_at) / 3600
@@ -124,8 +132,8 @@ class InstallerAssets:
                 return int(match.group(1)) if match else None
         return None
 
-    def worker_pointer_from_cluster(self, bootstrap_enabled: bool) -> bool:
-        """Whether a worker created now must get the pointer the running cluster serves instead of
+    def pointer_from_cluster(self, bootstrap_enabled: bool) -> bool:
+        """Whether a master or worker created now must get the pointer the running cluster serves instead of
         the installer's: once the bootstrap is gone (day 2) on a release whose MCO may have rotated
         the machine config server's CA (4.19+, or a release the configs do not name)."""
         minor = self.release_minor
@@ -149,7 +157,9 @@ class InstallerAssets:
         record = release = None
         if RECORD_FILE in files:
             data = json.loads(files[RECORD_FILE])
-            record = InstallRecord(float(data["generatedAt"]), int(data.get("generation", 1)), data.get("stack"))
+            record = InstallRecord(
+                float(data["generatedAt"]), int(data.get("generation", 1)), data.get("stack"), bool(data.get("masterPointers"))
+            )
         if RELEASE_FILE in files:
             release = json.loads(files[RELEASE_FILE])
         return cls(

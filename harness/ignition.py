@@ -13,11 +13,16 @@ entries and `/run` writes never reach the host's). The scratch root holds what `
 real one: `/etc/passwd`, `/etc/group` and an SELinux config. Debian builds Ignition with
 relabelling always on, so it runs `setfiles` on what it wrote; there is no policy here to label
 with, and labels are not what the tests check: a `setfiles` of WORK's own takes the list and does
-nothing. Needs root (files are chowned; `useradd --root` for users) and `unshare`.
+nothing. Needs root (files are chowned; `useradd --root` for users) and `unshare`. With `netns`, Ignition
+runs in a network namespace the test made (a node's subnet: the API VIP its pointer names on the
+namespace's loopback), where a `ConfigServer(..., address=VIP, netns=...)` serves as the machine
+config server would.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import datetime
 import http.server
 import ipaddress
@@ -107,7 +112,7 @@ def _setfiles(work: Path) -> Path:
     return bin_dir
 
 
-def _ignition(stage: str, config: Path, work: Path, root: Path, timeout: float) -> subprocess.CompletedProcess:
+def _ignition(stage: str, config: Path, work: Path, root: Path, timeout: float, netns: str | None) -> subprocess.CompletedProcess:
     for name in ("run", "tmp"):
         (work / name).mkdir(parents=True, exist_ok=True)
     command = [
@@ -124,8 +129,9 @@ def _ignition(stage: str, config: Path, work: Path, root: Path, timeout: float) 
         "HOME": str(work),
     }  # and no proxy variables of the caller's
     # unshare and sh exec: the PID is Ignition's, so a timeout stops Ignition itself.
+    inside = ["ip", "netns", "exec", netns] if netns else []
     process = subprocess.Popen(
-        ["unshare", "--mount", "sh", "-c", private, "ignition", *command],
+        [*inside, "unshare", "--mount", "sh", "-c", private, "ignition", *command],
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -138,10 +144,15 @@ def _ignition(stage: str, config: Path, work: Path, root: Path, timeout: float) 
 
 
 def run(
-    config: dict[str, Any] | str, work: Path, stages: tuple[str, ...] = ("fetch", "files"), timeout: float = TIMEOUT
+    config: dict[str, Any] | str,
+    work: Path,
+    stages: tuple[str, ...] = ("fetch", "files"),
+    timeout: float = TIMEOUT,
+    netns: str | None = None,
 ) -> Result:
     """Run these stages of the real Ignition on `config` (a dict, or the JSON text a node gets)
-    with WORK as the node's scratch space; stops at the first stage that fails. A stage still
+    with WORK as the node's scratch space, inside network namespace `netns` where given (a node's
+    addresses, such as the API VIP its pointer names); stops at the first stage that fails. A stage still
     running after `timeout` seconds is stopped and counts as failed (Ignition retries a fetch
     that fails for a reason that may pass, such as a refused connection or a 5xx, for ever)."""
     reason = unavailable()
@@ -159,7 +170,7 @@ def run(
     try:
         root = scratch_root(outer)
         for stage in stages:
-            done = _ignition(stage, source, work, root, timeout)
+            done = _ignition(stage, source, work, root, timeout, netns)
             log += done.stdout
             returncode = done.returncode
             if returncode != 0:
@@ -254,21 +265,49 @@ class Authority:
         return cert_file, key_file
 
 
+CLONE_NEWNET = 0x40000000
+
+
+@contextlib.contextmanager
+def _network_namespace(name: str | None):
+    """The calling thread inside network namespace `name` (setns(2) moves one thread only), then
+    back: a socket made meanwhile stays in that namespace, served from any thread."""
+    if name is None:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    own, target = os.open("/proc/thread-self/ns/net", os.O_RDONLY), os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {name}")
+        try:
+            yield
+        finally:
+            if libc.setns(own, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back into the test's network namespace")
+    finally:
+        os.close(own)
+        os.close(target)
+
+
 @dataclass
 class ConfigServer:
-    """Serves `documents` (path -> bytes) on 127.0.0.1, over TLS when given a certificate; with
-    `headers`, a request without them gets 401, as Glance answers an expired token. `requests`
-    records (path, headers) of every request."""
+    """Serves `documents` (path -> bytes) on `address`:`port` (127.0.0.1 and any free port by
+    default; inside network namespace `netns` where given, as a machine config server on the API
+    VIP), over TLS when given a certificate and key (files); with `headers`, a request without them
+    gets 401, as Glance answers an expired token. `requests` records (path, headers) of every request."""
 
     documents: dict[str, bytes]
     headers: dict[str, str] = field(default_factory=dict)
     certificate: tuple[Path, Path] | None = None
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     port: int = 0
+    address: str = "127.0.0.1"
+    netns: str | None = None
 
     @property
     def url(self) -> str:
-        return f"{'https' if self.certificate else 'http'}://127.0.0.1:{self.port}"
+        return f"{'https' if self.certificate else 'http'}://{self.address}:{self.port}"
 
     def __enter__(self) -> ConfigServer:
         server = self
@@ -289,7 +328,8 @@ class ConfigServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        with _network_namespace(self.netns):
+            self._server = http.server.ThreadingHTTPServer((self.address, self.port), Handler)
         if self.certificate:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*map(str, self.certificate))

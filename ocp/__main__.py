@@ -6,22 +6,54 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ocp import driver
+from ocp import checks, driver
+from ocp.version import VERSION
+
+
+STACK_HELP = "the Pulumi stack (Pulumi.<stack>.yaml in this directory, its state in the backend `pulumi login` chose)"
+INSTALL = """From nothing (or wherever the cluster is) to an installed cluster: `pulumi preview` (stops if a
+running machine would be disrupted), `pulumi up` with progress, a check that this machine resolves
+api.<cluster>.<domain> (else the DNS records and /etc/hosts lines to make), `openshift-install wait-for
+bootstrap-complete`, the bootstrap's removal, this stack's nodes' certificates approved until the workers
+are Ready, `wait-for install-complete`. Every preview and up runs with the policy pack (policy/). Needs
+the Pulumi CLI (the SDK's version or later), openshift-install (ocp:installer.binary, 4.14 or later), oc
+or kubectl (ocp:installer.oc), and in integrated mode the openstack CLI: each is checked first. Stopped
+or interrupted, run it again: it goes on from where the cluster is."""
+APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
+cluster's, no other requester's) until every worker is Ready. Needs the Pulumi CLI and oc or kubectl
+(ocp:installer.oc); reaches the API by api.<cluster>.<domain> with the stack's kubeconfig."""
+DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
+root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
+its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer
+Services, the image registry's Swift container with every image pushed to it, MachineSet servers and
+their ports, and Glance images tagged with the cluster (copies of the bootstrap config). Nothing of it
+comes back. Workers are drained first. Asks you to type the stack's name (--yes where no one can); stops
+while ocp:protect is true. Needs the Pulumi CLI, and in integrated mode the openstack CLI (the cleanup)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ocp", description="Install, tend and remove a cluster of this project's stacks.")
+    parser.add_argument("--version", action="version", version=f"ocp {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
-    install = commands.add_parser("install", help="from nothing (or wherever the cluster is) to an installed cluster, under the policy pack")
+    install = commands.add_parser(
+        "install", help="from nothing (or wherever the cluster is) to an installed cluster, under the policy pack",
+        description=INSTALL, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     install.add_argument("--bootstrap-timeout", type=float, default=60, help="minutes (default 60)")
     install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")
-    approve = commands.add_parser("approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready")
+    approve = commands.add_parser(
+        "approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready",
+        description=APPROVE, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     approve.add_argument("--timeout", type=float, default=30, help="minutes (default 30)")
-    destroy = commands.add_parser("destroy", help="the stack's resources and the cluster's own, with progress")
+    destroy = commands.add_parser(
+        "destroy", help="the stack's resources and the cluster's own, data included (volumes, load balancers, the registry's container)",
+        description=DESTROY, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
     for sub in (install, approve, destroy):
-        sub.add_argument("--stack", required=True)
+        sub.add_argument("--stack", required=True, help=STACK_HELP)
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
@@ -30,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60) else 1
         else:
             return 0 if driver.destroy(args.stack, driver.say, lambda what: args.yes or _confirm(what, args.stack)) else 1
+    except checks.MissingTools as missing:
+        for line in missing.lines:
+            print(f"missing: {line}", file=sys.stderr)
+        return 2
     except driver.Stop as stop:
         print(f"stopped: {stop}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 """From nothing to an installed cluster, on Pulumi's Automation API (a local workspace on this
-project, the stack selected): preview, up with progress, the bootstrap, its teardown, the
+project, the stack selected; its tools checked first, ocp/checks.py): preview, up with progress,
+a check that the API's name resolves here, the bootstrap, its teardown, the
 workers' CSRs (this stack's nodes only), install-complete. Run again, it continues from where
 the cluster is: `up` changes only what is missing, and a stack whose bootstrap is gone skips
 the bootstrap's steps."""
@@ -8,19 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 from pulumi import automation as auto
 
 from cluster.config import ClusterConfig, load_config
 from cluster.installer import installer_dir
+from ocp import checks
 from ocp.approver import approve_until_ready
 from ocp.kube import Kube
 
@@ -78,6 +78,10 @@ def _op(step: auto.StepEventMetadata) -> str:
 
 
 def _stack(name: str) -> auto.Stack:
+    """The stack, once the Pulumi CLI that serves it is here (checks.MissingTools if not)."""
+    missing = checks.pulumi_problems()
+    if missing:
+        raise checks.MissingTools(missing)
     return auto.select_stack(stack_name=name, work_dir=str(PROJECT))
 
 
@@ -239,6 +243,7 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     began = time.monotonic()
     stack = _stack(name)
     config = _config(stack)
+    checks.check("install", config)
     binary = config.installer.binary or "openshift-install"
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
     say(f"1/6 preview of stack {name}")
@@ -247,6 +252,13 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     up(stack, say, total)
     # What `wait-for` reads, from the state: the installer's directory may be another machine's.
     outputs = {key: value.value for key, value in stack.outputs().items()}
+    # Now the API's address is known: a name that does not resolve here would burn every wait below.
+    unresolved = checks.name_problem(config.cluster_domain, outputs, name)
+    if unresolved:
+        raise Stop(unresolved)
+    elsewhere = checks.name_elsewhere(config.cluster_domain, outputs)
+    if elsewhere:
+        say(elsewhere)
     kubeconfig = _write_credentials(directory, outputs)
     # `wait-for install-complete` prints the kubeadmin password (it has no flag not to): masked.
     hidden = (outputs["kubeadminPassword"],)
@@ -283,9 +295,6 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     say(f"API: {outputs.get('apiUrl')}")
     say(f"kubeconfig: {kubeconfig} (mode 0600)")
     say(f"kubeadmin password: {directory / 'auth' / 'kubeadmin-password'}, or `pulumi stack output --show-secrets kubeadminPassword --stack {name}`")
-    api_host = urlparse(str(outputs.get("apiUrl") or "")).hostname or ""
-    if outputs.get("etcHosts") and not _resolves(api_host):
-        say(f"nothing here resolves {api_host}: add to /etc/hosts:\n" + outputs["etcHosts"].rstrip())
     return outputs
 
 
@@ -293,6 +302,7 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
     """Day 2: the new workers' certificates, until every worker of the stack is Ready."""
     stack = _stack(name)
     config = _config(stack)
+    checks.check("approve-csrs", config)
     outputs = {key: value.value for key, value in stack.outputs().items()}
     nodes: dict[str, str] = outputs.get("nodes") or {}
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
@@ -312,6 +322,11 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     if not resources:
         say(f"stack {name} has nothing to destroy")
         return True
+    try:
+        config: ClusterConfig | None = _config(stack)
+    except Exception:  # noqa: BLE001 - a config broken since: the destroy goes on, unchecked
+        config = None
+    checks.check("destroy", config)
     protected = [r["urn"].rsplit("::", 1)[1] for r in resources if r.get("protect")]
     lowered = (stack.get_all_config().get("ocp:protect") or auto.ConfigValue("true")).value.strip().lower() == "false"
     if protected and not lowered:
@@ -330,13 +345,6 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     stack.destroy(on_event=progress.event)
     say(f"destroyed in {progress.elapsed()}")
     return True
-
-
-def _resolves(host: str) -> bool:
-    try:
-        return bool(host) and bool(socket.getaddrinfo(host, 443))
-    except OSError:
-        return False
 
 
 def _write_credentials(directory: Path, outputs: dict) -> Path:

@@ -27,6 +27,9 @@ os.environ["OS_CLIENT_CONFIG_FILE"] = str(ROOT / "tests" / "no-clouds.yaml")
 # Integrated stacks' configs come from the fake installer, whether or not a local cloud is up;
 # tests/localcloud turns the real one on where it asks for the cloud.
 os.environ["OCP_PLAN_LOCALCLOUD"] = "off"
+# Nor from an openshift-install of the developer's on PATH (the offline plan takes the user's own):
+# tests of that turn it on and name their PATH (tests/tools/test_plan.py).
+os.environ["OCP_PLAN_USER_INSTALLER"] = "off"
 # The committed kvm stack (domain type kvm, URI on this machine) must plan on a machine without
 # KVM too: in-process runs see a usable device; tests of the check itself name theirs.
 libvirt_host.KVM_DEVICE = Path(os.devnull)
@@ -60,6 +63,23 @@ REAL_PARTS = {
 # cloud's modules share one cloud and one project whose resources they count; the lab's modules share
 # one lab run. Every other module is a group of its own (its module fixtures made once, its order kept).
 SHARED_GROUPS = ("tests/localcloud/", "tests/lab/", "tests/e2e/")
+# The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
+# `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.
+LIBVIRT_GROUP = "tests/localcloud/libvirt"
+LIBVIRT_MODULES = ("tests/localcloud/test_libvirt.py", "tests/localcloud/test_libvirt_lifecycle.py", "tests/localcloud/test_install_kvm.py")
+
+
+def group_of(path: str) -> str:
+    """The group a test module runs in: its shared group, or the module itself."""
+    if path in LIBVIRT_MODULES:
+        return LIBVIRT_GROUP
+    return next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
+
+
+def _rank(path: str) -> int:
+    """Longest groups first: the cloud's, the libvirt's, the lab's, the end-to-end ones, then the rest."""
+    order = (SHARED_GROUPS[0], LIBVIRT_GROUP, *SHARED_GROUPS[1:])
+    return order.index(group_of(path)) if group_of(path) in order else len(order)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,8 +109,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
+            return group_of(nodeid.split("::", 1)[0])
 
     return GroupScheduling(config, log)
 
@@ -102,7 +121,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=real)
             items[:] = [item for item in items if item not in set(real)]
     # The longest group first, so that a worker takes it at once and the others fill in beside it.
-    items.sort(key=lambda item: next((rank for rank, shared in enumerate(SHARED_GROUPS) if _part(item).startswith(shared)), len(SHARED_GROUPS)))
+    items.sort(key=lambda item: _rank(_part(item)))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

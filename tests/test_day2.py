@@ -89,8 +89,13 @@ DEV_EDITS = [
     Edit("capabilities", key("capabilities", {"baselineCapabilitySet": "vCurrent"}), warns=("capabilities",)),
     Edit("imageDigestSources", key("imageDigestSources", [{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror.lab/ocp"]}]), warns=("imageDigestSources",)),
     Edit("openstack.caBundle", section("openstack", caBundle=PEM), warns=("openstack.caBundle",)),
-    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",)),
-    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-control-plane-*-port": "update", "ocp4-workers-*-port": "update", "ocp4-bootstrap-node-port": "update"}),
+    # Running servers keep their networks; each node's port on it waits for a server made again (a new node boots with it).
+    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",), expect={"ocp4-*-port-1": "create"}),
+    Edit("openstack.additionalNetworkIds removed", section("openstack", additionalNetworkIds=[]), base=section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), refused="ocp:openstack.additionalNetworkIds: 5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b was there at install: every node's port on it would be deleted"),
+    # Beside each port, never through it: an update of the port's own list would drop the lb-sg-* groups the cluster attached.
+    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalSecurityGroupIds another", section("openstack", additionalSecurityGroupIds=["7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "update", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalSecurityGroupIds removed", section("openstack", additionalSecurityGroupIds=[]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "delete", "ocp4-bootstrap-node-port": "update"}),
     Edit("bootstrap.helper flavor", section("bootstrap", helper={"flavor": "m1.medium", "image": "centos-stream-9", "sshUser": "cloud-user"}), warns=("bootstrap.helper",)),
     Edit("bootstrap.configSource glance -> helper", section("bootstrap", configSource="helper"), refused='ocp:bootstrap.configSource: was "glance" at install, now "helper"'),
     Edit("bootstrap.configSource helper -> glance", section("bootstrap", configSource="glance"), refused='ocp:bootstrap.configSource: was "helper" at install, now "glance"', base=section("bootstrap", configSource="helper")),
@@ -477,6 +482,8 @@ def test_a_stack_installed_with_the_helper_is_told_to_keep_it_while_its_bootstra
         "ocp4-workers-worker-1-drain": ("delete",),
         "ocp4-bootstrap-helper-upload": (),
         "ocp4-bootstrap-helper-ssh-upload": (),
+        # Each master's pointer command (issue 35), which a master made again boots from: here the installer's.
+        **{f"ocp4-master-pointers-master-{index}": () for index in range(3)},
     }
     assert kept.changes["ocp4-cleanup-on-destroy"].action == "update"
     assert kept.changes["ocp4-bootstrap-helper-upload"].action == "delete"
@@ -488,4 +495,6 @@ def test_a_stack_installed_with_the_helper_tears_it_down_with_the_bootstrap(help
     result = preview(helper_era_state, with_section(stack_config("dev"), "bootstrap", enabled=False))
     assert result.error is None, result.error
     assert {name for name in result.names("delete")} >= {"ocp4-bootstrap-helper-server", "ocp4-bootstrap-helper-upload", "ocp4-bootstrap-node"}
-    assert result.names("create", "replace") == set()
+    # The masters' pointer commands, made with the masters running: the cluster's pointer cannot be read
+    # here (no oc), which warns for a stack installed before them, and refuses nothing.
+    assert result.names("create", "replace") == {f"ocp4-master-pointers-master-{index}" for index in range(3)}

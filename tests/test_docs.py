@@ -13,10 +13,11 @@ import yaml
 
 from ocp.__main__ import main as ocp_main
 from tests.conftest import ROOT
+from tools.plan import PLAN_ENTRIES
 from tools.plan import main as plan_main
 
 README = ROOT / "README.md"
-PAGES = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Drawn by the offline plan and committed; a checkout may not have it before it is generated.
 PICTURE = "docs/images/dev-topology.svg"
 QUICK_START = [
@@ -122,3 +123,52 @@ def test_the_example_stack_file_plans_as_written(tmp_path, capsys):
     dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     assert set(config) <= set(dev)
     assert "cp Pulumi.example.yaml Pulumi.<stack>.yaml" in README.read_text()
+    # The README names every output its steps use (kubeconfig was missing); the floating IPs by
+    # what they are, and nodeCreated, which only the CSR approver reads, not at all.
+    listed = README.read_text().split("`pulumi stack output` gives ", 1)[1].split(". ", 1)[0]
+    named = set(re.findall(r"`(\w+)`", listed))
+    assert named == set(outputs) - {"apiFloatingIp", "ingressFloatingIp", "nodeCreated"} and "the floating IPs" in listed
+
+
+def test_the_licence_is_apache_2_0_whole():
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.split()[:5] == ["Apache", "License", "Version", "2.0,", "January"]
+    assert "END OF TERMS AND CONDITIONS" in licence and "APPENDIX: How to apply the Apache License" in licence
+    assert "[Apache-2.0](LICENSE)" in README.read_text()
+
+
+def test_the_config_reference_is_a_section_per_group_of_short_rows():
+    """Cells ran to 700 characters; each group of keys is now a section of its own, details below its table."""
+    reference = (ROOT / "docs/config.md").read_text()
+    cells = [cell.strip() for line in reference.splitlines() if line.startswith("|") for cell in line.strip().strip("|").split("|")]
+    assert max(len(cell) for cell in cells) <= 120
+    sections = re.findall(r"^## (.+)$", reference, re.M)
+    assert len(sections) >= 8
+    # The contents at the top link every section.
+    assert all(f"](#{_slug(title)})" in reference for title in sections)
+
+
+def test_the_offline_plan_page_names_everything_a_plan_holds():
+    page = (ROOT / "docs/offline-plan.md").read_text()
+    entries = {re.match(r"\| `([^`/]+)", line).group(1) for line in page.splitlines() if re.match(r"\| `", line)}
+    assert entries == set(PLAN_ENTRIES)
+
+
+def test_day2_replaces_a_dead_master_by_the_urn_the_program_gives_it(tmp_path):
+    """docs/day2.md's URNs are those of the masters a plan of the dev and kvm stacks registers,
+    and the server is protected, which is why the page unprotects it first."""
+    day2 = (ROOT / "docs/day2.md").read_text()
+    urn = re.search(r"The URN is `(urn:pulumi:[^`]+)`", day2).group(1)
+    libvirt = re.search(r"`(ocp:libvirt:Machine\$libvirt:index/domain:Domain::[^`]+)`", day2).group(1)
+    for stack, cluster, shown in (("dev", "ocp4", urn), ("kvm", "kvm4", libvirt)):
+        out = tmp_path / stack
+        assert plan_main(["--stack", stack, "--out", str(out)]) == 0
+        state = {item["urn"]: item for item in json.loads((out / "state.json").read_text())}
+        wanted = shown.replace("<stack>", stack).replace("<clusterName>", cluster)
+        found = [item for name, item in state.items() if name.endswith(wanted)]
+        assert len(found) == 1, f"{wanted} is not in the {stack} plan"
+        if stack == "dev":
+            assert found[0]["protect"] is True
+            assert f"{wanted}-root-volume" not in state  # dev has no zones: Nova makes its root volume
+        else:
+            assert state[found[0]["urn"].replace("$libvirt:index/domain:Domain::", "$libvirt:index/volume:Volume::").replace("-domain", "-disk")]["protect"] is True

@@ -41,7 +41,14 @@ MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
         "the running bootstrap keeps its user_data (read at first boot)",
     )
     for stack in ("dev", "standalone")
-}
+} | {
+    ("35e8df7", "dev", f"ocp4-master-pointers-master-{index}"): (
+        "create",
+        "issue 35: a master made after install boots from the pointer the running cluster serves, as workers do; the "
+        "running masters keep their user_data (read at first boot); with the bootstrap there, the installer's pointer",
+    )
+    for index in (0, 1, 2)
+} | {("35e8df7", "dev", "ocp4-master-pointers"): ("create", "issue 35: the component of the masters' pointer commands")}
 FAKE_KEY = "FAKE tools/sample_installer.py"
 
 

@@ -80,6 +80,7 @@ class ProgramRun:
     secret_outputs: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     installer: str | None = None  # which installer made the configs, when this run made them
+    installer_kind: str | None = None  # "user" (the user's own), "toolchain" (its build) or "fake"
 
     def of_type(self, type_: str) -> list[Resource]:
         return [resource for resource in self.resources if resource.type == type_]
@@ -165,10 +166,12 @@ def _secret_paths(value: Any, path: str) -> list[str]:
 class ClusterMocks(pulumi.runtime.Mocks):
     """Provider answers: stable ids, documentation-range floating IPs, the installer run's output."""
 
-    def __init__(self, now: float, cloud: MockCloud | None = None):
+    def __init__(self, now: float, cloud: MockCloud | None = None, user_installer: Path | None = None):
         self.now = now
         self.cloud = cloud or MockCloud()
+        self.user_installer = user_installer
         self.installer: str | None = None
+        self.installer_kind: str | None = None
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -215,14 +218,16 @@ class ClusterMocks(pulumi.runtime.Mocks):
             "generatedAt": int(self.now),
             "generation": int(environment["GENERATION"]),
             "stack": json.loads(environment["INSTALL_FACTS"]),
+            "masterPointers": True,  # as run_script records it
         }
-        if real_installer.serves(environment):
+        if real_installer.serves(environment, self.user_installer):
             try:
-                files = unbundle(real_installer.bundle(environment))
+                files = unbundle(real_installer.bundle(environment, self.user_installer))
             except RuntimeError as error:
                 raise pulumi.RunError(f"installer-run: {error}") from None
             files[RECORD_FILE] = json.dumps(record).encode()  # made at the engine's clock, not the process's
-            self.installer = real_installer.version()
+            self.installer = real_installer.version(self.user_installer)
+            self.installer_kind = "user" if self.user_installer else "toolchain"
             return bundle(files)
         install_config = environment["INSTALL_CONFIG"]
         added = _added_manifests(environment)
@@ -243,6 +248,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
         files[RECORD_FILE] = json.dumps(record).encode()
         files[RELEASE_FILE] = json.dumps(release).encode()
         self.installer = f"the fake installer (tools/sample_installer, shaped like {sample_installer.INSTALLER_VERSION})"
+        self.installer_kind = "fake"
         return bundle(files)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
@@ -388,14 +394,16 @@ def run_program(
     engine: Engine | None = None,
     now: float | None = None,
     cloud: dict[str, Any] | None = None,
+    installer: Path | None = None,
 ) -> ProgramRun:
     """Evaluate `__main__.py` with this config; raises what the program raises (pulumi.RunError).
 
     Pass `into` to keep what was registered even when the program fails; `engine` to run
     against a deployed state; `now` for the program's clock (default: the real one); `cloud`
-    to describe the cloud the invokes read (default samples/cloud/dev.yaml, tools/mock_cloud.py)."""
+    to describe the cloud the invokes read (default samples/cloud/dev.yaml, tools/mock_cloud.py);
+    `installer` for the user's own openshift-install (default: the toolchain's where it runs, else the fake)."""
     at = time.time() if now is None else now
-    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun(), engine, at, cloud)
+    return contextvars.Context().run(_run, config, stack, secret_keys, into or ProgramRun(), engine, at, cloud, installer)
 
 
 def _run(
@@ -406,6 +414,7 @@ def _run(
     engine: Engine | None,
     now: float,
     cloud: dict[str, Any] | None = None,
+    installer: Path | None = None,
 ) -> ProgramRun:
     loop = asyncio.new_event_loop()
     # A refused run fails every output that waits on the refusal; the refusal itself is
@@ -413,7 +422,7 @@ def _run(
     loop.set_exception_handler(_quiet_about_refusals)
     asyncio.set_event_loop(loop)
     # What a deployed stack holds is in the cloud too.
-    mocks = ClusterMocks(now, MockCloud(cloud, engine.deployed.values() if engine is not None else ()))
+    mocks = ClusterMocks(now, MockCloud(cloud, engine.deployed.values() if engine is not None else ()), installer)
     monitor = RecordingMonitor(mocks, run, engine, disabled_default_providers(config))
     logger = logging.getLogger(f"tools.mock_run.{id(run)}")
     logger.propagate = False
@@ -432,7 +441,7 @@ def _run(
             root = pulumi.runtime.get_root_resource()
             run.outputs, run.secret_outputs = loop.run_until_complete(_resolve_outputs(root.outputs if root else {}))
     finally:
-        run.installer = mocks.installer
+        run.installer, run.installer_kind = mocks.installer, mocks.installer_kind
         program.now = clock
         # A failed program leaves RPCs under way (the root stack's registration at least):
         # let them finish, so nothing is destroyed while pending.

@@ -7,7 +7,6 @@ MTU. docs/openstack.md has the same as a checklist with commands.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Mapping
 from ipaddress import IPv4Address
@@ -20,7 +19,6 @@ from cluster.addresses import AddressPlan
 from cluster.cloud_facts import Flavor, Quota
 from cluster.cloud_needs import QuotaNeed, quota_needs
 from cluster.config import ClusterConfig
-from tools import real_installer
 
 # Pods need IPv6's minimum MTU; OVN-Kubernetes' Geneve overlay takes 100 bytes of the node network's.
 GENEVE_OVERHEAD = 100
@@ -70,18 +68,8 @@ def _roles(settings: ClusterConfig, catalog: Mapping[str, Any] | None) -> list[t
     return rows
 
 
-def installer_binary(settings: ClusterConfig) -> Path | None:
-    """The openshift-install the stack names (ocp:installer.binary, a path or on PATH), else the toolchain's."""
-    named = settings.installer.binary
-    if named:
-        found = shutil.which(named)
-        if found:
-            return Path(found)
-    return real_installer.binary()
-
-
 def rhcos_stream(binary: Path | None) -> dict[str, str] | None:
-    """The OpenStack RHCOS image the installer pins (x86_64): its URL, checksums and release."""
+    """The OpenStack RHCOS image an installer pins (x86_64; the plan's: the user's, else the toolchain's): its URL, checksum and release."""
     if binary is None:
         return None
     try:

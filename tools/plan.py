@@ -9,19 +9,23 @@
     python -m tools.plan ... --cloud FILE            # check against this cloud description (python -m tools.describe_cloud writes yours)
 
 Writes resources.json (with each resource's options), outputs.json (secrets shown as
-"[secret]"), topology.svg (networks, VIPs, floating IPs, nodes, security groups: drawn by
+"[secret]"), topology.svg (networks, floating IPs and their DNS names, VIPs, nodes by role, security groups: drawn by
 Graphviz, tools/topology.py), .ocp-plan (marks the directory as a plan: --out replaces
 only an absent or empty directory or an earlier plan), state.json (what the engine would keep: secrets in the clear, like the bootstrap's
 keys under nodes/, which is why plan directories are private to the user), and per node
 user_data (exactly what the server receives), ignition.json (the config the node ends up
 with, data URLs decoded) and files/<path> (every file Ignition writes, appends and drop-ins too). With --from, also
 changes.json: what the next `pulumi up` does to every resource (tools/preview.py), printed as
-a table, disruption first. On OpenStack, needs.yaml: what the stack needs from its cloud
-(quotas with the cloud's free amount, roles, services, the RHCOS image, DNS, MTU; tools/needs.py),
-printed too. The repository's own stacks are checked against samples/cloud/dev.yaml (the lab they
-describe); any other stack file only against a description --cloud names, else its cloud checks are
-skipped (its names answered as there, no quota), saying so. Needs no cloud and no Pulumi CLI. A configuration or an edit the
-program refuses exits 2 with its messages and writes nothing.
+a table, disruption first. Needs no cloud and no Pulumi CLI. The configs come from your own
+`openshift-install` where you have one (ocp:installer.binary, else PATH), else the toolchain's
+build, else the fake installer; the summary says which. On OpenStack, needs.yaml: what the stack
+needs from its cloud (quotas with the cloud's free amount, roles, services, the RHCOS image, DNS,
+MTU; tools/needs.py), printed too. The repository's own stacks are checked against
+samples/cloud/dev.yaml (the lab they describe); any other stack file only against a description
+--cloud names, else its cloud checks are skipped (its names answered as there, no quota), saying so.
+A configuration or an edit the program refuses exits 2 with its messages and writes nothing; so do
+a secret written in clear in the stack file and whatever the policy pack's rules refuse
+(tools/guard_rails.py), as `pulumi preview` would.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import pulumi
 import yaml
 
 from cluster.addresses import plan_addresses, server_name
-from cluster.config import ClusterConfig, load_config
+from cluster.config import ClusterConfig, ConfigError, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
 from cluster.firewall import exposure_table
@@ -53,11 +57,16 @@ from cluster.machineset import worker_machineset
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
-from tools import mock_cloud, needs, real_installer, toolchain, topology
+from ocp import checks
+from ocp.version import VERSION
+from tools import guard_rails, mock_cloud, needs, real_installer, toolchain, topology
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
 from tools.preview import Change, Engine, table
 
 ROOT = Path(__file__).resolve().parent.parent
+# "off": the plan never takes the user's own openshift-install (the test suite sets it: its results
+# must not depend on what a developer has on PATH; tests of that name their PATH and turn it on).
+USER_INSTALLER_SWITCH = "OCP_PLAN_USER_INSTALLER"
 # Stands in for the encrypted pull secret, which only the Pulumi CLI can decrypt.
 SAMPLE_PULL_SECRET = '{"auths":{"fake.example.com":{"auth":"ZmFrZTpmYWtl","email":"fake@example.com"}}}'
 SERVER_TYPES = {"openstack:compute/instance:Instance"}
@@ -102,6 +111,9 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
     stack_name = stack or path.stem.removeprefix("Pulumi.")
     stack_file = read_stack_file(path)
     config = dict(stack_file.config)
+    clear = [key for key in declared_secrets() if key in config]
+    if clear:
+        raise PlanError("\n".join(clear_secret_problems(clear, path, stack_name, config)))
     notes = []
     if "ocp:pullSecret" not in config:
         config["ocp:pullSecret"] = SAMPLE_PULL_SECRET
@@ -114,6 +126,27 @@ def stack_config(stack: str | None, config_file: str | None, assets: str | None)
 
 def stack_path(stack: str | None, config_file: str | None) -> Path:
     return Path(config_file) if config_file else ROOT / f"Pulumi.{stack}.yaml"
+
+
+def declared_secrets() -> list[str]:
+    """The keys Pulumi.yaml declares `secret: true`: the CLI refuses a stack file holding one in clear."""
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text()) or {}
+    declared = project.get("config") or {}
+    return [key if ":" in key else f"{project['name']}:{key}" for key, entry in declared.items() if isinstance(entry, dict) and entry.get("secret")]
+
+
+def clear_secret_problems(keys: list[str], path: Path, stack: str, config: dict[str, str]) -> list[str]:
+    """As `pulumi` refuses them ("must be encrypted as it's secret"), with the config's other problems."""
+    found = [
+        f"{key}: is in clear text in {path}, which pulumi refuses (\"must be encrypted as it's secret\"): remove the line and "
+        f"set it with `pulumi config set --secret {key} \"$(cat pull-secret.json)\" --stack {stack}`, which stores it encrypted"
+        for key in keys
+    ]
+    try:
+        load_config(config)
+    except ConfigError as error:
+        found += error.problems
+    return found
 
 
 def shown(path: Path) -> str:
@@ -145,15 +178,64 @@ def against_description(text: str, config: dict[str, str], description: Path) ->
     return text.replace(f'in cloud "{settings.openstack.cloud}"', f"in the cloud description {shown(description)}{hint}")
 
 
-def installer_note(run: ProgramRun, settings: ClusterConfig) -> str | None:
-    """Which installer made the configs of this plan, and why not the real one where it did not."""
+def guard_rails_check(run: ProgramRun, settings: ClusterConfig) -> str:
+    """The policy pack's rules on this plan (tools/guard_rails.py): a violation refuses it, as the preview would."""
+    try:
+        found = guard_rails.violations(run, settings)
+    except guard_rails.Unavailable as error:
+        return f"guard rails: not checked here ({error})"
+    if found:
+        raise PlanError("the guard rails (policy/README.md) refuse it, as `pulumi preview` would:\n  " + "\n  ".join(found))
+    return f"guard rails: the policy pack's {len(guard_rails.rules())} rules pass (policy/README.md)"
+
+
+def user_installer(config: dict[str, str]) -> tuple[Path, str] | None:
+    """The user's own openshift-install and where it was found: what ocp:installer.binary names
+    where that is here, else `openshift-install` on PATH. None without one (or with assetsDir);
+    the toolchain's build found so is the toolchain's, not the user's."""
+    if os.environ.get(USER_INSTALLER_SWITCH) == "off":
+        return None
+    try:
+        installer = json.loads(config.get("ocp:installer") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(installer, dict) or installer.get("assetsDir"):
+        return None
+    named = installer.get("binary")
+    found, source = (checks.resolve(str(named)), "ocp:installer.binary") if named else (None, "")
+    if found is None:
+        found, source = shutil.which("openshift-install"), "openshift-install on PATH"
+    if found is None:
+        return None
+    path = Path(found).resolve()
+    built = real_installer.binary()
+    return None if built is not None and path == built.resolve() else (path, source)
+
+
+def user_installer_problems(user: tuple[Path, str] | None, config: dict[str, str]) -> list[str]:
+    """The user's installer against the config, as `python -m ocp install` judges it (ocp/checks.py)."""
+    if user is None:
+        return []
+    try:
+        settings = load_config(config)
+    except ConfigError:
+        return []  # the program's run reports those
+    return checks.installer_problems(str(user[0]), settings)
+
+
+def installer_note(run: ProgramRun, settings: ClusterConfig, user: tuple[Path, str] | None = None) -> str | None:
+    """Which installer made the configs of this plan (yours, the toolchain's build, or the fake), and why not a real one where it did not."""
     if run.installer is None:
         return None
-    if real_installer.binary() is None:
-        why = f"the real one is not built: {toolchain.HOW}"
-    elif run.installer == real_installer.version():
-        against = " against the local cloud (harness.localcloud)" if settings.integrated else ""
-        return f"installer configs: made by the real {run.installer}{against}"
+    against = " against the local cloud (harness.localcloud)" if settings.integrated else ""
+    if run.installer_kind == "user" and user is not None:
+        return f"installer configs: made by your {run.installer}, {user[0]} ({user[1]}){against}"
+    if run.installer_kind == "toolchain":
+        return f"installer configs: made by the real {run.installer}{against} (the toolchain's build)"
+    if user is not None:
+        why = f"your {user[0]} ({user[1]}) validates platform openstack against the cloud, and the offline plan contacts none"
+    elif real_installer.binary() is None:
+        why = f"no openshift-install of yours (ocp:installer.binary, PATH), and the real one is not built: {toolchain.HOW}"
     else:
         why = "the real one validates platform openstack against a cloud, and none is at hand: `python -m harness.localcloud up` brings one"
     return f"installer configs: made by {run.installer} ({why})"
@@ -333,7 +415,7 @@ def exposure(config: dict[str, str]) -> list[str]:
 def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], notes: list[str], config: dict[str, str]) -> str:
     outputs = run.outputs
     lines = [
-        f"offline plan of stack {stack!r} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
+        f"offline plan of stack {stack!r} by ocp {VERSION} -> {out} (private to you, mode 0700: it holds the cluster's secrets)",
         *[f"  {note}" for note in notes],
         "",
         f"API       {outputs.get('apiUrl')}  VIP {outputs.get('apiVip')}  floating IP {outputs.get('apiFloatingIp') or '-'}",
@@ -366,12 +448,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assets", help="directory of installer configs (bootstrap.ign, ..., auth/)")
     parser.add_argument("--out", help="output directory (default build/plan-<stack>)")
     parser.add_argument("--from", dest="deployed", metavar="PLANDIR", help="preview the next `pulumi up` of a stack deployed as this earlier plan")
-    parser.add_argument("--at", metavar="TIME", help="run as if at this time: +<hours>h or ISO 8601 (default: now)")
     parser.add_argument(
-        "--cloud",
-        metavar="FILE",
-        help=f"cloud description to check flavors, images, quotas against (python -m tools.describe_cloud --os-cloud NAME writes yours; "
-        f"default: {shown(mock_cloud.DEFAULT)} for the repository's own stacks, none for yours)",
+        "--at", metavar="TIME",
+        help="run the program's clock as if at this time, +<hours>h or ISO 8601 (default now): with --from, whether a "
+        "later `pulumi up` still works, e.g. a bootstrap from installer configs whose certificates expire 24 h after they were made",
+    )
+    parser.add_argument(
+        "--cloud", metavar="FILE",
+        help="a YAML description of your cloud (flavors, images, external networks, zones, volume types, quotas; "
+        "`python -m tools.describe_cloud --os-cloud NAME --out FILE` writes it from your cloud) that the preflight's flavor, "
+        "image, network and quota checks read instead of your cloud, which the plan never contacts; default: "
+        f"{shown(mock_cloud.DEFAULT)} for the repository's own stacks, none for yours (the cloud checks are skipped)",
     )
     args = parser.parse_args(argv)
     engine = None
@@ -383,12 +470,18 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or ROOT / "build" / f"plan-{stack}")
         check_out(out)
         engine = deployed_state(args.deployed, stack)
+        user = user_installer(config)
+        unfit = user_installer_problems(user, config)
+        if unfit:
+            raise PlanError("\n".join(unfit))
         own = not args.cloud and not mock_cloud.describes(stack_path(args.stack, args.config_file))
         unchecked = mock_cloud.stand_in(config, cloud) if own else None
-        run = run_program(config, stack=stack, engine=engine, now=parse_time(args.at), cloud=unchecked or cloud)
+        run = run_program(
+            config, stack=stack, engine=engine, now=parse_time(args.at), cloud=unchecked or cloud, installer=user[0] if user else None
+        )
         settings = load_config(config)
         checked_against = None if unchecked else description
-        notes += filter(None, [cloud_note(settings, checked_against), installer_note(run, settings)])
+        notes += filter(None, [cloud_note(settings, checked_against), installer_note(run, settings, user), guard_rails_check(run, settings)])
     except mock_cloud.DescriptionError as error:
         print(f"error: --cloud: {error}", file=sys.stderr)
         return 2
@@ -397,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run.warnings[:] = [against_description(warning, config, description) for warning in run.warnings]
     stack_needs = (
-        needs.of_stack(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(needs.installer_binary(settings)))
+        needs.of_stack(settings, plan_addresses(settings), run.outputs, cloud if checked_against else None, needs.rhcos_stream(user[0] if user else real_installer.binary()))
         if settings.openstack
         else None
     )

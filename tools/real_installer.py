@@ -43,9 +43,9 @@ def binary() -> Path | None:
     return toolchain.binary("openshift-install")
 
 
-def serves(environment: Mapping[str, str]) -> bool:
-    """Whether the real installer can make these configs here."""
-    if binary() is None or "INSTALL_CONFIG" not in environment:
+def serves(environment: Mapping[str, str], installer: Path | None = None) -> bool:
+    """Whether the real installer (the user's `installer`, else the toolchain's) can make these configs here."""
+    if (installer or binary()) is None or "INSTALL_CONFIG" not in environment:
         return False
     return environment.get("PLATFORM") == "none" or (environment.get("PLATFORM") == "openstack" and _cloud(environment) is not None)
 
@@ -61,27 +61,30 @@ def _cloud(environment: Mapping[str, str]) -> Path | None:
 
 
 @cache
-def version() -> str:
-    """`openshift-install version`, first line and release image, e.g. 'openshift-install v1.4.19-ec5 (release image ...)'."""
-    installer = binary()
+def version(installer: Path | None = None) -> str:
+    """`openshift-install version` of `installer` (default the toolchain's), first line and release
+    image, e.g. 'openshift-install v1.4.19-ec5 (release image ...)'."""
+    installer = installer or binary()
     if installer is None:
         return ""
-    lines = subprocess.run([installer, "version"], capture_output=True, text=True, check=True).stdout.splitlines()
+    lines = subprocess.run([installer, "version"], capture_output=True, text=True).stdout.splitlines() or [f"{installer} ?"]
     release = next((line.removeprefix("release image ") for line in lines if line.startswith("release image ")), "?")
     name, _, rest = lines[0].partition(" ")
     return f"{Path(name).name} {rest} (release image {release})"
 
 
-def bundle(environment: Mapping[str, str]) -> str:
-    """What the run script prints for this environment, made once per process and install-config:
-    the install record line is the first caller's (replace it)."""
-    key = tuple(sorted((k, v) for k, v in environment.items() if k not in OWN_KEYS + RECORD_KEYS))
+def bundle(environment: Mapping[str, str], installer: Path | None = None) -> str:
+    """What the run script prints for this environment, made once per process, installer and
+    install-config: the install record line is the first caller's (replace it)."""
+    chosen = installer or binary()
+    assert chosen is not None, toolchain.missing("openshift-install")
+    key = (str(chosen), *sorted((k, v) for k, v in environment.items() if k not in OWN_KEYS + RECORD_KEYS))
     if key not in _made:
-        _made[key] = _run({**dict(key), **{k: environment[k] for k in RECORD_KEYS}})
+        _made[key] = _run({**dict(key[1:]), **{k: environment[k] for k in RECORD_KEYS}}, chosen)
     return _made[key]
 
 
-_made: dict[tuple[tuple[str, str], ...], str] = {}
+_made: dict[tuple[object, ...], str] = {}
 
 STAND_IN_OC = """#!/bin/sh
 # Stands in for `oc adm release info --image-for=NAME`: no registry is reachable here.
@@ -103,9 +106,7 @@ def stand_in_oc(directory: Path) -> Path:
     return oc
 
 
-def _run(items: dict[str, str]) -> str:
-    installer = binary()
-    assert installer is not None, toolchain.missing("openshift-install")
+def _run(items: dict[str, str], installer: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="ocp-installer-") as scratch:
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

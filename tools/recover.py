@@ -83,6 +83,19 @@ def failed_servers(export: dict) -> dict[str, dict]:
     }
 
 
+def pointer_commands(export: dict, servers: list[str]) -> list[str]:
+    """The pointer commands (integrated mode) of these servers, by URN: tainted with them, so the
+    server made again boots from the pointer the cluster serves now, not the one read with the
+    failed server (the installer's, while the bootstrap was there)."""
+    slots = {"-".join(urn.rsplit("::", 1)[1].rsplit("-", 2)[-2:]) for urn in servers}  # master-1, worker-2
+    return [
+        resource["urn"]
+        for resource in export.get("deployment", {}).get("resources") or []
+        if "Pointers$command:local:Command::" in resource.get("urn", "")
+        and any(resource["urn"].endswith(f"-pointers-{slot}") for slot in slots)
+    ]
+
+
 # What `server_states` says of a failed server besides the status the cloud gives it.
 GONE = "gone"  # 404 by its ID, while the cloud holds its port
 UNKNOWN = "not found, nor its port"  # 404 for both: not the stack's cloud?
@@ -358,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if protected:
         steps.append(("state", "unprotect", "--yes", *protected))
     if broken:
-        steps.append(("state", "taint", "--yes", *broken))
+        steps.append(("state", "taint", "--yes", *broken, *pointer_commands(export, broken)))
     for step in steps:
         done = pulumi(arguments.stack, *step, cwd=arguments.cwd)
         if done.returncode != 0:

@@ -43,7 +43,7 @@ from cluster.installer import InstallerAssets, gather_bootstrap_command, install
 from cluster.preflight import plain_http_image_endpoint, public_endpoint
 from components.openstack.bootstrap_credential import bootstrap_token
 from components.openstack.common import ClusterContext, Subnet
-from components.openstack.machines import node_port, server
+from components.openstack.machines import additional_network_ports, node_port, server
 from components.openstack.preflight import catalog_of
 from components.openstack.security import security_group
 from ignition import assembly
@@ -292,7 +292,8 @@ class Bootstrap(pulumi.ComponentResource):
         if rules:
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
-        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self)
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self, of_the_cluster=False)
+        additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network
             ssh_host = openstack.networking.FloatingIp(
@@ -314,5 +315,7 @@ class Bootstrap(pulumi.ComponentResource):
             }
         )
         # The bootstrap may only boot once its config is in place.
-        server(f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[source]))
+        server(
+            f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[source]), additional_ports
+        )
         self.register_outputs({"gatherCommand": self.gather_command})

@@ -16,7 +16,7 @@ from components.openstack.cleanup import Cleanup
 from components.openstack.common import ClusterContext
 from components.openstack.machines import NodePool, control_plane, workers
 from components.openstack.network import Network
-from components.openstack.pointers import WorkerPointers
+from components.openstack.pointers import MasterPointers, WorkerPointers
 from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
 from components.outputs import ClusterOutputs
@@ -75,7 +75,8 @@ class OpenStackCluster(pulumi.ComponentResource):
                 child,
             ).gather_command
         user_data = nodes.user_data_of(plan.nodes)
-        if config.integrated:  # new workers boot from the pointer the running cluster trusts
+        if config.integrated:  # nodes made after install boot from the pointer the running cluster trusts
+            user_data |= MasterPointers(f"{name}-master-pointers", cluster, plan.masters, installer.assets, child).user_data
             user_data |= WorkerPointers(f"{name}-worker-pointers", cluster, plan.workers, installer.assets, child).user_data
         else:  # new workers run the static pods' images of the release the cluster is at
             user_data |= WorkerImages(f"{name}-worker-images", config, plan, plan.workers, installer.assets, nodes, child).user_data

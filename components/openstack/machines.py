@@ -32,6 +32,15 @@ FIRST_BOOT_ONLY = (
 )
 
 
+# What the running cluster adds to a node's port, which a later update must not write over
+# (the provider reads the pairs back on refresh, then puts the program's list in their place):
+# EgressIPs that cloud-network-config-controller appends to allowed_address_pairs, and the
+# lb-sg-* groups the cloud controller manager attaches. The port's own lists are its first
+# boot's: the VIPs and its groups never change on a running cluster, and
+# ocp:openstack.additionalSecurityGroupIds is applied beside them (PortSecGroupAssociate).
+CLUSTER_KEPT = ("allowedAddressPairs", "securityGroupIds")
+
+
 def node_port(
     name: str,
     cluster: ClusterContext,
@@ -41,18 +50,70 @@ def node_port(
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
     protect: bool = False,
+    of_the_cluster: bool = True,
 ) -> openstack.networking.Port:
-    return openstack.networking.Port(
-        f"{name}-port",
+    """`security_group_ids`: the node's groups at creation, ocp:openstack.additionalSecurityGroupIds included.
+    Not `of_the_cluster` (the bootstrap, which no controller of the cluster touches): its lists
+    follow the program, the SSH group that comes and goes with ocp:openstack.sshAllowedCidr too."""
+    fixed_ip = openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))
+    return _port(f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], security_group_ids, vips, parent, protect, of_the_cluster)
+
+
+def additional_network_ports(
+    name: str,
+    cluster: ClusterContext,
+    node: Node,
+    security_group_ids: pulumi.Input[Sequence[str]],
+    parent: pulumi.Resource,
+    protect: bool = False,
+    of_the_cluster: bool = True,
+) -> list[openstack.networking.Port]:
+    """The node's port on each of ocp:openstack.additionalNetworkIds, made as its own is (its groups,
+    tags and name), as the installer's machines have them: a port Nova made for a network given by
+    ID would carry the project's `default` group alone. A server made before these existed keeps
+    Nova's (its networks are read at first boot); its port here waits for the server made again."""
+    return [
+        _port(f"{name}-port-{number}", cluster, node, network, None, security_group_ids, (), parent, protect, of_the_cluster)
+        for number, network in enumerate(cluster.openstack.additional_network_ids, start=1)
+    ]
+
+
+def _port(
+    name: str,
+    cluster: ClusterContext,
+    node: Node,
+    network_id: pulumi.Input[str],
+    fixed_ips: list[openstack.networking.PortFixedIpArgs] | None,
+    security_group_ids: pulumi.Input[Sequence[str]],
+    vips: Sequence[IPv4Address],
+    parent: pulumi.Resource,
+    protect: bool,
+    of_the_cluster: bool,
+) -> openstack.networking.Port:
+    kept = list(CLUSTER_KEPT) if of_the_cluster else []
+    port = openstack.networking.Port(
+        name,
         name=cluster.server_name(node),
-        network_id=subnet.network_id,
-        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))],
+        network_id=network_id,
+        fixed_ips=fixed_ips,
         security_group_ids=security_group_ids,
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
-        allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips],
+        allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips] or None,
         tags=cluster.tags,
-        opts=pulumi.ResourceOptions(parent=parent, protect=protect),
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=kept),
     )
+    additional = cluster.openstack.additional_security_group_ids
+    if additional and kept:
+        # Adds its groups to the port and, when edited or removed, takes away only those it
+        # added (enforce false): the groups the cluster attached stay.
+        openstack.networking.PortSecGroupAssociate(
+            f"{name}-additional-groups",
+            port_id=port.id,
+            security_group_ids=list(additional),
+            enforce=False,
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+    return port
 
 
 def server(
@@ -64,6 +125,7 @@ def server(
     user_data: pulumi.Input[str],
     server_group_id: pulumi.Input[str] | None,
     opts: pulumi.ResourceOptions,
+    additional_ports: Sequence[openstack.networking.Port] = (),
 ) -> openstack.compute.Instance:
     image = role.openstack_image
     block_devices = None
@@ -81,10 +143,7 @@ def server(
         image_name=None if block_devices else image,
         block_devices=block_devices,
         availability_zone=zones[node.index % len(zones)] if zones else None,
-        networks=[
-            openstack.compute.InstanceNetworkArgs(port=port.id),
-            *(openstack.compute.InstanceNetworkArgs(uuid=network) for network in _additional_networks(cluster)),
-        ],
+        networks=[openstack.compute.InstanceNetworkArgs(port=each.id) for each in (port, *additional_ports)],
         scheduler_hints=[openstack.compute.InstanceSchedulerHintArgs(group=server_group_id)] if server_group_id else None,
         user_data=user_data,
         # Nova's metadata (the name the kubelet registers under, in integrated mode) from a disk:
@@ -146,10 +205,6 @@ def _root_device(
         boot_index=0,
         delete_on_termination=False,
     )
-
-
-def _additional_networks(cluster: ClusterContext) -> tuple[str, ...]:
-    return cluster.openstack.additional_network_ids
 
 
 # The pools' component types before they were NodePools (ControlPlane, Workers): their
@@ -230,6 +285,7 @@ class NodePool(pulumi.ComponentResource):
         for node in role.nodes:
             node_name = f"{name}-{node.role}-{node.index}"
             port = node_port(node_name, cluster, node, network, security_groups[node.name], role.vips, self, protect)
+            additional_ports = additional_network_ports(node_name, cluster, node, security_groups[node.name], self, protect)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.
             after = [*servers_after, *([self.servers[-1]] if one_at_a_time and self.servers else [])]
@@ -243,6 +299,7 @@ class NodePool(pulumi.ComponentResource):
                     user_data[node.name],
                     groups[role.server_group_of(node.index)].id,
                     pulumi.ResourceOptions(parent=self, depends_on=after, protect=protect),
+                    additional_ports,
                 )
             )
             if drained_with is not None:

@@ -147,6 +147,8 @@ def write_stack_file(config: dict[str, str], path: Path) -> Path:
     """The config as a user would write it in Pulumi.<stack>.yaml."""
     values = {}
     for key, text in config.items():
+        if key == "ocp:pullSecret" and text == PULL_SECRET:
+            continue  # set with --secret, it is encrypted in the file (the offline plan then uses a sample)
         try:
             values[key] = json.loads(text) if key.removeprefix("ocp:") in STRUCTURED_KEYS else text
         except ValueError:

@@ -28,8 +28,8 @@ from cluster.installer import (
     NOT_FIPS_CAPABLE,
     update_script,
     upi_manifests,
-    worker_pointer_environment,
-    worker_pointer_script,
+    pointer_environment,
+    pointer_script,
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
 from tools import real_installer, sample_installer, toolchain
@@ -244,9 +244,9 @@ def test_the_release_is_read_from_the_configs_and_decides_where_day_2_workers_ge
 ):
     assets = _integrated_assets(release, monkeypatch)
     assert assets.release_minor == minor
-    assert assets.worker_pointer_from_cluster(bootstrap_enabled=False) is day_2_from_cluster
+    assert assets.pointer_from_cluster(bootstrap_enabled=False) is day_2_from_cluster
     # While the bootstrap exists the cluster is being installed: the installer's pointer, always.
-    assert assets.worker_pointer_from_cluster(bootstrap_enabled=True) is False
+    assert assets.pointer_from_cluster(bootstrap_enabled=True) is False
 
 
 def test_a_channel_without_a_minor_reads_the_pointer_from_the_cluster(monkeypatch):
@@ -256,16 +256,17 @@ def test_a_channel_without_a_minor_reads_the_pointer_from_the_cluster(monkeypatc
     for entry in files:
         if entry["path"] == CVO_OVERRIDES_MANIFEST:
             entry["contents"]["source"] = "data:,spec%3A%0A%20%20channel%3A%20stable-scos-4%0A"
-    assert assets.release_minor is None and assets.worker_pointer_from_cluster(bootstrap_enabled=False)
+    assert assets.release_minor is None and assets.pointer_from_cluster(bootstrap_enabled=False)
 
 
-def test_the_worker_pointer_script_passes_shellcheck(tmp_path):
+@pytest.mark.parametrize("role", ["master", "worker"])
+def test_the_pointer_script_passes_shellcheck(tmp_path, role):
     import shutil
 
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
     script = tmp_path / "pointer.sh"
-    script.write_text(worker_pointer_script())
+    script.write_text(pointer_script(role))
     result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
@@ -273,9 +274,9 @@ def test_the_worker_pointer_script_passes_shellcheck(tmp_path):
 def test_the_installers_pointer_needs_no_cluster(monkeypatch):
     assets = _integrated_assets(None, monkeypatch)
     config = load_config(stack_config("dev"))
-    environment = worker_pointer_environment(config, assets, "w", from_cluster=False)
+    environment = pointer_environment(config, assets, "w", from_cluster=False)
     assert set(environment) == {"POINTER_SOURCE", "INSTALL_POINTER"}  # no kubeconfig kept for it
-    result = subprocess.run(["/bin/sh", "-c", worker_pointer_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True)
+    result = subprocess.run(["/bin/sh", "-c", pointer_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout) == assets.worker
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
 import yaml
 
+from cluster.addresses import plan_addresses
 from cluster.config import load_config
+from cluster.installer import render_install_config
+from harness import netns
+from tools import toolchain
 from cluster.installer import RECORD_FILE, unbundle
 from components.installer import RUN_ONCE
 from tests.certs import OTHER_CA, TEST_CA, THIRD_CA
@@ -82,13 +89,36 @@ def test_the_machine_pools_describe_the_nodes_this_program_makes():
         "type": "master",
         "serverGroupPolicy": "anti-affinity",
         "zones": ["nova", "az1", "az2"],
-        "rootVolume": {"size": 120, "type": "ssd", "zones": ["storage-1"]},
+        "rootVolume": {"size": 120, "types": ["ssd"], "zones": ["storage-1"]},
         "additionalNetworkIDs": [network],
         "additionalSecurityGroupIDs": [group],
     }
     # No workers and no worker flavor: the pool names the masters' flavor, which the installer needs anyway.
     assert document["compute"][0]["platform"]["openstack"]["type"] == "master"
     assert document["platform"]["openstack"]["clusterOSImage"] == "rhcos"
+
+
+def test_the_real_installer_reads_the_root_volume_as_written(tmp_path):
+    """`rootVolume.types`, as 4.19 names it: the toolchain's openshift-install reads our pool
+    strictly (an unknown or mistyped key makes it retry leniently, saying so). Offline: its next
+    step is the cloud, here a closed port on the loopback of a namespace that has nothing else."""
+    installer = toolchain.binary("openshift-install")
+    if installer is None or netns.unavailable():
+        pytest.skip(toolchain.missing("openshift-install") if installer is None else str(netns.unavailable()))
+    config = load_config(with_section(stack_config("dev"), "workers", rootVolume={"size": 120, "type": "ssd"}))
+    (tmp_path / "install-config.yaml").write_text(render_install_config(config, plan_addresses(config), PULL_SECRET))
+    (tmp_path / "clouds.yaml").write_text(
+        "clouds:\n  openstack:\n    auth: {auth_url: 'http://127.0.0.1:9/v3', username: u, password: p, project_name: p, user_domain_name: Default, project_domain_name: Default}\n"
+    )
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "OS_CLIENT_CONFIG_FILE": str(tmp_path / "clouds.yaml")}
+    with netns.lab("rootvolume") as lab:
+        done = lab.run(lab.namespace("installer"), [str(installer), "create", "manifests", "--dir", str(tmp_path)], env=environment, timeout=300)
+    output = done.stdout + done.stderr
+    assert "127.0.0.1:9/v3/auth/tokens" in output, output[-2000:]  # it got as far as the cloud
+    assert "ignoring unknown keys" not in output, output[-2000:]
+    assert install_config_of(run(with_section(stack_config("dev"), "workers", rootVolume={"size": 120, "type": "ssd"})))["compute"][0][
+        "platform"
+    ]["openstack"]["rootVolume"] == {"size": 120, "types": ["ssd"]}
 
 
 def test_proxy_and_trust_bundle_reach_the_install_config():

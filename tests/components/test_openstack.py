@@ -120,6 +120,7 @@ def test_components_and_parents(dev_run):
         "ocp4-bootstrap-config": "ocp:openstack:BootstrapImage",
         "ocp4-control-plane": "ocp:openstack:NodePool",
         "ocp4-workers": "ocp:openstack:NodePool",
+        "ocp4-master-pointers": "ocp:openstack:MasterPointers",
         "ocp4-worker-pointers": "ocp:openstack:WorkerPointers",
     }
     urns = {r.urn: r for r in dev_run.resources}
@@ -483,6 +484,26 @@ def _port_of(logical_name: str) -> str:
     ]
 
 
+def test_ports_on_additional_networks_carry_the_nodes_groups_tags_and_name():
+    """As the installer's machines have them; a port Nova made for a network given by ID would be in `default` alone."""
+    first, second = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b", "6c1d7e3f-9b54-4e2f-8a7b-3d8e9f0a1b2c"
+    program_run = run(with_section(stack_config("dev"), "openstack", additionalNetworkIds=[first, second]))
+    ports = {r.name: r for r in program_run.of_type(PORT)}
+    servers = {r.name: r for r in program_run.of_type(INSTANCE)}
+    assert len(servers) == 6
+    for name, instance in servers.items():
+        primary, *additional = (ports[f"{name}-port"], ports[f"{name}-port-1"], ports[f"{name}-port-2"])
+        assert [unwrap(port.inputs["networkId"]) for port in additional] == [first, second]
+        for port in additional:
+            for key in ("name", "tags", "securityGroupIds"):
+                assert unwrap(port.inputs[key]) == unwrap(primary.inputs[key]), (port.name, key)
+            assert not port.inputs.get("fixedIps") and not port.inputs.get("allowedAddressPairs")
+            # What the cluster adds stays (issue 35); the bootstrap's, which nothing of the cluster touches, follows the program.
+            kept = set() if name == "ocp4-bootstrap-node" else {"allowedAddressPairs", "securityGroupIds"}
+            assert set(port.options["ignoreChanges"]) == set(primary.options["ignoreChanges"]) == kept
+        assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (primary, *additional)]
+
+
 def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):
     def groups(program_run: ProgramRun) -> dict[str, list[str]]:
         # By logical name, whatever the naming mode: ocp4-vips-api-port -> api, ...-master-0-port -> master-0.
@@ -832,7 +853,8 @@ def stack_file(tmp_path, step: str, config: dict[str, str]) -> str:
     """The dev stack's file as edited at one step (one stack: the name is in every URN)."""
     path = tmp_path / step / "Pulumi.dev.yaml"
     path.parent.mkdir()
-    path.write_text(yaml.safe_dump({"config": {key: yaml.safe_load(value) if key != "ocp:pullSecret" else value for key, value in config.items()}}))
+    # The pull secret is set with --secret, encrypted there: the offline plan uses a sample (pulumi refuses it in clear).
+    path.write_text(yaml.safe_dump({"config": {key: yaml.safe_load(value) for key, value in config.items() if key != "ocp:pullSecret"}}))
     return str(path)
 
 
@@ -925,6 +947,51 @@ def test_a_worker_added_on_day_2_of_a_4_18_cluster_keeps_the_installers_pointer(
     new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
     assert new["ignition"] == installed_worker["ignition"]
     assert not cluster_api["calls"].exists()
+
+
+def test_a_master_made_again_on_day_2_of_a_4_19_cluster_boots_from_the_pointer_the_cluster_serves(tmp_path, cluster_api, monkeypatch):
+    """A master's server made again once the bootstrap is gone (tools.recover taints it with its
+    pointer command; both are made anew): its pointer is master-user-data-managed's, whose CA the
+    4.19 MCO rotated, not the installer's (root CA only, which then fails TLS on 22623)."""
+    rotated = rotated_pointer()
+    rotated["ignition"]["config"]["merge"][0]["source"] = "https://10.0.0.5:22623/config/master"
+    cluster_api["answer"].write_text(base64.b64encode(json.dumps(rotated).encode()).decode())
+    assets = installer_configs(tmp_path, None, monkeypatch)
+    installed = stack_config("dev", installer={"assetsDir": assets, "oc": str(cluster_api["oc"])})
+    first = plan("--config-file", stack_file(tmp_path, "installed", installed), "--out", str(tmp_path / "plan-installed"))
+    assert first.returncode == 0, first.stderr
+    infra_id = json.loads((tmp_path / "plan-installed/outputs.json").read_text())["infraId"]
+    installed_master = json.loads((tmp_path / "plan-installed/nodes" / f"{infra_id}-master-1/user_data").read_text())
+    assert not cluster_api["calls"].exists()  # with the bootstrap there: the installer's pointer, no API
+    torn_down = with_section(installed, "bootstrap", enabled=False)
+    second = plan("--config-file", stack_file(tmp_path, "torn", torn_down), "--from", str(tmp_path / "plan-installed"), "--out", str(tmp_path / "plan-torn"))
+    assert second.returncode == 0, second.stderr
+    # The server and its pointer command gone from the state, as a taint and a replacement leave them to be made.
+    state_file = tmp_path / "plan-torn/state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps([r for r in state if r["name"] not in ("ocp4-control-plane-master-1", "ocp4-master-pointers-master-1")]))
+    third = plan("--config-file", stack_file(tmp_path, "again", torn_down), "--from", str(tmp_path / "plan-torn"), "--out", str(tmp_path / "plan-again"))
+    assert third.returncode == 0, third.stderr
+    new = json.loads((tmp_path / "plan-again/nodes" / f"{infra_id}-master-1/user_data").read_text())
+    assert new["ignition"]["security"] == rotated["ignition"]["security"] != installed_master["ignition"]["security"]
+    assert new["ignition"]["config"] == rotated["ignition"]["config"]
+    hostname = next(f for f in new["storage"]["files"] if f["path"] == "/etc/hostname")
+    assert assembly.file_contents(hostname) == f"{infra_id}-master-1\n".encode()
+    calls = cluster_api["calls"].read_text().splitlines()
+    assert len(calls) == 1 and " get secret master-user-data-managed -n openshift-machine-api " in calls[0]
+    changes = {c["name"]: c["action"] for c in json.loads((tmp_path / "plan-again/changes.json").read_text())}
+    assert {name for name, action in changes.items() if action != "same"} == {"ocp4-control-plane-master-1", "ocp4-master-pointers-master-1"}
+
+
+def test_a_master_made_again_that_cannot_read_the_cluster_is_refused_saying_why(tmp_path, cluster_api, monkeypatch):
+    cluster_api["failure"].write_text(UNREACHABLE + "\n")
+    installed = stack_config("dev", installer={"assetsDir": installer_configs(tmp_path, None, monkeypatch), "oc": str(cluster_api["oc"])})
+    torn_down = with_section(installed, "bootstrap", enabled=False)
+    state = [r for r in run_program(torn_down, engine=deployed_from(deploy(installed))).state() if r["name"] not in ("ocp4-control-plane-master-1", "ocp4-master-pointers-master-1")]
+    refused = preview(state, torn_down)
+    assert refused.error is not None and "ocp:masters: " in refused.error and "-master-1 cannot be created" in refused.error
+    assert "secret openshift-machine-api/master-user-data-managed" in refused.error and UNREACHABLE in refused.error
+    assert "ocp4-control-plane-master-1" not in {r.name for r in refused.registered}
 
 
 def test_workers_fill_server_groups_of_server_group_size():

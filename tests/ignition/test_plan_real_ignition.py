@@ -11,8 +11,9 @@ import sys
 import urllib.parse
 
 import pytest
+from cryptography import x509
 
-from harness import ignition
+from harness import ignition, netns
 from ignition import assembly
 from ignition.assembly import Additions, File
 from tests.conftest import ROOT
@@ -87,3 +88,61 @@ def test_every_node_config_is_written_by_the_real_ignition_as_the_plan_says(plan
             if merges:  # the node's own content and the MCS's, merged as a node does
                 assert result.files[MCS_FILE].contents == node.name.rsplit("-", 2)[-2].encode()
     assert {path for path, _ in mcs.requests} == {"/config/master", "/config/worker"}
+
+
+def pointer_of(node) -> urllib.parse.SplitResult:
+    (merge,) = json.loads((node / "user_data").read_text())["ignition"]["config"]["merge"]
+    return urllib.parse.urlsplit(merge["source"])
+
+
+@pytest.fixture
+def node_network():
+    """A network namespace for the booting node, as on its subnet: the API VIP on its loopback."""
+    reason = netns.unavailable()
+    if reason:
+        pytest.skip(reason)
+    with netns.lab("ign") as lab:
+        yield lab, lab.namespace("node")
+        # the lab's `leftovers` check: a server or Ignition left running in the namespace fails here
+    assert lab.leftovers() == []
+
+
+def test_masters_and_workers_fetch_their_pointer_from_the_config_server_the_installer_certified(plan_dir, node_network, tmp_path):
+    """The pointers Nova gets, untouched: Ignition in a namespace holding the pointer's address fetches
+    from a machine config server stand-in there, over TLS with the installer's own
+    machine-config-server certificate and key (as the bootstrap's files hold them), trusting only the
+    pointer's CA; platform none's pointer (plain HTTP on 22624) fetches the same way."""
+    lab, node = node_network
+    nodes = {re.sub(r"^.*-(bootstrap|master-\d|worker-\d)$", r"\1", node.name): node for node in (plan_dir / "nodes").iterdir()}
+    tls = nodes["bootstrap"] / "files/opt/openshift/tls"
+    address = {pointer_of(nodes[role]).hostname for role in ("master-0", "worker-0")}
+    (vip,) = address
+    lab.run(node, ["ip", "addr", "add", f"{vip}/32", "dev", "lo"], check=True)
+    pointer = pointer_of(nodes["master-0"])
+    certificate = (tls / "machine-config-server.crt", tls / "machine-config-server.key") if pointer.scheme == "https" else None
+    if certificate and "FAKE" in x509.load_pem_x509_certificate(certificate[0].read_bytes()).subject.rfc4514_string():
+        pytest.skip("the fake installer made these configs (the real one needs the local cloud for platform openstack): it signs nothing")
+    documents = {f"/config/{role}": mcs_standin(role) for role in ("master", "worker")}
+    with ignition.ConfigServer(documents, certificate=certificate, address=vip, port=pointer.port, netns=node) as mcs:
+        for role in ("master-0", "worker-0"):
+            result = ignition.run((nodes[role] / "user_data").read_text(), tmp_path / role, netns=node)
+            assert result.ok, f"{role}: {result.failure()}\n{result.log[-3000:]}"
+            assert result.files[MCS_FILE].contents == role.split("-")[0].encode()
+    assert [path for path, _ in mcs.requests] == ["/config/master", "/config/worker"]
+
+
+def test_a_config_server_the_pointers_ca_did_not_sign_is_refused(plan_dir, node_network, tmp_path):
+    """What a node meets when the MCS's certificate is not one the pointer's CA signed (a rotated CA
+    the pointer predates): Ignition refuses the server and writes nothing of the config."""
+    lab, node = node_network
+    master = next(node for node in (plan_dir / "nodes").iterdir() if node.name.endswith("-master-0"))
+    pointer = pointer_of(master)
+    if pointer.scheme != "https":
+        pytest.skip("platform none's pointer is plain HTTP on 22624: no certificate to refuse")
+    lab.run(node, ["ip", "addr", "add", f"{pointer.hostname}/32", "dev", "lo"], check=True)
+    other = ignition.Authority.make("another-root-ca").issue(tmp_path / "tls", pointer.hostname)
+    documents = {"/config/master": mcs_standin("master")}
+    with ignition.ConfigServer(documents, certificate=other, address=pointer.hostname, port=pointer.port, netns=node):
+        result = ignition.run(master.joinpath("user_data").read_text(), tmp_path / "master", netns=node, timeout=15)
+    assert not result.ok and result.stage == "fetch" and MCS_FILE not in result.files
+    assert "x509: certificate signed by unknown authority" in result.log, result.log[-3000:]

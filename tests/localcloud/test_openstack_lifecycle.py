@@ -18,18 +18,24 @@ other.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
+from cluster import dataurl
 from cluster.addresses import plan_addresses, server_name
 from cluster.config import load_config
 from cluster.firewall import Rule, bootstrap_rules, security_groups
+from harness import ignition, netns
+from ignition import assembly
+from ignition.assembly import Additions, File
 from tests.conftest import deploy
 from tests.localcloud.conftest import sdk, status_with_token
 from tests.localcloud.engine import Stack, agreement, needs, structured, table, timeline
@@ -38,6 +44,16 @@ from tests.test_day2 import DEV_EDITS, STANDALONE_EDITS
 
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
 CATALOGUE = {"dev": DEV_EDITS, "standalone": STANDALONE_EDITS}
+needs_ignition = pytest.mark.skipif(
+    (ignition.unavailable() or netns.unavailable()) is not None, reason=str(ignition.unavailable() or netns.unavailable())
+)
+# What the machine config server stand-in serves each role: a file that says which config the node merged.
+MCS_FILE = "/etc/mcs-machine-config-content.json"
+MCS_FILE_CONTENTS = {role: f"the {role} pool's rendered config\n".encode() for role in ("master", "worker")}
+MCS_CONFIG = {
+    role: assembly.dumps(assembly.with_additions({"ignition": {"version": "3.2.0"}}, Additions(files=(File(MCS_FILE, text),)))).encode()
+    for role, text in MCS_FILE_CONTENTS.items()
+}
 
 # What a running cluster makes itself, by the names and tags it uses (as tests/localcloud/test_cleanup.py).
 CLUSTER_MADE = """
@@ -195,6 +211,72 @@ def test_the_bootstrap_fetches_its_whole_config_from_glance(stack):
     except urllib.error.HTTPError as error:
         refused = error.code
     assert refused == 401
+
+
+@needs_ignition
+def test_the_real_ignition_boots_the_bootstrap_from_glance(stack, tmp_path):
+    """The real Ignition on the user_data Nova holds: it fetches the merge source from the real Glance
+    with the shim's header, checks the sha512 and writes every file of the installer's
+    bootstrap.ign (bootkube.sh, the TLS assets) and the program's additions into a scratch root."""
+    bootstrap = _by_type(stack.state(), INSTANCE)["ocp4-bootstrap-node"]
+    user_data = base64.b64decode(sdk(stack.cloud, USER_DATA, server=bootstrap["id"])).decode()  # type: ignore[attr-defined]
+    began = time.monotonic()
+    result = ignition.run(user_data, tmp_path / "bootstrap")
+    assert result.ok, f"{result.failure()}\n{result.log[-3000:]}"
+    print(f"the real Ignition ran the bootstrap's user_data against Glance in {time.monotonic() - began:.0f} s: {len(result.files)} files")
+    installer = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
+    for entry in installer["storage"]["files"]:
+        if entry.get("append"):
+            continue  # appended to what the node has: not this file's whole contents
+        assert entry["path"] in result.files, entry["path"]
+        contents = dataurl.decode_data_url(entry["contents"]["source"])
+        if entry["contents"].get("compression") == "gzip":
+            contents = gzip.decompress(contents)
+        assert result.files[entry["path"]].contents == contents, entry["path"]
+    assert "/usr/local/bin/bootkube.sh" in result.files and "/opt/openshift/tls/machine-config-server.crt" in result.files
+    assert result.files["/etc/hostname"].contents == f"{bootstrap['inputs']['name']}\n".encode()
+    for unit in installer["systemd"]["units"]:
+        if unit.get("enabled"):
+            assert unit["name"] in result.enabled, unit["name"]
+
+
+@needs_ignition
+def test_masters_and_workers_boot_from_the_config_server_the_installer_certified(stack, tmp_path):
+    """Each role's pointer as Nova holds it, run by the real Ignition in a namespace holding the
+    pointer's address: it fetches from a machine config server stand-in there, serving (integrated)
+    over TLS with the installer's own machine-config-server certificate and key, trusting only the
+    pointer's CA; a server certificate another CA signed is refused."""
+    instances = _by_type(stack.state(), INSTANCE)
+    installer = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
+    tls = tmp_path / "tls"
+    tls.mkdir()
+    for entry in installer["storage"]["files"]:
+        if entry["path"] in ("/opt/openshift/tls/machine-config-server.crt", "/opt/openshift/tls/machine-config-server.key"):
+            (tls / entry["path"].rsplit("/", 1)[1]).write_bytes(dataurl.decode_data_url(entry["contents"]["source"]))
+    served = {f"/config/{role}": MCS_CONFIG[role] for role in ("master", "worker")}
+    with netns.lab("boot") as lab:
+        node = lab.namespace("node")
+        for name in ("master-0", "worker-0"):
+            (server,) = [resource for key, resource in instances.items() if key.endswith(f"-{name}")]
+            user_data = base64.b64decode(sdk(stack.cloud, USER_DATA, server=server["id"])).decode()  # type: ignore[attr-defined]
+            (merge,) = json.loads(user_data)["ignition"]["config"]["merge"]
+            pointer = urllib.parse.urlsplit(merge["source"])
+            if name == "master-0":
+                lab.run(node, ["ip", "addr", "add", f"{pointer.hostname}/32", "dev", "lo"], check=True)
+            certificate = (tls / "machine-config-server.crt", tls / "machine-config-server.key") if pointer.scheme == "https" else None
+            assert (pointer.scheme == "https") == load_config(stack.base).integrated, merge["source"]
+            with ignition.ConfigServer(served, certificate=certificate, address=pointer.hostname, port=pointer.port, netns=node) as mcs:
+                result = ignition.run(user_data, tmp_path / name, netns=node)
+            assert result.ok, f"{name}: {result.failure()}\n{result.log[-3000:]}"
+            assert [path for path, _ in mcs.requests] == [pointer.path]
+            assert result.files[MCS_FILE].contents == MCS_FILE_CONTENTS[pointer.path.rsplit("/", 1)[1]]
+            if certificate:
+                other = ignition.Authority.make("another-root-ca").issue(tmp_path / "other", pointer.hostname)
+                with ignition.ConfigServer(served, certificate=other, address=pointer.hostname, port=pointer.port, netns=node):
+                    refused = ignition.run(user_data, tmp_path / f"{name}-refused", netns=node, timeout=15)
+                assert not refused.ok and MCS_FILE not in refused.files
+                assert "x509: certificate signed by unknown authority" in refused.log
+    assert lab.leftovers() == []
 
 
 def test_the_bootstraps_token_reads_its_image_and_nothing_else(stack):

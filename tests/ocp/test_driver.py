@@ -2,18 +2,25 @@
 preview that would disrupt running machines stops it, the bootstrap's by its component type, not
 its name; every preview and up runs with the policy pack, whose violation stops it; a bootstrap that does not hand over is
 gathered (the gather runs SSH to the bootstrap, which no test may reach) and the bundle named; an
-interrupted earlier run is pointed at tools.recover. The whole install runs for real in
-tests/localcloud/test_install_kvm.py."""
+interrupted earlier run is pointed at tools.recover; a missing or unfit tool stops it before any
+work, one line each (exit 2); a name this machine does not resolve stops it right after the first
+up, before any wait. The whole install runs for real in tests/localcloud/test_install_kvm.py."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version as package_version
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from pulumi import automation as auto
 
-from ocp import driver
+from ocp import checks, driver
+from ocp.__main__ import main
 from tools import toolchain
 
 PACK = [str(driver.PROJECT / "policy" / "run")]
@@ -63,14 +70,37 @@ class FakeStack:
         self.config[key] = value.value
 
 
+def stand_ins(directory: Path, tools: dict[str, str]) -> str:
+    """A PATH of only these tools, each a script printing its text (`version` answers)."""
+    directory.mkdir(exist_ok=True)
+    for name, text in tools.items():
+        (directory / name).write_text(f"#!/bin/sh\nprintf '%s\\n' '{text}'\n")
+        (directory / name).chmod(0o755)
+    return str(directory)
+
+
+# What `openshift-install version` of a 4.19 release prints.
+INSTALLER_4_19 = "openshift-install 4.19.0\nrelease image quay.io/openshift-release-dev/ocp-release@sha256:0123"
+TOOLS = {"openshift-install": INSTALLER_4_19, "oc": "Client Version: 4.19.0"}
+
+
 @pytest.fixture
 def installing(monkeypatch, tmp_path):
-    def prepare(stack: FakeStack, streams: dict[str, bool]):
+    """The driver on a FakeStack, with a PATH of stand-in tools, the API's name resolving (to the
+    played cluster's loopback) and the installer's waits answered from `streams`."""
+    def prepare(stack: FakeStack, streams: dict[str, bool], tools: dict[str, str] = TOOLS, resolved=("127.0.0.1",), **settings):
         config = SimpleNamespace(
             installer=SimpleNamespace(binary="openshift-install", assets_dir=str(tmp_path / "assets"), oc="oc"),
             bootstrap=SimpleNamespace(enabled=True),
             cluster_domain="kvm4.lab.local",
+            capabilities=None,
+            integrated=False,
+            openstack=None,
         )
+        for key, value in settings.items():
+            setattr(config, key, value)
+        monkeypatch.setenv("PATH", stand_ins(tmp_path / "bin", tools))
+        monkeypatch.setattr(checks, "resolves", lambda host: list(resolved) if host == f"api.{config.cluster_domain}" else [])
         ran: list[list[str]] = []
 
         def stream(command, say, timeout, cwd, hidden=()):
@@ -254,3 +284,117 @@ def test_the_real_engine_runs_the_pack_and_its_refusal_stops_the_driver(engine_s
     assert driver.preview(engine_stack, said.append, go_on=False) == 2
     driver.up(engine_stack, said.append, 2)
     assert said[-1].startswith("up: 2 changed in")
+
+
+# ---- what the driver checks before it waits: its tools, and the API's name
+
+UP_OUTPUTS = {
+    **OUTPUTS,
+    "apiVip": "10.0.0.5", "ingressVip": "10.0.0.7", "apiFloatingIp": "203.0.113.5", "ingressFloatingIp": "203.0.113.7",
+    "etcHosts": "203.0.113.5 api.kvm4.lab.local api-int.kvm4.lab.local\n203.0.113.7 console-openshift-console.apps.kvm4.lab.local\n",
+}
+
+
+def test_a_name_that_does_not_resolve_stops_the_install_right_after_the_first_up(installing):
+    """The API's floating IP is known once `up` made it: the records to make come then, not after the bootstrap's wait."""
+    stack = FakeStack([step("create", "libvirt:index/domain:Domain", "kvm4-control-plane-master-0-domain")], UP_OUTPUTS)
+    ran = installing(stack, {}, resolved=())
+    said: list[str] = []
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", said.append)
+    assert stack.ups == 1 and ran == []  # no wait-for ran, nothing else changed
+    assert said[-1].startswith("up: ") and not any(line.startswith("3/6") for line in said)
+    assert str(stopped.value) == (
+        "nothing here resolves api.kvm4.lab.local, which the waits and the approvals reach the API by: make these DNS records\n"
+        "  api.kvm4.lab.local  A  203.0.113.5\n"
+        "  *.apps.kvm4.lab.local  A  203.0.113.7\n"
+        "or add these lines to /etc/hosts (`pulumi stack output etcHosts --stack kvm | sudo tee -a /etc/hosts`):\n"
+        "  203.0.113.5 api.kvm4.lab.local api-int.kvm4.lab.local\n"
+        "  203.0.113.7 console-openshift-console.apps.kvm4.lab.local\n"
+        "then run the same command again: it goes on from here"
+    )
+
+
+def test_a_name_resolving_elsewhere_is_said_and_the_install_waits(installing, monkeypatch):
+    stack = FakeStack([], UP_OUTPUTS)
+    ran = installing(stack, {"wait-for": False}, resolved=("198.51.100.9",))
+    said: list[str] = []
+    with pytest.raises(driver.Stop, match="the bootstrap did not complete"):
+        driver.install("kvm", said.append)
+    assert "api.kvm4.lab.local resolves to 198.51.100.9 here, not to the API's 203.0.113.5: fix the record unless that address leads to the API" in said
+    assert ran[0][:3] == ["openshift-install", "wait-for", "bootstrap-complete"]
+
+
+def test_this_machine_resolves_by_its_hosts_file():
+    assert "127.0.0.1" in checks.resolves("localhost") and checks.resolves("") == []
+
+
+def run_ocp(path: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m ocp` as a user runs it, with exactly this PATH."""
+    return subprocess.run([sys.executable, "-m", "ocp", *args], cwd=driver.PROJECT, env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["install", "approve-csrs", "destroy"])
+def test_without_the_pulumi_cli_each_command_says_how_to_get_it(command, tmp_path):
+    done = run_ocp(stand_ins(tmp_path / "bin", {}), command, "--stack", "dev", *(["--yes"] if command == "destroy" else []))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"missing: pulumi: not on PATH (every command drives the Pulumi engine): install the Pulumi CLI {package_version('pulumi')} "
+        "or later (https://www.pulumi.com/docs/iac/download-install/) and put it on PATH"
+    ]
+
+
+def test_a_pulumi_cli_older_than_the_sdk_is_refused(tmp_path):
+    done = run_ocp(stand_ins(tmp_path / "bin", {"pulumi": "v3.100.0"}), "install", "--stack", "dev")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"missing: pulumi: {tmp_path / 'bin' / 'pulumi'} is v3.100.0, older than the Pulumi SDK this program runs on "
+        f"({package_version('pulumi')}): install the Pulumi CLI {package_version('pulumi')} or later "
+        "(https://www.pulumi.com/docs/iac/download-install/) and put it on PATH"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tools", "settings", "lines"),
+    [
+        ({"oc": "x"}, {}, ["openshift-install: openshift-install is not found (ocp:installer.binary; "]),
+        ({"openshift-install": INSTALLER_4_19}, {}, ["oc: oc is not found (ocp:installer.oc"]),
+        # kubectl on PATH: the config may name it instead.
+        ({"openshift-install": INSTALLER_4_19, "kubectl": "x"}, {}, ["oc: oc is not found (ocp:installer.oc: ", "or use the kubectl on PATH: `pulumi config set --path ocp:installer.oc kubectl`"]),
+        ({}, {}, ["openshift-install: ", "oc: "]),
+        ({**TOOLS, "openshift-install": "openshift-install 4.12.9\nrelease image quay.io/openshift-release-dev/ocp-release:4.12.9-x86_64"}, {},
+         ["openshift-install: ", "installs OpenShift 4.12.9, older than 4.14 (the oldest this program installs is 4.14)"]),
+        ({**TOOLS, "openshift-install": "openshift-install v1.4.17\nrelease image quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64"},
+         {"capabilities": SimpleNamespace(baseline_capability_set="v4.18")},
+         ["openshift-install: ", "installs OpenShift 4.17.3, older than 4.18 (ocp:capabilities.baselineCapabilitySet is v4.18)"]),
+        # Integrated mode's preflight runs the openstack CLI.
+        (TOOLS, {"integrated": True, "openstack": SimpleNamespace(skip_preflight=False)}, ["openstack: not on PATH (integrated mode: "]),
+        (TOOLS, {"integrated": True, "openstack": SimpleNamespace(skip_preflight=True)}, []),
+    ],
+)
+def test_a_missing_or_unfit_tool_is_one_line_and_exit_2_before_any_work(installing, capsys, monkeypatch, tools, settings, lines):
+    """`lines`: what the lines say, one per tool (`tool: ` first), fragments of the line before after it."""
+    stack = FakeStack([], UP_OUTPUTS)
+    installing(stack, {}, tools=tools, **settings)
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: True)  # no cluster here (tests/ocp/test_approver.py)
+    code = main(["install", "--stack", "kvm"])
+    errors = capsys.readouterr().err
+    if not lines:
+        assert code == 0 and "missing" not in errors
+        return
+    assert code == 2 and stack.asked == [] and "Traceback" not in errors
+    said = errors.splitlines()
+    tools_named = [text.split(":")[0] for text in lines if re.match(r"[a-z-]+: ", text)]
+    assert [line.split(":")[1].strip() for line in said] == tools_named and all(line.startswith("missing: ") for line in said), errors
+    for text in lines:
+        assert text in errors, errors
+
+
+def test_approve_csrs_needs_oc_and_not_the_installer(installing, capsys, monkeypatch):
+    installing(FakeStack([], UP_OUTPUTS), {}, tools={})
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: True)
+    assert main(["approve-csrs", "--stack", "kvm"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "missing: oc: oc is not found (ocp:installer.oc: the nodes' certificates are approved with it): "
+        f"download openshift-client-linux from {checks.CLIENTS} and put oc on PATH"
+    ]

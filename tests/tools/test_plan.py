@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.dataurl import file_contents
 from cluster.installer import render_install_config
+from ocp.version import VERSION
 from tests.conftest import PULL_SECRET, ROOT, ignition_validate, stack_config
 from tools import real_installer, toolchain
-from tools.sample_installer import FAKE_MARKER
+from tools.sample_installer import FAKE_MARKER, INSTALLER_VERSION
 
 
 def plan(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -28,6 +31,8 @@ def test_plan_of_the_dev_stack(tmp_path):
     assert result.returncode == 0, result.stderr
     infra_id = json.loads((out / "outputs.json").read_text())["infraId"]
     assert f"{infra_id}-master-0" in result.stdout and "in all" in result.stdout
+    # Which release of this program made the plan (ocp/version.py, CHANGELOG.md).
+    assert result.stdout.startswith(f"offline plan of stack 'dev' by ocp {VERSION} -> ")
     # What a reviewer looks for first: endpoints and everything open beyond the machine network.
     assert "API       https://api.ocp4.osd2019.local:6443  VIP 10.0.0.5  floating IP 203.0.113." in result.stdout
     # Which cloud the flavors and quotas were checked against: the sample's, not the user's own.
@@ -359,3 +364,98 @@ def test_a_plain_http_image_endpoint_is_refused_by_the_plan_unless_the_stack_all
     # The committed dev stack says its cloud is a lab's.
     result = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr
+
+
+def test_a_pull_secret_in_clear_text_is_refused_as_pulumi_refuses_it(tmp_path):
+    """Pulumi.yaml declares ocp:pullSecret secret: the CLI refuses the stack file ("must be encrypted
+    as it's secret", tests/e2e); the plan with it, never echoing the secret, and the config's other problems too."""
+    stack = edited_stack(tmp_path, "  ocp:clusterName: ocp4\n", f"  ocp:clusterName: Ocp4\n  ocp:pullSecret: '{PULL_SECRET}'\n")
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists()
+    assert result.stderr.startswith(
+        f"error: ocp:pullSecret: is in clear text in {stack}, which pulumi refuses (\"must be encrypted as it's secret\"): remove the "
+        "line and set it with `pulumi config set --secret ocp:pullSecret \"$(cat pull-secret.json)\" --stack dev`, which stores it encrypted\n"
+    )
+    assert "ocp:clusterName" in result.stderr and "dGVzdDp0ZXN0" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("sources", "rule"),
+    [
+        ('["0.0.0.0/0"]', "no-world-open-ports (ocp4-security-master-tcp-30000-32767-world): ocp4-security-master-tcp-30000-32767-world opens tcp 30000-32767 to the world"),
+        # Each half passes alone; added up they are the world.
+        ('["0.0.0.0/1", "128.0.0.0/1"]', "no-world-open-ports-together (ocp4-security-master-tcp-30000-32767-0.0.0.0_1): "),
+    ],
+)
+def test_the_policy_packs_rules_refuse_what_the_preview_would(tmp_path, sources, rule):
+    stack = edited_stack(tmp_path, "    sshAllowedCidr: 192.168.122.0/24", f"    sshAllowedCidr: 192.168.122.0/24\n    nodePortAllowedCidrs: {sources}")
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists(), result.stdout[-2000:]
+    assert result.stderr.startswith("error: the guard rails (policy/README.md) refuse it, as `pulumi preview` would:\n  ")
+    assert rule in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_plan_says_the_guard_rails_pass(tmp_path):
+    result = plan("--stack", "standalone", "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    assert "  guard rails: the policy pack's 5 rules pass (policy/README.md)\n" in result.stdout
+
+
+def users_installer(directory, script: str, name: str = "openshift-install"):
+    """An openshift-install of the user's own in `directory`, a script."""
+    directory.mkdir(exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return path
+
+
+def plan_with_path(path: str, *args: str) -> subprocess.CompletedProcess:
+    """The plan as a user with this PATH runs it, their installer taken (tests/conftest.py turns that off elsewhere)."""
+    env = {key: value for key, value in os.environ.items() if key != "OCP_PLAN_USER_INSTALLER"}
+    return subprocess.run([sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True, env={**env, "PATH": path})
+
+
+def test_the_plan_makes_the_configs_with_the_users_installer_on_path_and_says_so(tmp_path):
+    built = real_installer.binary()
+    if built is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    # The user's: the same release as the toolchain's, at a path of the user's.
+    mine = users_installer(tmp_path / "bin", f'exec "{built}" "$@"\n')
+    result = plan_with_path(f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "--stack", "standalone", "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    assert f"  installer configs: made by your {real_installer.version()}, {mine} (ocp:installer.binary)\n" in result.stdout
+    bootkube = (tmp_path / "p/nodes/ocp4-bootstrap/files/usr/local/bin/bootkube.sh").read_bytes()
+    assert FAKE_MARKER.encode() not in bootkube
+
+
+VERSION_4_19 = 'if [ "$1" = version ]; then printf "openshift-install 4.19.2\\nrelease image quay.io/openshift-release-dev/ocp-release:4.19.2-x86_64\\n"; exit 0; fi\n'
+
+
+def test_a_users_installer_too_old_for_the_program_is_refused(tmp_path):
+    old = users_installer(tmp_path / "bin", VERSION_4_19.replace("4.19.2", "4.12.9"), "openshift-install-4.12")
+    stack = edited_stack(tmp_path, "    binary: openshift-install\n", f"    binary: {old}\n", "standalone")
+    result = plan_with_path(os.environ["PATH"], "--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists()
+    assert result.stderr == (
+        f"error: openshift-install: {old} installs OpenShift 4.12.9, older than 4.14 (the oldest this program installs is 4.14): "
+        "download a 4.14 or later installer from https://mirror.openshift.com/pub/openshift-v4/clients/ocp/\n"
+    )
+
+
+def test_a_users_installer_that_refuses_the_config_fails_the_plan_as_it_would_fail_the_up(tmp_path):
+    users_installer(tmp_path / "bin", VERSION_4_19 + 'echo "level=fatal msg=failed to fetch Master Machines: unsupported platform" >&2; exit 1\n')
+    result = plan_with_path(f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "--stack", "standalone", "--out", str(tmp_path / "p"))
+    assert result.returncode == 2 and not (tmp_path / "p").exists()
+    assert "installer-run: openshift-install failed" in result.stderr and "failed to fetch Master Machines: unsupported platform" in result.stderr
+
+
+def test_an_integrated_stack_keeps_the_fake_installer_and_says_why(tmp_path):
+    """Platform openstack: the installer validates against the cloud, which the offline plan does not contact."""
+    mine = users_installer(tmp_path / "bin", VERSION_4_19 + "exit 1\n")
+    result = plan_with_path(f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "--stack", "dev", "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"installer configs: made by the fake installer (tools/sample_installer, shaped like {INSTALLER_VERSION}) (your {mine} "
+        "(ocp:installer.binary) validates platform openstack against the cloud, and the offline plan contacts none)"
+    ) in result.stdout

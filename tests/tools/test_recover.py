@@ -18,6 +18,7 @@ from tests.conftest import ROOT
 from tools.recover import NotFound, delete_commands, failed_servers, in_error, openstack_cli, pending_creates, server_states, verdicts
 
 SERVER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$openstack:compute/instance:Instance::ocp4-control-plane-master-1"
+POINTER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:MasterPointers$command:local:Command::ocp4-master-pointers-master-1"
 PORT = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$openstack:networking/port:Port::ocp4-workers-worker-0-port"
 FIP = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:VipPorts$openstack:networking/floatingIp:FloatingIp::ocp4-vips-api-fip"
 DRAIN = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$command:local:Command::ocp4-workers-worker-0-drain"
@@ -252,6 +253,8 @@ def test_recover_taints_only_what_the_cloud_says_by_id_is_broken(tmp_path):
         _failed(SERVER, "s-1", "p-1", initErrors=["unexpected state 'ERROR'"], protect=True),
         _failed(later, "s-9", "p-9", initErrors=["timeout"]),
         _failed(elsewhere, "s-x", "p-x", initErrors=["timeout"], protect=True),
+        {"urn": POINTER.replace("-master-1", "-master-2"), "type": "command:local:Command", "id": "c-2"},
+        {"urn": POINTER, "type": "command:local:Command", "id": "c-1"},
     ]}}
     (tmp_path / "export.json").write_text(json.dumps(export))
     (tmp_path / "cloud.json").write_text(json.dumps({
@@ -278,7 +281,8 @@ def test_recover_taints_only_what_the_cloud_says_by_id_is_broken(tmp_path):
     assert "the cloud answers 404 for s-x and for its port: is cloud 'openstack' the stack's" in result.stdout
     assert (tmp_path / "pulumi.log").read_text().splitlines() == [
         f"state unprotect --yes {SERVER} --stack dev --non-interactive",
-        f"state taint --yes {SERVER} --stack dev --non-interactive",
+        # Its pointer too: the server made again reads the cluster's pointer (a rotated MCS CA) anew.
+        f"state taint --yes {SERVER} {POINTER} --stack dev --non-interactive",
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,10 +26,50 @@ REGENERATE = (
 )
 
 
-def plan(stack: str, out: Path, path: str | None = None) -> subprocess.CompletedProcess:
+# The README shows the picture at its natural size up to 800 px wide: 600 pt (a point is 4/3 px).
+README_WIDTH_PT = 600
+
+
+def plan(stack: str, out: Path, path: str | None = None, config_file: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, LOCALCLOUD_SWITCH: "off", **({"PATH": path} if path is not None else {})}
-    command = [sys.executable, "-m", "tools.plan", "--stack", stack, "--out", str(out)]
+    source = ["--config-file", str(config_file)] if config_file else ["--stack", stack]
+    command = [sys.executable, "-m", "tools.plan", *source, "--out", str(out)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+
+
+def width_pt(svg: bytes) -> float:
+    return float(ET.fromstring(svg).get("width").removesuffix("pt"))
+
+
+def tops(svg: bytes) -> dict[str, float]:
+    """Each node's and cluster's top: the y of its first line of text (y grows downwards)."""
+    root = ET.fromstring(svg)
+    return {
+        group.find(f"{SVG}title").text: float(group.find(f"{SVG}text").get("y"))
+        for group in root.iter(f"{SVG}g")
+        if group.get("class") in ("node", "cluster") and group.find(f"{SVG}text") is not None
+    }
+
+
+def members(svg: bytes) -> dict[str, set[str]]:
+    """Each cluster's label (its lines joined by ' / ') -> the nodes drawn inside its box."""
+    root = ET.fromstring(svg)
+    extents = {}
+    for group in root.iter(f"{SVG}g"):
+        if group.get("class") == "cluster":
+            outline = next(element for element in group if element.tag in (f"{SVG}polygon", f"{SVG}path"))
+            points = [(float(x), float(y)) for x, y in re.findall(r"(-?[\d.]+),(-?[\d.]+)", outline.get("points") or outline.get("d"))]
+            label = " / ".join(text.text.strip() for text in group.iter(f"{SVG}text"))
+            extents[label] = (min(x for x, _ in points), max(x for x, _ in points), min(y for _, y in points), max(y for _, y in points))
+    inside: dict[str, set[str]] = {label: set() for label in extents}
+    for group in root.iter(f"{SVG}g"):
+        if group.get("class") == "node":
+            text = group.find(f"{SVG}text")
+            x, y = float(text.get("x")), float(text.get("y"))
+            for label, (left, right, top, bottom) in extents.items():
+                if left < x < right and top < y < bottom:
+                    inside[label].add(group.find(f"{SVG}title").text)
+    return inside
 
 
 def boxes(svg: bytes) -> dict[str, list[str]]:
@@ -78,19 +119,23 @@ def test_the_dev_picture_shows_addresses_and_exposure(dev):
     for name, address in outputs["nodes"].items():
         assert shown[f"node {name}"][:2] == [name, address]
     # dev has workers: they run the routers, so they alone take the ingress group.
-    assert shown[f"node {infra}-master-0"][2] == "security groups: master"
-    assert shown[f"node {infra}-worker-0"][2] == "security groups: ingress, worker"
-    assert shown[f"node {infra}-bootstrap"][2] == "security groups: bootstrap, master"
+    assert shown[f"node {infra}-master-0"][2:] == ["security groups:", "master"]
+    assert shown[f"node {infra}-worker-0"][2:] == ["security groups:", "ingress, worker"]
+    assert shown[f"node {infra}-bootstrap"][2:] == ["security groups:", "bootstrap, master"]
     # The floating IPs, each NATed to what it fronts.
     assert ("fip ocp4-vips-api-fip", "vip 10.0.0.5") in arrows(svg)
     assert ("fip ocp4-vips-ingress-fip", "vip 10.0.0.7") in arrows(svg)
     assert ("fip ocp4-bootstrap-fip", f"node {infra}-bootstrap") in arrows(svg)
-    assert shown["fip ocp4-vips-api-fip"] == ["floating IP", outputs["apiFloatingIp"]]
-    assert shown["fip ocp4-vips-ingress-fip"] == ["floating IP", outputs["ingressFloatingIp"]]
+    # Each with the DNS name that must resolve to it (the etcHosts output's).
+    assert shown["fip ocp4-vips-api-fip"] == ["floating IP", outputs["apiFloatingIp"], "api.ocp4.osd2019.local"]
+    assert shown["fip ocp4-vips-ingress-fip"] == ["floating IP", outputs["ingressFloatingIp"], "*.apps.ocp4.osd2019.local"]
+    assert shown["fip ocp4-bootstrap-fip"] == ["floating IP", outputs["bootstrapGather"].split("--bootstrap ")[1].split()[0]]
+    assert f"{outputs['apiFloatingIp']} api.ocp4.osd2019.local" in outputs["etcHosts"]
+    assert f"{outputs['ingressFloatingIp']} console-openshift-console.apps.ocp4.osd2019.local" in outputs["etcHosts"]
     # The router's gateway on the external network the stack names; the machine network's CIDR.
     router = shown["router ocp4-network-router"]
     assert router == [f"router {infra}-external-router", "external gateway: external"]
-    assert ("external", "router ocp4-network-router") in arrows(svg)
+    assert ("router ocp4-network-router", "vip 10.0.0.5") in arrows(svg)
     assert shown["cluster_external"][0] == "external network external"
     assert shown["cluster_machine"][0] == f"machine network 10.0.0.0/16 (subnet {infra}-nodes)"
     # What each group lets in: the API and routes from anywhere, SSH only from the machine
@@ -116,13 +161,67 @@ def test_the_same_plan_draws_the_same_bytes_and_the_committed_picture_is_current
     assert COMMITTED.is_file() and COMMITTED.read_bytes() == drawn, f"docs/images/dev-topology.svg is stale: {REGENERATE}"
 
 
+def test_five_workers_read_at_800_px_grouped_by_role_top_to_bottom(tmp_path):
+    """The newcomer's stack had 5 workers: one long row of 3,063 pt, unreadable at the README's width."""
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("ocp:workers:\n    count: 2", "ocp:workers:\n    count: 5"))
+    result = plan("dev", tmp_path / "p", config_file=stack_file)
+    assert result.returncode == 0, result.stderr
+    svg = (tmp_path / "p/topology.svg").read_bytes()
+    infra = json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+    assert width_pt(svg) <= README_WIDTH_PT
+    # Each role a box saying what its nodes share: flavor and server group (Pulumi.dev.yaml's flavors).
+    pools = {label: inside for label, inside in members(svg).items() if label.split(":")[0] in ("bootstrap", "masters", "workers")}
+    assert pools == {
+        "bootstrap: flavor master": {f"node {infra}-bootstrap"},
+        f"masters: flavor master / server group {infra}-master (soft-anti-affinity)": {f"node {infra}-master-{index}" for index in range(3)},
+        f"workers: flavor worker / server group {infra}-worker (soft-anti-affinity)": {f"node {infra}-worker-{index}" for index in range(5)},
+    }
+    # Top to bottom: the floating IPs, the VIPs, the bootstrap, the masters, the workers, the security groups.
+    top = tops(svg)
+    order = [
+        "fip ocp4-vips-api-fip", "vip 10.0.0.5", f"node {infra}-bootstrap", f"node {infra}-master-0",
+        f"node {infra}-worker-0", f"node {infra}-worker-4", f"sg {infra}-worker",
+    ]
+    assert [top[title] for title in order] == sorted(top[title] for title in order)
+    # Rows of three, in the order of their addresses.
+    rows = sorted({top[f"node {infra}-worker-{index}"] for index in range(5)})
+    assert len(rows) == 2
+    assert [index for index in range(5) if top[f"node {infra}-worker-{index}"] == rows[0]] == [0, 1, 2]
+    x = {title: float(ET.fromstring(svg).find(f".//{SVG}g[{SVG}title='{title}']/{SVG}text").get("x")) for title in top}
+    assert x[f"node {infra}-worker-0"] < x[f"node {infra}-worker-1"] < x[f"node {infra}-worker-2"]
+    assert x["fip ocp4-vips-api-fip"] < x["fip ocp4-vips-ingress-fip"] and x["vip 10.0.0.5"] < x["vip 10.0.0.7"]
+
+
+def test_the_bootstrap_helper_and_its_floating_ip_fit_the_width_too(tmp_path):
+    """configSource: helper adds a fourth floating IP and a server with no role: they wrap and get a box of their own."""
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("configSource: glance ", "configSource: helper "))
+    result = plan("dev", tmp_path / "p", config_file=stack_file)
+    assert result.returncode == 0, result.stderr
+    svg = (tmp_path / "p/topology.svg").read_bytes()
+    infra = json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+    assert width_pt(svg) <= README_WIDTH_PT
+    assert members(svg)["bootstrap helper: flavor m1.small"] == {f"node {infra}-bootstrap-helper"}
+    assert ("fip ocp4-bootstrap-helper-fip", f"node {infra}-bootstrap-helper") in arrows(svg)
+    top = tops(svg)
+    assert top[f"node {infra}-bootstrap"] < top[f"node {infra}-bootstrap-helper"] < top[f"node {infra}-master-0"]
+
+
 def test_a_libvirt_stack_shows_its_network_and_domains(tmp_path):
     result = plan("kvm", tmp_path / "kvm")
     assert result.returncode == 0, result.stderr
     svg = (tmp_path / "kvm/topology.svg").read_bytes()
     shown = boxes(svg)
     network = next(lines for title, lines in shown.items() if title.startswith("cluster_kvm"))
-    assert network[0] == "libvirt network kvm4 192.168.126.0/24 (mode nat, domain kvm4.lab.local)"
+    assert network[:2] == ["libvirt network kvm4 192.168.126.0/24", "mode nat, domain kvm4.lab.local"]
+    # Grouped by role, with their size (Pulumi.kvm.yaml: masters 4 vCPUs 16 GiB, workers 4 vCPUs 8 GiB).
+    pools = {label: inside for label, inside in members(svg).items() if label.split(":")[0] in ("bootstrap", "masters", "workers")}
+    assert pools == {
+        "bootstrap: 4 vCPUs, 16384 MiB": {"node kvm4-bootstrap"},
+        "masters: 4 vCPUs, 16384 MiB": {f"node kvm4-master-{index}" for index in range(3)},
+        "workers: 4 vCPUs, 8192 MiB": {f"node kvm4-worker-{index}" for index in range(2)},
+    }
     nodes = json.loads((tmp_path / "kvm/outputs.json").read_text())["nodes"]
     assert {title: lines for title, lines in shown.items() if title.startswith("node ")} == {
         f"node {name}": [name, address] for name, address in nodes.items()

@@ -1,0 +1,152 @@
+"""A cloud of ports for the real OpenStack plugin: Keystone's password token (with a catalog)
+and Neutron's port API, nothing else. Test harness.
+
+    python -m tests.e2e.neutron PORT STATE_FILE
+
+It listens on 127.0.0.1:PORT and keeps the ports in STATE_FILE (JSON, read and written on every
+request), so a test edits the cloud between runs as a controller of the cluster would: an
+EgressIP in a port's allowed_address_pairs, an `lb-sg-*` group among its security groups. Every
+request is appended to STATE_FILE's `requests`, so a test sees what the plugin asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from threading import Lock
+
+PROJECT = "0123456789abcdef0123456789abcdef"
+# Neutron's own defaults for what the plugin reads back and does not set.
+PORT_DEFAULTS = {
+    "admin_state_up": True,
+    "description": "",
+    "device_id": "",
+    "device_owner": "",
+    "status": "DOWN",
+    "tags": [],
+    "security_groups": [],
+    "allowed_address_pairs": [],
+    "extra_dhcp_opts": [],
+    "port_security_enabled": True,
+    "binding:host_id": "",
+    "binding:profile": {},
+    "binding:vif_details": {},
+    "binding:vif_type": "unbound",
+    "binding:vnic_type": "normal",
+}
+
+
+def token(port: int) -> dict:
+    return {
+        "token": {
+            "methods": ["password"],
+            "expires_at": "2999-01-01T00:00:00.000000Z",
+            "issued_at": "2026-01-01T00:00:00.000000Z",
+            "user": {"id": "u1", "name": "tester", "domain": {"id": "default", "name": "Default"}},
+            "project": {"id": PROJECT, "name": "tester", "domain": {"id": "default", "name": "Default"}},
+            "roles": [{"id": "r1", "name": "member"}],
+            "catalog": [
+                {
+                    "type": "network",
+                    "name": "neutron",
+                    "id": "n1",
+                    "endpoints": [
+                        {"id": "e1", "interface": interface, "region": "RegionOne", "region_id": "RegionOne", "url": f"http://127.0.0.1:{port}/network"}
+                        for interface in ("public", "internal")
+                    ],
+                }
+            ],
+        }
+    }
+
+
+class Cloud(BaseHTTPRequestHandler):
+    state_file: Path
+    lock = Lock()
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def _answer(self, status: int, body: dict | None = None, headers: dict[str, str] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else {}
+        with self.lock:
+            state = json.loads(self.state_file.read_text())
+            state.setdefault("requests", []).append({"method": method, "path": self.path, "body": body})
+            status, answer, headers = self._route(method, self.path.split("?")[0].rstrip("/"), body, state.setdefault("ports", {}))
+            self.state_file.write_text(json.dumps(state, indent=1))
+        self._answer(status, answer, headers)
+
+    def _route(self, method: str, path: str, body: dict, ports: dict) -> tuple[int, dict | None, dict[str, str] | None]:
+        port = self.server.server_address[1]
+        if path in ("", "/v3") and method == "GET":
+            version = {"id": "v3.14", "status": "stable", "links": [{"rel": "self", "href": f"http://127.0.0.1:{port}/v3/"}]}
+            return 200, ({"version": version} if path else {"versions": {"values": [version]}}), None
+        if path == "/v3/auth/tokens" and method == "POST":
+            return 201, token(port), {"X-Subject-Token": "fake-token-" + uuid.uuid4().hex}
+        if path == "/network" and method == "GET":
+            return 200, {"versions": [{"id": "v2.0", "status": "CURRENT", "links": []}]}, None
+        if path == "/network/v2.0/ports" and method == "POST":
+            new = {**PORT_DEFAULTS, **body["port"], "id": str(uuid.uuid4()), "tenant_id": PROJECT, "project_id": PROJECT}
+            new["mac_address"] = "fa:16:3e:00:00:%02x" % (len(ports) + 1)
+            new["fixed_ips"] = body["port"].get("fixed_ips", [])
+            ports[new["id"]] = new
+            return 201, {"port": new}, None
+        if path == "/network/v2.0/ports" and method == "GET":
+            return 200, {"ports": list(ports.values())}, None
+        found = re.fullmatch(r"/network/v2\.0/ports/([^/]+)(/tags)?", path)
+        if found and found.group(1) in ports:
+            item = ports[found.group(1)]
+            if found.group(2):
+                if method == "PUT":
+                    item["tags"] = body["tags"]
+                    return 200, {"tags": item["tags"]}, None
+                return 200, {"tags": item["tags"]}, None
+            if method == "GET":
+                return 200, {"port": item}, None
+            if method == "PUT":
+                item.update(body["port"])
+                return 200, {"port": item}, None
+            if method == "DELETE":
+                del ports[found.group(1)]
+                return 204, None, None
+        return 404, {"NeutronError": {"type": "NotFound", "message": f"{method} {path}", "detail": ""}}, None
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+
+def main(argv: list[str]) -> int:
+    port, state_file = int(argv[0]), Path(argv[1])
+    if not state_file.exists():
+        state_file.write_text(json.dumps({"ports": {}, "requests": []}))
+    Cloud.state_file = state_file
+    ThreadingHTTPServer(("127.0.0.1", port), Cloud).serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
