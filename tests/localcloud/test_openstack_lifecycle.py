@@ -37,6 +37,7 @@ from harness import ignition, netns
 from ignition import assembly
 from ignition.assembly import Additions, File
 from tests.conftest import deploy
+from tests.localcloud.cloud_needs import described, planned_needs, uncharged
 from tests.localcloud.conftest import sdk, status_with_token
 from tests.localcloud.engine import Stack, agreement, needs, structured, table, timeline
 from tests.localcloud.openstack_stack import PLUGINS, inventory, openstack_stack
@@ -103,9 +104,13 @@ def _rules(rules: list[Rule]) -> list[tuple]:
 
 
 def test_up_creates_the_stack_in_the_cloud(stack, tmp_path):
+    # What the offline plan's needs table says this stack takes of the project, against what the cloud charges.
+    before = described(stack.cloud)  # type: ignore[attr-defined]
+    needs_table = planned_needs(stack.project / f"Pulumi.{stack.name}.yaml", before, tmp_path)
     began = time.monotonic()
     stack.up(event_log=tmp_path / "events.jsonl")
     took = time.monotonic() - began
+    assert uncharged(needs_table, before, described(stack.cloud)) == []  # type: ignore[attr-defined]
     # The critical path: soft anti-affinity makes the masters one after another (components/openstack/machines.py).
     steps = timeline(tmp_path / "events.jsonl")
     masters = sorted((start, end) for name, (kind, start, end) in steps.items() if kind == INSTANCE and "-master-" in name)
