@@ -4,6 +4,7 @@ refuse, exactly as samples/cloud/dev.yaml (the description the local cloud is ma
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,8 @@ import yaml
 
 from tests.localcloud.cloud_needs import described, planned_needs, uncharged
 from tests.localcloud.conftest import ROOT, sdk
+from tests.localcloud.engine import structured
+from tests.localcloud.openstack_stack import openstack_stack
 from tools.mock_cloud import DEFAULT, read
 
 # Stacks the cloud must refuse, each for a name it does not have (or has, unfit): dev with one edit.
@@ -130,3 +133,40 @@ result = {"agents": [agent.agent_type for agent in admin.network.agents()],
           "ports": sorted({port.device_owner for port in admin.network.ports()} & {"network:dhcp", "network:distributed"})}
 """)
     assert found == {"agents": [], "ports": []}
+
+
+# The same refusals, as edits of the deployed stack's config: the real preflight's side.
+REFUSED_EDITS = {"flavor missing": ("ocp:workers", "flavor", "huge.worker"), "network not external": ("ocp:openstack", "externalNetwork", "lab-internal")}
+
+
+@pytest.fixture(scope="module")
+def dev_stack(cloud, cloud_env, tmp_path_factory):
+    yield from openstack_stack("dev", tmp_path_factory.mktemp("dev-refusals"), cloud, cloud_env)
+
+
+def _problem_lines(output: str, token: str, cloud_named: str) -> list[str]:
+    """The lines naming `token`, with the cloud as either side names it put aside."""
+    lines = [line.strip().removeprefix("error:").strip() for line in output.splitlines() if token in line]
+    return sorted({_zones_sorted(line).replace(cloud_named, "THE CLOUD") for line in lines})
+
+
+def test_the_real_preflight_refuses_as_the_offline_plan_with_the_description_does(dev_stack, description, tmp_path):
+    """A bad stack: the offline plan against the described cloud and `pulumi preview` (the program's
+    preflight against the real cloud, before any resource) refuse it with the same message."""
+    for case, (section, key, value) in REFUSED_EDITS.items():
+        old, new = REFUSED[case]
+        stack_file = tmp_path / case.replace(" ", "-") / "Pulumi.dev.yaml"
+        stack_file.parent.mkdir()
+        stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace(old, new))
+        offline = plan("--config-file", str(stack_file), "--cloud", str(description), "--out", str(tmp_path / "p"))
+        assert offline.returncode == 2, offline.stdout[-2000:]
+        edited = {**dev_stack.base, section: json.dumps({**structured(dev_stack.base[section]), key: value})}
+        dev_stack.write_config(edited)
+        try:
+            real = dev_stack.pulumi("preview")
+        finally:
+            dev_stack.write_config(dev_stack.base)
+        assert real.returncode != 0 and dev_stack.state() == []
+        offline_lines = _problem_lines(offline.stderr, value, f"the cloud description {description}")
+        real_lines = _problem_lines(real.stdout + real.stderr, value, 'cloud "openstack"')
+        assert offline_lines and set(offline_lines) <= set(real_lines), (case, offline_lines, real_lines)
