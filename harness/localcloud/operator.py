@@ -4,7 +4,7 @@ Runs with the services' virtualenv's Python (it needs openstacksdk, which the pr
 does not carry): `<venv>/bin/python harness/localcloud/operator.py identity|prepare|describe`,
 with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PASSWORD for `identity`). Imports nothing of the project.
 
-- `identity`: the service users, the catalog, the tenant's project and user.
+- `identity`: the service users, the catalog, the tenant's project and user (idempotent).
 - `prepare DESCRIPTION.json`: makes the cloud what the description (samples/cloud/dev.yaml,
   the mock cloud the offline plan reads) says: flavors, images, networks with
   documentation-range subnets, floating IPs, zones, volume types, quotas, and what other
@@ -31,8 +31,12 @@ SERVICES = {  # service type: (name, URL)
     "network": ("neutron", f"{HOST}:9696"),
     "volumev3": ("cinderv3", f"{HOST}:8776/v3"),
     "block-storage": ("cinder", f"{HOST}:8776/v3"),
+    "load-balancer": ("octavia", f"{HOST}:9876"),
 }
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia")
+# Octavia's policy takes `member` under Keystone's default roles, and on many clouds (those that
+# enforce its older rules) only its own role: the tenant has both, as such a cloud's users do.
+TENANT_ROLES = ("member", "load-balancer_member")
 # Documentation ranges (RFC 5737) for the external networks; the described floating IPs fall in them.
 EXTERNAL_SUBNETS = {"external": ["192.0.2.0/24", "198.51.100.0/24"], "public": ["203.0.113.0/24"]}
 INTERNAL_CIDR = "172.31.0.0/24"
@@ -51,7 +55,7 @@ def identity(password: str) -> None:
     admin = openstack.connect(cloud=ADMIN_CLOUD)
     service_project = admin.identity.find_project("service") or admin.identity.create_project(name="service", domain_id="default")
     roles = {}
-    for role in ("admin", "service", "member"):
+    for role in ("admin", "service", *TENANT_ROLES):
         roles[role] = admin.identity.find_role(role) or admin.identity.create_role(name=role)
     for name in SERVICE_USERS:
         user = admin.identity.find_user(name, domain_id="default") or admin.identity.create_user(name=name, password=password, domain_id="default")
@@ -67,8 +71,9 @@ def identity(password: str) -> None:
     user = admin.identity.find_user("lab", domain_id="default") or admin.identity.create_user(
         name="lab", password=password, domain_id="default", default_project_id=lab.id
     )
-    admin.identity.assign_project_role_to_user(lab, user, roles["member"])
-    say("identity: service users, catalog, project lab with user lab (member)")
+    for role in TENANT_ROLES:
+        admin.identity.assign_project_role_to_user(lab, user, roles[role])
+    say(f"identity: service users, catalog, project lab with user lab ({', '.join(TENANT_ROLES)})")
 
 
 def _wait(what: str, check, timeout: float = 120) -> None:
