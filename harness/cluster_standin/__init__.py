@@ -10,9 +10,8 @@ code it follows; facts only, read with the upstream source, never copied):
   floating IP on each VIP port, and `lb-sg-*` groups on the member (node) ports;
 - egressip: EgressIP reservation ports and the pair on a node's port;
 - machine_api: a MachineSet's server on a trunk;
-- cinder_csi: PVC volumes with snapshots.
-
-Shares (Manila CSI) are not made: the local cloud has no Manila (CONTRIBUTING.md says why).
+- cinder_csi: PVC volumes with snapshots;
+- manila_csi: shares with snapshots, where the catalog has Manila.
 
 It runs with the local cloud's virtualenv (openstacksdk), as the tenant, against a deployed
 stack whose infra ID it is given: `<venv>/bin/python -m harness.cluster_standin INFRA_ID` prints

@@ -10,7 +10,7 @@ import sys
 
 import openstack
 
-from harness.cluster_standin import cinder_csi, cloud_provider, egressip, machine_api
+from harness.cluster_standin import cinder_csi, cloud_provider, egressip, machine_api, manila_csi
 
 
 def act(conn, infra: str) -> dict:
@@ -38,6 +38,8 @@ def act(conn, infra: str) -> dict:
     machine = machine_api.machine_on_trunk(conn, infra, network, group, model.flavor["original_name"], image)
     made["MachineSet on a trunk"] = machine
     made["PVC with a snapshot"] = cinder_csi.volume_with_snapshot(conn, infra, machine["MachineSet server"])
+    if conn.has_service("shared-file-system"):  # Manila CSI is deployed where the cloud has Manila
+        made["shared PVC with a snapshot"] = manila_csi.share_with_snapshot(conn, infra)
     return made
 
 

@@ -17,8 +17,8 @@ COMPUTE_HOSTS = {"nova": "localcloud-compute", "az1": "localcloud-compute-az1", 
 VOLUME_BACKENDS = {"nova": "fake", "storage-1": "fake-storage-1", "storage-2": "fake-storage-2"}
 
 RABBIT = f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"  # guest may connect from loopback only
-DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder", "octavia")
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia")
+DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder", "octavia", "manila")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
 
 
 def database(layout: Layout, name: str) -> str:
@@ -300,6 +300,32 @@ def octavia_api() -> str:
     return "[controller_worker]\nnetwork_driver = allowed_address_pairs_driver\n"
 
 
+def manila(layout: Layout) -> str:
+    """Shares with Manila's own test driver (DummyDriver: bookkeeping, no storage backend, no
+    share servers), as Cinder's volumes are kept here; NFS, one backend."""
+    return f"""{_common(layout, "manila")}
+auth_strategy = keystone
+api_paste_config = {layout.etc / "manila" / "api-paste.ini"}
+my_ip = {HOST}
+enabled_share_backends = dummy
+enabled_share_protocols = NFS
+default_share_type = default
+osapi_share_workers = 1
+
+[database]
+connection = {database(layout, "manila")}
+
+[dummy]
+share_backend_name = dummy
+share_driver = manila.tests.share.drivers.dummy.DummyDriver
+driver_handles_share_servers = false
+# Its methods sleep seconds each by default, to look like a backend: not here.
+dummy_driver_default_driver_method_delay = 0
+dummy_driver_driver_methods_delays = ensure_share:0
+
+{_authtoken(layout, "manila", "shared-file-system")}"""
+
+
 def clouds_yaml(layout: Layout) -> str:
     def entry(name: str, user: str, project: str) -> str:
         return f"""  {name}:
@@ -333,6 +359,7 @@ def render(layout: Layout) -> None:
         layout.etc / "cinder" / "cinder.conf": cinder(layout),
         layout.etc / "octavia" / "octavia.conf": octavia(layout),
         layout.etc / "octavia" / "octavia-api.conf": octavia_api(),
+        layout.etc / "manila" / "manila.conf": manila(layout),
         layout.clouds_yaml: clouds_yaml(layout),
     }
     for host in COMPUTE_HOSTS.values():
@@ -341,9 +368,9 @@ def render(layout: Layout) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o600)
-    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json")):
+    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json"), ("manila", "api-paste.ini")):
         shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
-    for service in ("glance", "neutron", "nova", "cinder", "octavia"):
+    for service in ("glance", "neutron", "nova", "cinder", "octavia", "manila"):
         (layout.data / service / "lock").mkdir(parents=True, exist_ok=True)
     for host in COMPUTE_HOSTS.values():
         (layout.data / "nova" / host).mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ PORTS = {
     "nova": 8774,
     "cinder": 8776,
     "octavia": 9876,
+    "manila": 8786,
 }
 
 

@@ -32,8 +32,9 @@ SERVICES = {  # service type: (name, URL)
     "volumev3": ("cinderv3", f"{HOST}:8776/v3"),
     "block-storage": ("cinder", f"{HOST}:8776/v3"),
     "load-balancer": ("octavia", f"{HOST}:9876"),
+    "shared-file-system": ("manila", f"{HOST}:8786/v2"),
 }
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
 # Octavia's policy takes `member` under Keystone's default roles, and on many clouds (those that
 # enforce its older rules) only its own role: the tenant has both, as such a cloud's users do.
 TENANT_ROLES = ("member", "load-balancer_member")
@@ -45,6 +46,7 @@ OTHER_FLAVOR = "m1.medium"
 OTHER_IMAGE = "centos-stream-9"
 COMPUTE_HOSTS = {"az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
 VOLUME_DEFAULT_TYPE = "__DEFAULT__"
+SHARE_TYPE = "default"
 
 
 def say(message: str) -> None:
@@ -166,6 +168,11 @@ def prepare(description: dict) -> None:
         floatingip=quotas["floatingIps"],
     )
     admin.set_volume_quotas(lab.id, volumes=quotas["volumes"], gigabytes=quotas["gigabytes"])
+    # Manila's default share type (manila.conf default_share_type): no share servers, snapshots (Manila CSI takes them).
+    if not any(t.name == SHARE_TYPE for t in admin.shared_file_system.share_types()):
+        admin.shared_file_system.create_share_type(
+            name=SHARE_TYPE, extra_specs={"driver_handles_share_servers": "False", "snapshot_support": "True"}
+        )
     say("quotas: " + ", ".join(f"{name} {value}" for name, value in quotas.items()))
 
     _others(admin, tenant, description, networks)

@@ -1,7 +1,7 @@
 """The local cloud's processes, in the order they start, and each one's one-time set-up.
 
 MariaDB and RabbitMQ (Debian's binaries, our own data directories, loopback ports), then
-Keystone, Placement, Glance, Neutron, Nova, Cinder and Octavia from the services' virtualenv: the APIs
+Keystone, Placement, Glance, Neutron, Nova, Cinder, Octavia and Manila from the services' virtualenv: the APIs
 under gunicorn (these releases ship them as WSGI applications only), the rest as their own
 commands. A set-up step that completed leaves a marker in data/done, so an `up` after a crash
 redoes only what did not finish; the schema syncs are idempotent and run on every `up`.
@@ -291,6 +291,15 @@ class Cloud:
         self._start(_gunicorn(self.layout, "octavia", {"LOCALCLOUD_ARGS": api}))
         start(self.layout, Process("octavia-worker", [str(self.layout.bin("octavia-worker")), "--config-file", conf]))
 
+    def manila(self) -> None:
+        _mysql(self.layout, "CREATE DATABASE IF NOT EXISTS manila CHARACTER SET utf8mb4;")
+        self.operator("identity")
+        conf = str(self.etc / "manila" / "manila.conf")
+        self._manage("manila db sync", "manila-manage", "--config-file", conf, "db", "sync")
+        self._start(_gunicorn(self.layout, "manila", {"LOCALCLOUD_ARGS": f"--config-file {conf}"}))
+        for binary in ("manila-scheduler", "manila-share"):
+            start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
+
     def _octavia_ca(self) -> None:
         """The CA the flows sign each (no-op) amphora's certificate with."""
         directory = self.layout.data / "octavia" / "ca"
@@ -337,6 +346,7 @@ PROCESSES = {
     "nova": ("nova", "nova-conductor", "nova-scheduler", *COMPUTE_HOSTS.values()),
     "cinder": ("cinder", "cinder-scheduler", "cinder-volume"),
     "octavia": ("octavia", "octavia-worker"),
+    "manila": ("manila", "manila-scheduler", "manila-share"),
 }
 ORDER = tuple(PROCESSES)
 

@@ -78,7 +78,7 @@ def test_the_preflight_reads_compute_hosts_where_nova_lets_the_caller(cloud_env)
 
 
 # Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.
-API_PATHS = {"keystone": "/v3", "placement": "/", "glance": "/", "neutron": "/", "nova": "/", "cinder": "/", "octavia": "/"}
+API_PATHS = {"keystone": "/v3", "placement": "/", "glance": "/", "neutron": "/", "nova": "/", "cinder": "/", "octavia": "/", "manila": "/"}
 
 
 def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
@@ -207,6 +207,27 @@ finally:
 """
 
 
+SHARE = """
+share = tenant.shared_file_system.create_share(name="localcloud-probe", share_proto="NFS", size=1, metadata={"manila.csi.openstack.org/cluster": "probe"})
+try:
+    share = tenant.shared_file_system.wait_for_status(share, "available", failures=["error"], interval=1, wait=120)
+    snapshot = tenant.shared_file_system.create_share_snapshot(share_id=share.id, name="localcloud-probe")
+    snapshot = tenant.shared_file_system.wait_for_status(snapshot, "available", failures=["error"], interval=1, wait=120)
+    listed = [s.id for s in tenant.shared_file_system.shares() if (s.metadata or {}).get("manila.csi.openstack.org/cluster") == "probe"]
+    result = {"share": share.status, "snapshot": snapshot.status, "listed by metadata": listed == [share.id]}
+    tenant.shared_file_system.delete_share_snapshot(snapshot)
+    tenant.shared_file_system.wait_for_delete(snapshot, interval=1, wait=120)
+finally:
+    tenant.shared_file_system.delete_share(share)
+    tenant.shared_file_system.wait_for_delete(share, interval=1, wait=120)
+"""
+
+
+def test_a_share_and_its_snapshot_are_made_with_no_storage_backend(cloud):
+    # Manila's own DummyDriver: bookkeeping only, as Cinder's volumes here.
+    assert sdk(cloud, SHARE) == {"share": "available", "snapshot": "available", "listed by metadata": True}
+
+
 def test_a_load_balancer_goes_active_with_a_real_vip_port_that_goes_with_it(cloud):
     # Octavia's amphora provider with no-op amphorae: nothing boots, the VIP port is Neutron's.
     found = sdk(cloud, LOAD_BALANCER)
@@ -226,6 +247,6 @@ def test_a_volume_snapshot_is_made_and_keeps_its_volume(cloud):
     assert found == {"snapshot": "available", "listed by metadata": True, "volume delete": 400}
 
 
-def test_the_catalog_names_the_load_balancer_service_and_octavias_role_is_the_tenants(cloud):
-    found = sdk(cloud, 'result = [tenant.endpoint_for("load-balancer"), sorted(tenant.session.auth.get_access(tenant.session).role_names)]')
-    assert found[0] == url("octavia") and "load-balancer_member" in found[1], found
+def test_the_catalog_names_load_balancers_and_shares_and_octavias_role_is_the_tenants(cloud):
+    found = sdk(cloud, 'result = [tenant.endpoint_for("load-balancer"), tenant.endpoint_for("shared-file-system"), sorted(tenant.session.auth.get_access(tenant.session).role_names)]')
+    assert found[:2] == [url("octavia"), url("manila", "/v2")] and "load-balancer_member" in found[2], found

@@ -68,6 +68,7 @@ result = {
     "lb-sg groups": [g.name for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and (g.id in made_groups or g.description.endswith(infra))],
     "ports": [p.name or p.id for p in tenant.network.ports() if p.network_id in networks or p.id in made_ports],
     "volumes": [v.id for v in tenant.block_storage.volumes() if v.id in made_volumes],
+    "shares": [s.name for s in tenant.shared_file_system.shares() if (s.metadata or {}).get("manila.csi.openstack.org/cluster") == infra],
 }
 """
 

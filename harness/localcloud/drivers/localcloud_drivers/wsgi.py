@@ -19,6 +19,7 @@ MODULES = {
     "neutron": "neutron.wsgi.api",
     "cinder": "cinder.wsgi.api",
     "octavia": "octavia.wsgi.api",
+    "manila": "manila.wsgi.api",
 }
 
 
