@@ -129,7 +129,9 @@ for port in [p for p in tenant.network.ports() if p.network_id in ours and not (
     tenant.network.delete_port(port)
 """
     images = """
-for group in [g for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and g.id in lb_groups]:
+# (or, once no port holds one, by its 4.14 description: a failed destroy took the ports first)
+for group in [g for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and (g.id in lb_groups or (
+        g.description.endswith(" in cluster kubernetes") and not list(tenant.network.ports(security_groups=[g.id]))))]:
     attempt(f"delete security group {group.name}", tenant.network.delete_security_group, group)
 for image in [i for i in tenant.image.images() if (i.name or "").startswith(infra)]:
     attempt(f"delete image {image.name}", tenant.image.delete_image, image)
