@@ -1,139 +1,140 @@
 """What `pulumi destroy` removes first in integrated mode: what the cluster made in OpenStack itself.
 
-An integrated cluster creates resources Pulumi never registered (the installer's
-`destroy cluster` finds them by the infra ID): Octavia load balancers (where the catalog has Octavia) of LoadBalancer
-Services (the cloud provider names them `kube_service_<infraID>_<namespace>_<service>`)
-with floating IPs on their VIP ports, Cinder volumes of PVCs (Cinder CSI sets the metadata
-`cinder.csi.openstack.org/cluster=<infraID>`), servers and ports of user MachineSets
-(tagged `openshiftClusterID=<infraID>`; servers also named `<infraID>-...`), server groups
-the Machine API made for a `serverGroupName` that did not exist (`<infraID>-<something>`),
-and, where the cloud has Swift, the image registry's container `<infraID>-image-registry-<random>`
-(UPI's down-containers.yaml deletes the infra ID's containers). Left behind, they block
-deleting the subnet and network, or cost storage. And Glance images tagged with the infra ID
-(the installer's destroy deletes those too): this program's copy of the bootstrap config is
-one, deleted by Pulumi before the script runs (it depends on the command); another is what an
-interrupted `pulumi up` uploaded, which no state holds. They hold the cluster's secrets.
+An integrated cluster's controllers make resources Pulumi never registered (FACTS §12; the
+installer's `destroy cluster`, pkg/destroy/openstack, finds them by the infra ID). Left
+behind they block deleting the subnet and network, leak quota (security groups) or storage,
+or hold the cluster's secrets (images):
+
+- load balancers of LoadBalancer Services (where the catalog has Octavia): named
+  `kube_service_<infraID>_<ns>_<svc>` from 4.16, `kube_service_kubernetes_<ns>_<svc>` on 4.14
+  and 4.15 (the cloud provider's cluster name), so found by either that name or their VIP on the
+  cluster's network with a description starting `Kubernetes external service`; with the
+  floating IPs on their VIP ports;
+- servers of MachineSets (tagged `openshiftClusterID=<infraID>`, or named `<infraID>-...`) and
+  the trunks their ports are parents of (tagged alike; a parent port refuses deletion while
+  its trunk exists);
+- Cinder CSI volumes and their snapshots (metadata `cinder.csi.openstack.org/cluster=<infraID>`;
+  Cinder refuses to delete a volume that has snapshots), and Manila CSI shares and theirs where
+  the catalog has Manila (`manila.csi.openstack.org/cluster`);
+- EgressIP reservations (cloud-network-config-controller: untagged ports `egressip-<ip>`,
+  device_owner `OpenShiftEgressIP`) and any other port left on the cluster's network;
+- server groups the Machine API made by name, the cloud provider's `lb-sg-*` groups (untagged,
+  described `... in cluster <infraID>`, or `in cluster kubernetes` on 4.14/4.15 and then known
+  by the cluster's ports or load balancers), Glance images tagged with the infra ID (copies of
+  the bootstrap config an interrupted `pulumi up` left), and the image registry's Swift
+  container where the catalog has Swift.
 
 Never what Pulumi deletes in the same destroy: this program tags its own servers, ports and
-floating IPs with the infra ID and names them `<infraID>-...` too, so the script leaves the
-names it gives (`OURS`: bootstrap, bootstrap-helper, api-port, ingress-port, master-N,
-worker-N, and the groups master and worker) and touches no floating IP but a load
-balancer's (the cluster makes no other). A Machine API machine is named `<MachineSet>-<5
-random characters>`, which none of these is.
+floating IPs with the infra ID and names them `<infraID>-...` too, so the cleanup leaves the
+names it gives (`OURS`) and touches no floating IP but a load balancer's. A Machine API machine
+is named `<MachineSet>-<5 random characters>`, which none of these is.
 
-The script runs as the `delete` of a command that depends on the network, subnet, router,
-router interface and security groups, and that the masters, the workers and the bootstrap's
-Glance image depend on: the engine runs it after those are gone (no cloud provider or Machine API left
-to re-create a load balancer or a machine behind it; PVC volumes detached) and before the
-network and groups go. Order: each load balancer's floating IPs, then the load balancer
-(cascade: listeners, pools, its VIP port); servers (waiting, so their volumes detach and
-their ports go); then volumes, ports, server groups, images and containers. Every step tolerates
-things already gone and never fails the destroy: what it cannot delete it names on stderr.
-It prints IDs only; the credentials stay in clouds.yaml (OS_CLOUD names the entry).
+It runs as the `delete` of a command that depends on the network, subnet, router, router
+interface and security groups, and that the masters, the workers and the bootstrap's Glance
+image depend on: the engine runs it after those are gone and before the network and groups go.
+The work is cluster/cleanup_run.py, with openstacksdk (pagination, waits, retries) in the
+program's own virtualenv; the command's script only finds that Python. What it cannot delete it
+names, and it then fails, so the command stays in the state and the next `pulumi destroy` runs it
+again. It prints IDs only; the credentials stay in clouds.yaml (OS_CLOUD names the entry).
 """
 
 from __future__ import annotations
 
-# Names of this program's own servers, ports and server groups after `<infraID>-` (ERE).
-OURS = r"(bootstrap|bootstrap-helper|api-port|ingress-port|master|worker|(master|worker)-[0-9]+)"
+import re
+from collections.abc import Iterable, Mapping
 
+# Names of this program's own servers, ports and server groups after `<infraID>-`.
+OURS = r"(bootstrap|bootstrap-helper|api-port|ingress-port|master|worker|(master|worker)-[0-9]+)"
+CINDER_CSI_CLUSTER = "cinder.csi.openstack.org/cluster"
+MANILA_CSI_CLUSTER = "manila.csi.openstack.org/cluster"
+# cloud-provider-openstack's load balancer names and descriptions (pkg/openstack/loadbalancer.go).
+SERVICE_PREFIX = "kube_service_"
+SERVICE_DESCRIPTION = "Kubernetes external service"
+# Its cluster name before 4.16, where the CCM operator passes none.
+LEGACY_CLUSTER_NAME = "kubernetes"
+EGRESS_IP_OWNER = "OpenShiftEgressIP"
+# Seconds between volume delete attempts (a volume still detaching is refused): about 10 minutes in all.
+VOLUME_RETRIES = (5, 10, 15, 20, 30, 30, 60, 60, 60, 60, 60, 60, 90, 90)
+
+# The command's `delete`: the program's venv (Pulumi.yaml `virtualenv: venv`, relative to the project
+# directory the engine runs commands in) has openstacksdk; python3 is tried next.
 CLEANUP_SCRIPT = r"""set -u
 : "${OS_CLOUD:?}" "${INFRA_ID:?}"
-tag="openshiftClusterID=${INFRA_ID}"
-ours="${INFRA_ID}-OURS"
-
-if ! command -v openstack >/dev/null 2>&1; then
-  echo "cleanup: no openstack CLI: load balancers, volumes and servers the cluster ${INFRA_ID} made may be left behind" >&2
-  exit 0
-fi
-
-# Prints the listing's rows; a failed listing counts as nothing found, and is said so.
-list() {
-  if ! "$@" 2>/dev/null; then
-    echo "cleanup: could not list ($*): check the project for what ${INFRA_ID} left" >&2
-  fi
-}
-
-# Rows "ID name": the IDs of those not named as this program names its own (Pulumi deletes those).
-not_ours() {
-  awk -v ours="$ours" '{ id = $1; sub(/^[^ ]+ ?/, ""); if ($0 !~ ("^" ours "$")) print id }'
-}
-
-delete() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then
-    echo "cleanup: deleted ${what}"
-  else
-    echo "cleanup: could not delete ${what} (already gone?)" >&2
-  fi
-}
-
-# The services the token's catalog names: Octavia and Swift are optional.
-# (`catalog show` of a missing service exits 0: the catalog's types say it.)
-services=$(openstack catalog list -f value -c Type 2>/dev/null || true)
-has() { printf '%s\n' "$services" | grep -qx "$1"; }
-
-# Load balancers of LoadBalancer Services, where the cloud has Octavia: first the floating IPs
-# on their VIP ports (a deleted port would leave them allocated), then the load balancer and all it holds.
-has load-balancer && for lb in $(list openstack loadbalancer list -f value -c id -c name | awk -v prefix="kube_service_${INFRA_ID}_" 'index($2, prefix) == 1 { print $1 }'); do
-  port=$(openstack loadbalancer show "$lb" -f value -c vip_port_id 2>/dev/null || true)
-  if [ -n "$port" ]; then
-    for fip in $(list openstack floating ip list --port "$port" -f value -c ID); do
-      delete "floating IP ${fip} of load balancer ${lb}" openstack floating ip delete "$fip"
-    done
-  fi
-  delete "load balancer ${lb}" openstack loadbalancer delete --cascade --wait "$lb"
-done
-
-# MachineSets' servers, by tag (Nova filters by tag from compute API 2.26; older clients
-# default lower) and by the name prefix the Machine API gives them: waiting, so their
-# volumes detach and their ports go.
-servers=$(
-  list openstack --os-compute-api-version 2.26 server list --tags "$tag" -f value -c ID -c Name
-  list openstack server list --name "^${INFRA_ID}-" -f value -c ID -c Name
-)
-for server in $(printf '%s\n' "$servers" | not_ours | sort -u); do
-  delete "server ${server}" openstack server delete --wait "$server"
-done
-
-# Volumes of PVCs, now that no server holds them.
-# A plain delete: Cinder's default policy keeps force-delete for admins. One still detaching
-# gets a second try.
-for volume in $(list openstack volume list --property "cinder.csi.openstack.org/cluster=${INFRA_ID}" -f value -c ID); do
-  if ! openstack volume delete "$volume" >/dev/null 2>&1; then
-    sleep "${CLEANUP_RETRY_SECONDS:-10}"
-    delete "volume ${volume}" openstack volume delete "$volume"
-  else
-    echo "cleanup: deleted volume ${volume}"
+for python in "${OCP_CLEANUP_PYTHON:-venv/bin/python}" python3; do
+  if command -v "$python" >/dev/null 2>&1 && "$python" -c 'import openstack, cluster.cleanup_run' 2>/dev/null; then
+    exec "$python" -m cluster.cleanup_run
   fi
 done
-
-# Ports the Machine API made for its servers (tagged; Nova does not delete ports it was given).
-for port in $(list openstack port list --tags "$tag" -f value -c ID -c Name | not_ours); do
-  delete "port ${port}" openstack port delete "$port"
-done
-
-# Server groups the Machine API made by name, now without members.
-for group in $(list openstack server group list -f value -c ID -c Name | awk -v prefix="${INFRA_ID}-" 'index($2, prefix) == 1' | not_ours); do
-  delete "server group ${group}" openstack server group delete "$group"
-done
-
-# Copies of the bootstrap config left in Glance (this program's own is gone by now).
-for image in $(list openstack image list --tag "$tag" -f value -c ID); do
-  delete "image ${image}" openstack image delete "$image"
-done
-
-# The image registry's Swift container, where the cloud has an object store.
-if has object-store; then
-  for container in $(list openstack container list --prefix "${INFRA_ID}-image-registry-" -f value -c Name); do
-    delete "container ${container}" openstack container delete --recursive "$container"
-  done
-fi
+echo "cleanup: no Python with openstacksdk and this program in $(pwd) (the program's venv/): load balancers, volumes and servers the cluster ${INFRA_ID} made may be left behind" >&2
 exit 0
-""".replace("OURS", OURS)
+"""
 
 
 def cleanup_script() -> str:
     """The `delete` of the cleanup command (bash), reading OS_CLOUD and INFRA_ID."""
     return CLEANUP_SCRIPT
+
+
+def tag(infra_id: str) -> str:
+    return f"openshiftClusterID={infra_id}"
+
+
+def ours(infra_id: str, name: str | None) -> bool:
+    """A name this program gives its own servers, ports and server groups (Pulumi deletes those)."""
+    return re.fullmatch(re.escape(infra_id) + "-" + OURS, name or "") is not None
+
+
+def machine(infra_id: str, name: str | None, tags: Iterable[str]) -> bool:
+    """A server (or port) the Machine API made: the cluster's tag or the infra ID's name prefix, not one of ours."""
+    return (tag(infra_id) in tags or (name or "").startswith(f"{infra_id}-")) and not ours(infra_id, name)
+
+
+def service_load_balancer(infra_id: str, name: str | None, description: str | None, vip_network_id: str | None, networks: set[str]) -> bool:
+    """A LoadBalancer Service's load balancer: the 4.16+ name, or (any release) its VIP on the
+    cluster's network and the cloud provider's description (the installer's deleteLeftoverLoadBalancers)."""
+    if (name or "").startswith(f"{SERVICE_PREFIX}{infra_id}_"):
+        return True
+    return vip_network_id in networks and (description or "").startswith(SERVICE_DESCRIPTION)
+
+
+def service_of(description: str | None) -> str | None:
+    """`<ns>/<svc>` from a load balancer's description (`Kubernetes external service <ns>/<svc> from cluster <name>`)."""
+    found = re.match(re.escape(SERVICE_DESCRIPTION) + r" (\S+/\S+) from cluster ", description or "")
+    return found.group(1) if found else None
+
+
+def service_group(infra_id: str, name: str | None, description: str | None, group_id: str, on_cluster_ports: set[str], legacy_services: set[str]) -> bool:
+    """A cloud provider's `lb-sg-*` group of this cluster: described as the infra ID's; or, where the
+    cluster name was `kubernetes` (4.14, 4.15), on the cluster's ports or of one of its load balancers' Services."""
+    if not (name or "").startswith("lb-sg-"):
+        return False
+    description = description or ""
+    if description.endswith(f" in cluster {infra_id}"):
+        return True
+    legacy = re.fullmatch(r"Security Group for (\S+/\S+) Service LoadBalancer in cluster " + LEGACY_CLUSTER_NAME, description)
+    return legacy is not None and (group_id in on_cluster_ports or legacy.group(1) in legacy_services)
+
+
+def leftover_port(infra_id: str, name: str | None, device_owner: str | None) -> bool:
+    """A port on the cluster's network that Pulumi does not own, Neutron does not keep for a router
+    or DHCP, and no live server holds (the cluster's servers are gone by now; a port a server held
+    loses its `compute:` owner when the server goes)."""
+    return not ours(infra_id, name) and not (device_owner or "").startswith(("network:", "compute:"))
+
+
+def volume_retries(patience: str | None = None) -> tuple[int, ...]:
+    """The pauses between volume delete attempts, within `patience` seconds when given (a test's shorter wait)."""
+    if not patience:
+        return VOLUME_RETRIES
+    pauses, total = [], 0
+    for pause in VOLUME_RETRIES:
+        pause = min(pause, int(patience) - total)
+        if pause <= 0:
+            break
+        pauses.append(pause)
+        total += pause
+    return tuple(pauses)
+
+
+def csi_owned(infra_id: str, metadata: Mapping[str, str] | None, key: str = CINDER_CSI_CLUSTER) -> bool:
+    return (metadata or {}).get(key) == infra_id

@@ -48,7 +48,13 @@ MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
         "running masters keep their user_data (read at first boot); with the bootstrap there, the installer's pointer",
     )
     for index in (0, 1, 2)
-} | {("35e8df7", "dev", "ocp4-master-pointers"): ("create", "issue 35: the component of the masters' pointer commands")}
+} | {("35e8df7", "dev", "ocp4-master-pointers"): ("create", "issue 35: the component of the masters' pointer commands")} | {
+    ("35e8df7", "dev", "ocp4-cleanup-on-destroy"): (
+        "update",
+        "issue 35: the destroy cleanup is cluster/cleanup_run.py (openstacksdk) and also removes what a live cluster's "
+        "controllers add; only its `delete` changes, its create does nothing, so the update runs nothing",
+    )
+}
 FAKE_KEY = "FAKE tools/sample_installer.py"
 
 

@@ -1,7 +1,8 @@
 """`python -m harness.localcloud up | down | status | env`: a real OpenStack on 127.0.0.1.
 
 up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Keystone,
-        Placement, Glance, Neutron, Nova (fake driver) and Cinder (bookkeeping driver), and
+        Placement, Glance, Neutron (with trunks), Nova (fake driver), Cinder (bookkeeping
+        driver), Octavia (no-op amphorae, real VIP ports) and Manila (its DummyDriver), and
         prepares the cloud the committed stacks expect (samples/cloud/dev.yaml). Running it
         again starts only what is not running; after a crash it cleans stale PID files.
 down    stops exactly the processes `up` started (their PID files), keeping the data.

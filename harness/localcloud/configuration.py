@@ -17,8 +17,8 @@ COMPUTE_HOSTS = {"nova": "localcloud-compute", "az1": "localcloud-compute-az1", 
 VOLUME_BACKENDS = {"nova": "fake", "storage-1": "fake-storage-1", "storage-2": "fake-storage-2"}
 
 RABBIT = f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"  # guest may connect from loopback only
-DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder")
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder")
+DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder", "octavia", "manila")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
 
 
 def database(layout: Layout, name: str) -> str:
@@ -125,7 +125,9 @@ def neutron(layout: Layout) -> str:
     return f"""{_common(layout, "neutron")}
 core_plugin = ml2
 # Routers, gateways and floating IPs live in the database: no L3 agent serves them here.
-service_plugins = router
+# Trunks too: the installer's MachineSets put machines on trunks wherever Neutron has them
+# (their driver is the agent-less one's, harness/localcloud/drivers).
+service_plugins = router,trunk
 auth_strategy = keystone
 api_paste_config = {layout.etc / "neutron" / "api-paste.ini"}
 dhcp_agent_notification = false
@@ -246,6 +248,84 @@ helper_command = {layout.bin("privsep-helper")} --config-file {layout.etc / "cin
 {backends}"""
 
 
+def octavia(layout: Layout) -> str:
+    """The worker's configuration (the API adds octavia-api.conf): the `amphora` provider with
+    no-op amphora and compute drivers and a network driver that releases the VIP ports the API
+    made in Neutron (harness/localcloud/drivers); nothing boots."""
+    certificates = layout.data / "octavia" / "ca"
+    return f"""{_common(layout, "octavia")}
+
+[api_settings]
+bind_host = {HOST}
+bind_port = {PORTS["octavia"]}
+auth_strategy = keystone
+default_provider_driver = amphora
+enabled_provider_drivers = amphora:The amphora provider with no-op amphorae (nothing boots)
+
+[database]
+connection = {database(layout, "octavia")}
+
+[controller_worker]
+amphora_driver = amphora_noop_driver
+compute_driver = compute_noop_driver
+network_driver = localcloud_vip_ports
+image_driver = image_noop_driver
+loadbalancer_topology = SINGLE
+# The no-op compute driver boots nothing on these: they only have to be set.
+amp_boot_network_list = localcloud-no-network
+amp_flavor_id = localcloud-no-flavor
+amp_image_tag = localcloud-no-image
+workers = 1
+client_ca = {certificates / "ca.pem"}
+
+[certificates]
+# The amphorae's certificates are made (the flows do) and never used.
+ca_certificate = {certificates / "ca.pem"}
+ca_private_key = {certificates / "ca.key"}
+
+[oslo_messaging]
+topic = octavia_prov
+
+{_authtoken(layout, "octavia", "load-balancer")}
+[service_auth]
+{_auth(layout, "octavia")}
+[neutron]
+region_name = {REGION}
+valid_interfaces = public
+"""
+
+
+def octavia_api() -> str:
+    """The API's own: Neutron's real driver, which makes each VIP port in Neutron."""
+    return "[controller_worker]\nnetwork_driver = allowed_address_pairs_driver\n"
+
+
+def manila(layout: Layout) -> str:
+    """Shares with Manila's own test driver (DummyDriver: bookkeeping, no storage backend, no
+    share servers), as Cinder's volumes are kept here; NFS, one backend."""
+    return f"""{_common(layout, "manila")}
+auth_strategy = keystone
+api_paste_config = {layout.etc / "manila" / "api-paste.ini"}
+my_ip = {HOST}
+enabled_share_backends = dummy
+enabled_share_protocols = NFS
+default_share_type = default
+osapi_share_workers = 1
+
+[database]
+connection = {database(layout, "manila")}
+
+[dummy]
+share_backend_name = dummy
+share_driver = manila.tests.share.drivers.dummy.DummyDriver
+driver_handles_share_servers = false
+# Its methods sleep seconds each by default, to look like a backend: not here.
+dummy_driver_default_driver_method_delay = 0
+dummy_driver_driver_methods_delays = ensure_share:0
+
+{_authtoken(layout, "manila", "shared-file-system")}"""
+
+
 def clouds_yaml(layout: Layout) -> str:
     def entry(name: str, user: str, project: str) -> str:
         return f"""  {name}:
@@ -277,6 +357,9 @@ def render(layout: Layout) -> None:
         layout.etc / "neutron" / "neutron.conf": neutron(layout),
         layout.etc / "nova" / "nova.conf": nova(layout),
         layout.etc / "cinder" / "cinder.conf": cinder(layout),
+        layout.etc / "octavia" / "octavia.conf": octavia(layout),
+        layout.etc / "octavia" / "octavia-api.conf": octavia_api(),
+        layout.etc / "manila" / "manila.conf": manila(layout),
         layout.clouds_yaml: clouds_yaml(layout),
     }
     for host in COMPUTE_HOSTS.values():
@@ -285,9 +368,9 @@ def render(layout: Layout) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o600)
-    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json")):
+    for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json"), ("manila", "api-paste.ini")):
         shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
-    for service in ("glance", "neutron", "nova", "cinder"):
+    for service in ("glance", "neutron", "nova", "cinder", "octavia", "manila"):
         (layout.data / service / "lock").mkdir(parents=True, exist_ok=True)
     for host in COMPUTE_HOSTS.values():
         (layout.data / "nova" / host).mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,8 @@ PORTS = {
     "neutron": 9696,
     "nova": 8774,
     "cinder": 8776,
+    "octavia": 9876,
+    "manila": 8786,
 }
 
 

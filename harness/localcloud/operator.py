@@ -4,7 +4,7 @@ Runs with the services' virtualenv's Python (it needs openstacksdk, which the pr
 does not carry): `<venv>/bin/python harness/localcloud/operator.py identity|prepare|describe`,
 with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PASSWORD for `identity`). Imports nothing of the project.
 
-- `identity`: the service users, the catalog, the tenant's project and user.
+- `identity`: the service users, the catalog, the tenant's project and user (idempotent).
 - `prepare DESCRIPTION.json`: makes the cloud what the description (samples/cloud/dev.yaml,
   the mock cloud the offline plan reads) says: flavors, images, networks with
   documentation-range subnets, floating IPs, zones, volume types, quotas, and what other
@@ -31,8 +31,13 @@ SERVICES = {  # service type: (name, URL)
     "network": ("neutron", f"{HOST}:9696"),
     "volumev3": ("cinderv3", f"{HOST}:8776/v3"),
     "block-storage": ("cinder", f"{HOST}:8776/v3"),
+    "load-balancer": ("octavia", f"{HOST}:9876"),
+    "shared-file-system": ("manila", f"{HOST}:8786/v2"),
 }
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
+# Octavia's policy takes `member` under Keystone's default roles, and on many clouds (those that
+# enforce its older rules) only its own role: the tenant has both, as such a cloud's users do.
+TENANT_ROLES = ("member", "load-balancer_member")
 # Documentation ranges (RFC 5737) for the external networks; the described floating IPs fall in them.
 EXTERNAL_SUBNETS = {"external": ["192.0.2.0/24", "198.51.100.0/24"], "public": ["203.0.113.0/24"]}
 INTERNAL_CIDR = "172.31.0.0/24"
@@ -41,6 +46,7 @@ OTHER_FLAVOR = "m1.medium"
 OTHER_IMAGE = "centos-stream-9"
 COMPUTE_HOSTS = {"az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
 VOLUME_DEFAULT_TYPE = "__DEFAULT__"
+SHARE_TYPE = "default"
 
 
 def say(message: str) -> None:
@@ -51,7 +57,7 @@ def identity(password: str) -> None:
     admin = openstack.connect(cloud=ADMIN_CLOUD)
     service_project = admin.identity.find_project("service") or admin.identity.create_project(name="service", domain_id="default")
     roles = {}
-    for role in ("admin", "service", "member"):
+    for role in ("admin", "service", *TENANT_ROLES):
         roles[role] = admin.identity.find_role(role) or admin.identity.create_role(name=role)
     for name in SERVICE_USERS:
         user = admin.identity.find_user(name, domain_id="default") or admin.identity.create_user(name=name, password=password, domain_id="default")
@@ -67,8 +73,9 @@ def identity(password: str) -> None:
     user = admin.identity.find_user("lab", domain_id="default") or admin.identity.create_user(
         name="lab", password=password, domain_id="default", default_project_id=lab.id
     )
-    admin.identity.assign_project_role_to_user(lab, user, roles["member"])
-    say("identity: service users, catalog, project lab with user lab (member)")
+    for role in TENANT_ROLES:
+        admin.identity.assign_project_role_to_user(lab, user, roles[role])
+    say(f"identity: service users, catalog, project lab with user lab ({', '.join(TENANT_ROLES)})")
 
 
 def _wait(what: str, check, timeout: float = 120) -> None:
@@ -161,6 +168,11 @@ def prepare(description: dict) -> None:
         floatingip=quotas["floatingIps"],
     )
     admin.set_volume_quotas(lab.id, volumes=quotas["volumes"], gigabytes=quotas["gigabytes"])
+    # Manila's default share type (manila.conf default_share_type): no share servers, snapshots (Manila CSI takes them).
+    if not any(t.name == SHARE_TYPE for t in admin.shared_file_system.share_types()):
+        admin.shared_file_system.create_share_type(
+            name=SHARE_TYPE, extra_specs={"driver_handles_share_servers": "False", "snapshot_support": "True"}
+        )
     say("quotas: " + ", ".join(f"{name} {value}" for name, value in quotas.items()))
 
     _others(admin, tenant, description, networks)

@@ -1,7 +1,7 @@
 """The local cloud's processes, in the order they start, and each one's one-time set-up.
 
 MariaDB and RabbitMQ (Debian's binaries, our own data directories, loopback ports), then
-Keystone, Placement, Glance, Neutron, Nova and Cinder from the services' virtualenv: the APIs
+Keystone, Placement, Glance, Neutron, Nova, Cinder, Octavia and Manila from the services' virtualenv: the APIs
 under gunicorn (these releases ship them as WSGI applications only), the rest as their own
 commands. A set-up step that completed leaves a marker in data/done, so an `up` after a crash
 redoes only what did not finish; the schema syncs are idempotent and run on every `up`.
@@ -278,6 +278,34 @@ class Cloud:
         for binary in ("cinder-scheduler", "cinder-volume"):
             start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
 
+    def octavia(self) -> None:
+        # Its own database and identity here, not in the MariaDB and Keystone steps: a home made
+        # before Octavia was added (those steps skipped, already running) gets them too.
+        _mysql(self.layout, "CREATE DATABASE IF NOT EXISTS octavia CHARACTER SET utf8mb4;")
+        self.operator("identity")
+        once(self.layout, "octavia-ca", self._octavia_ca)
+        etc = self.etc / "octavia"
+        conf = str(etc / "octavia.conf")
+        self._manage("octavia-db-manage", "octavia-db-manage", "--config-file", conf, "upgrade", "head")
+        api = f"--config-file {conf} --config-file {etc / 'octavia-api.conf'}"
+        self._start(_gunicorn(self.layout, "octavia", {"LOCALCLOUD_ARGS": api}))
+        start(self.layout, Process("octavia-worker", [str(self.layout.bin("octavia-worker")), "--config-file", conf]))
+
+    def manila(self) -> None:
+        _mysql(self.layout, "CREATE DATABASE IF NOT EXISTS manila CHARACTER SET utf8mb4;")
+        self.operator("identity")
+        conf = str(self.etc / "manila" / "manila.conf")
+        self._manage("manila db sync", "manila-manage", "--config-file", conf, "db", "sync")
+        self._start(_gunicorn(self.layout, "manila", {"LOCALCLOUD_ARGS": f"--config-file {conf}"}))
+        for binary in ("manila-scheduler", "manila-share"):
+            start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
+
+    def _octavia_ca(self) -> None:
+        """The CA the flows sign each (no-op) amphora's certificate with."""
+        directory = self.layout.data / "octavia" / "ca"
+        directory.mkdir(parents=True, exist_ok=True)
+        self._manage("octavia CA", "python", "-c", _OCTAVIA_CA, str(directory))
+
     def operator(self, *argv: str) -> str:
         script = Path(__file__).resolve().parent / "operator.py"
         return run(
@@ -287,6 +315,24 @@ class Cloud:
             {"OS_CLIENT_CONFIG_FILE": str(self.layout.clouds_yaml), "LOCALCLOUD_PASSWORD": self.layout.password()},
         )
 
+
+_OCTAVIA_CA = """
+import datetime, sys
+from pathlib import Path
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localcloud octavia CA")])
+now = datetime.datetime.now(datetime.timezone.utc)
+cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+    .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
+    .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
+out = Path(sys.argv[1])
+(out / "ca.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
+(out / "ca.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+"""
 
 # Start order, with the processes each step starts; `down` stops all at once (what a service is
 # waiting for may already be gone).
@@ -299,6 +345,8 @@ PROCESSES = {
     "neutron": ("neutron",),
     "nova": ("nova", "nova-conductor", "nova-scheduler", *COMPUTE_HOSTS.values()),
     "cinder": ("cinder", "cinder-scheduler", "cinder-volume"),
+    "octavia": ("octavia", "octavia-worker"),
+    "manila": ("manila", "manila-scheduler", "manila-share"),
 }
 ORDER = tuple(PROCESSES)
 

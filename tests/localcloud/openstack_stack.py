@@ -109,11 +109,19 @@ errors, result = [], {}
 # A run killed between a floating IP's create and its tags leaves it untagged: by its port's network, before the ports go.
 ours = {n.id for n in tenant.network.networks() if (n.name or "").startswith(infra + "-")}
 on_ours = {p.id for p in tenant.network.ports() if p.network_id in ours}
+# The stand-in's lb-sg-* groups, known by the ports holding them (the 4.14 ones name no infra ID).
+lb_groups = {g for p in tenant.network.ports() if p.network_id in ours for g in p.security_group_ids or []}
 for ip in [ip for ip in tenant.network.ips() if ip.port_id in on_ours and tag not in (ip.tags or [])]:
     tenant.network.delete_ip(ip)
+# The controllers' stand-in's load balancers (either name: VIP on the network) and trunks (a parent port refuses deletion).
+for lb in [lb for lb in tenant.load_balancer.load_balancers() if lb.vip_network_id in ours or lb.name.startswith(f"kube_service_{infra}_")]:
+    tenant.load_balancer.delete_load_balancer(lb, cascade=True)
+    tenant.load_balancer.wait_for_delete(lb, interval=1, wait=180)
 for server in [s for s in tenant.compute.servers() if tag in (s.tags or [])]:
     tenant.compute.delete_server(server)
     tenant.compute.wait_for_delete(server, interval=1, wait=120)
+for trunk in [t for t in tenant.network.trunks() if tag in (t.tags or []) or t.port_id in on_ours]:
+    tenant.network.delete_trunk(trunk)
 for port in [p for p in tenant.network.ports() if tag in (p.tags or [])]:
     tenant.network.delete_port(port)
 # A run killed between a port's create and its tags leaves it untagged: by its network then.
@@ -121,6 +129,10 @@ for port in [p for p in tenant.network.ports() if p.network_id in ours and not (
     tenant.network.delete_port(port)
 """
     images = """
+# (or, once no port holds one, by its 4.14 description: a failed destroy took the ports first)
+for group in [g for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and (g.id in lb_groups or (
+        g.description.endswith(" in cluster kubernetes") and not list(tenant.network.ports(security_groups=[g.id]))))]:
+    attempt(f"delete security group {group.name}", tenant.network.delete_security_group, group)
 for image in [i for i in tenant.image.images() if (i.name or "").startswith(infra)]:
     attempt(f"delete image {image.name}", tenant.image.delete_image, image)
 result["left"] += [f"image {i.name}" for i in tenant.image.images() if (i.name or "").startswith(infra)]

@@ -17,13 +17,16 @@ does not leave the next tests a changed project."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import time
 from contextlib import contextmanager
 
 import pytest
 
 from cluster.cleanup import cleanup_script
-from tests.localcloud.conftest import sdk
+from tests.localcloud.conftest import ROOT, sdk
 
 INFRA = "ocp4-cl3an"
 OTHER = f"{INFRA}x"  # another cluster: its infra ID starts with this one's
@@ -41,8 +44,8 @@ def tagged(resource, tag):
     tenant.network.set_tags(resource, [tag])
     return resource.id
 
-def server(name, tags=()):
-    made = tenant.compute.create_server(name=name, flavor_id=flavor, image_id=image, networks=[{"uuid": network.id}], tags=list(tags))
+def server(name, tags=(), port=None):
+    made = tenant.compute.create_server(name=name, flavor_id=flavor, image_id=image, networks=[{"port": port} if port else {"uuid": network.id}], tags=list(tags))
     return tenant.compute.wait_for_server(made, interval=1, wait=180).id
 
 def volume(name, metadata):
@@ -54,9 +57,9 @@ image = tenant.image.find_image("centos-stream-9").id
 external = tenant.network.find_network("external")
 tag = f"openshiftClusterID={infra}"
 # The program's own (Pulumi state holds them): the cleanup never touches these.
-network = tenant.network.create_network(name=f"{infra}-network")
+network = tenant.network.create_network(name=f"{infra}-openshift")
 subnet = tenant.network.create_subnet(network_id=network.id, name=f"{infra}-nodes", ip_version=4, cidr="10.0.0.0/16")
-router = tenant.network.create_router(name=f"{infra}-router", external_gateway_info={"network_id": external.id})
+router = tenant.network.create_router(name=f"{infra}-external-router", external_gateway_info={"network_id": external.id})
 tenant.network.add_interface_to_router(router, subnet_id=subnet.id)
 group = tenant.network.create_security_group(name=f"{infra}-master")
 server_group = tenant.compute.create_server_group(name=f"{infra}-master", policy="soft-anti-affinity")
@@ -64,9 +67,13 @@ keep = {
     "network": tagged(network, tag), "subnet": subnet.id, "router": router.id, "security group": tagged(group, tag),
     "server group": server_group.id,
     "project's volume": volume("project-data", {}),
-    "master server": server(f"{infra}-master-0", [tag]),
-    "API VIP port": tagged(tenant.network.create_port(name=f"{infra}-api-port", network_id=network.id), tag),
+    # A node's port as the program makes it (named as its server, tagged), which the stand-in's load balancers take as member.
+    "master port": tagged(tenant.network.create_port(name=f"{infra}-master-0", network_id=network.id, security_groups=[group.id]), tag),
 }
+keep.update({
+    "master server": server(f"{infra}-master-0", [tag], keep["master port"]),
+    "API VIP port": tagged(tenant.network.create_port(name=f"{infra}-api-port", network_id=network.id), tag),
+})
 api_ip = tenant.network.create_ip(floating_network_id=external.id, description=f"{infra} API")
 checkpoint("API floating IP, untagged")
 keep.update({
@@ -95,6 +102,10 @@ kinds = {
     "security group": tenant.network.find_security_group, "server group": tenant.compute.find_server_group,
     "server": tenant.compute.find_server, "volume": tenant.block_storage.find_volume, "port": tenant.network.find_port,
     "floating IP": lambda id_: tenant.network.get_ip(id_) if any(ip.id == id_ for ip in tenant.network.ips()) else None,
+    "load balancer": tenant.load_balancer.find_load_balancer, "trunk": tenant.network.find_trunk,
+    "snapshot": tenant.block_storage.find_snapshot,
+    "share": lambda id_: next((s for s in tenant.shared_file_system.shares() if s.id == id_), None),
+    "share snapshot": lambda id_: next((s for s in tenant.shared_file_system.share_snapshots() if s.id == id_), None),
 }
 def exists(what, id_):
     kind = next(kind for kind in sorted(kinds, key=len, reverse=True) if what.endswith(kind))
@@ -120,13 +131,39 @@ def our_volume(volume):
     return volume.name in volumes or ours(volume) or (volume.metadata or {}).get(csi) in (infra, other)
 
 def our_ip(ip):
-    return f"openshiftClusterID={infra}" in (ip.tags or []) or (ip.description or "").startswith(infra)
+    return f"openshiftClusterID={infra}" in (ip.tags or []) or (ip.description or "").startswith(infra) or ip.port_id in vip_ports()
+
+def our_networks():
+    return {n.id for n in tenant.network.networks() if ours(n)}
+
+def our_lbs():  # the stand-in's, under both names (the 4.14 one by its VIP network)
+    networks = our_networks()
+    return [lb for lb in tenant.load_balancer.load_balancers() if lb.name.startswith(f"kube_service_{infra}_") or lb.vip_network_id in networks]
+
+def vip_ports():
+    return {lb.vip_port_id for lb in our_lbs()}
+
+def our_groups():  # the stand-in's lb-sg-* groups: described as the infra ID's, or on its ports (4.14)
+    networks = our_networks()
+    on_ports = {g for p in tenant.network.ports() if p.network_id in networks for g in p.security_group_ids or []}
+    return [g for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and (g.description.endswith(f" in cluster {infra}") or g.id in on_ports)]
+
+def our_snapshots():
+    return [s for s in tenant.block_storage.snapshots(details=True) if (s.metadata or {}).get(csi) in (infra, other) or ours(s)]
+
+def our_shares():  # the stand-in's Manila CSI shares
+    return [s for s in tenant.shared_file_system.shares() if (s.metadata or {}).get("manila.csi.openstack.org/cluster") in (infra, other)]
 
 def left():
     found = [f"server {s.name}" for s in tenant.compute.servers() if ours(s)]
+    found += [f"share {s.name}" for s in our_shares()]
     found += [f"volume {v.name}" for v in tenant.block_storage.volumes() if our_volume(v)]
     found += [f"floating IP {ip.floating_ip_address}" for ip in tenant.network.ips() if our_ip(ip)]
-    for kind, listing in (("port", tenant.network.ports), ("router", tenant.network.routers), ("subnet", tenant.network.subnets),
+    found += [f"load balancer {lb.name}" for lb in our_lbs()] + [f"security group {g.name}" for g in our_groups()]
+    found += [f"snapshot {s.name}" for s in our_snapshots()]
+    networks = our_networks()
+    found += [f"port {p.name or p.id}" for p in tenant.network.ports() if p.network_id in networks and not ours(p) and not p.device_owner.startswith("network:")]
+    for kind, listing in (("trunk", tenant.network.trunks), ("port", tenant.network.ports), ("router", tenant.network.routers), ("subnet", tenant.network.subnets),
                           ("network", tenant.network.networks), ("security group", tenant.network.security_groups),
                           ("server group", tenant.compute.server_groups)):
         found += [f"{kind} {r.name}" for r in listing() if ours(r)]
@@ -146,23 +183,46 @@ def attempt(what, action, *args, **kwargs):
         errors.append(f"{what}: {type(error).__name__}: {error}"[:300])
         return False
 
+groups = our_groups()  # before the ports that show them go
+for ip in [ip for ip in tenant.network.ips() if our_ip(ip)]:
+    attempt(f"delete floating IP {ip.floating_ip_address}", tenant.network.delete_ip, ip)
+for lb in our_lbs():
+    attempt(f"delete load balancer {lb.name}", tenant.load_balancer.delete_load_balancer, lb, cascade=True)
+    attempt(f"wait for load balancer {lb.name} to go", tenant.load_balancer.wait_for_delete, lb, interval=1, wait=180)
 servers = [s for s in tenant.compute.servers() if ours(s)]
 for server in servers:
     attempt(f"delete server {server.name}", tenant.compute.delete_server, server)
 for server in servers:
     attempt(f"wait for server {server.name} to go", tenant.compute.wait_for_delete, server, interval=1, wait=120)
+for trunk in [t for t in tenant.network.trunks() if ours(t)]:
+    attempt(f"delete trunk {trunk.name}", tenant.network.delete_trunk, trunk)
+for share in our_shares():
+    for snapshot in tenant.shared_file_system.share_snapshots(share_id=share.id):
+        attempt(f"delete share snapshot {snapshot.name}", tenant.shared_file_system.delete_share_snapshot, snapshot)
+        attempt(f"wait for share snapshot {snapshot.name} to go", tenant.shared_file_system.wait_for_delete, snapshot, interval=1, wait=120)
+    attempt(f"delete share {share.name}", tenant.shared_file_system.delete_share, share)
+    attempt(f"wait for share {share.name} to go", tenant.shared_file_system.wait_for_delete, share, interval=1, wait=120)
+for snapshot in our_snapshots():
+    attempt(f"delete snapshot {snapshot.name}", tenant.block_storage.delete_snapshot, snapshot)
+    attempt(f"wait for snapshot {snapshot.name} to go", tenant.block_storage.wait_for_delete, snapshot, interval=1, wait=120)
 for volume in [v for v in tenant.block_storage.volumes() if our_volume(v)]:
     try:
         tenant.block_storage.delete_volume(volume)
     except Exception:  # still attached or attaching (a set-up stopped halfway): the operator's force delete
         attempt(f"force-delete volume {volume.name}", admin.block_storage.delete_volume, volume.id, force=True)
     attempt(f"wait for volume {volume.name} to go", tenant.block_storage.wait_for_delete, volume, interval=1, wait=120)
-for ip in [ip for ip in tenant.network.ips() if our_ip(ip)]:
-    attempt(f"delete floating IP {ip.floating_ip_address}", tenant.network.delete_ip, ip)
 for router in [r for r in tenant.network.routers() if ours(r)]:
     for port in tenant.network.ports(device_id=router.id, device_owner="network:router_interface"):
         attempt(f"remove interface {port.id} from router {router.name}", tenant.network.remove_interface_from_router, router, port_id=port.id)
     attempt(f"delete router {router.name}", tenant.network.delete_router, router)
+networks = our_networks()
+for port in [p for p in tenant.network.ports() if p.network_id in networks and not ours(p) and not p.device_owner.startswith("network:")]:
+    attempt(f"delete port {port.id}", tenant.network.delete_port, port)
+for group in groups:
+    for port in tenant.network.ports(security_groups=[group.id]):
+        attempt(f"take group {group.name} off port {port.id}", tenant.network.update_port, port,
+                security_groups=[g for g in port.security_group_ids if g != group.id])
+    attempt(f"delete security group {group.name}", tenant.network.delete_security_group, group)
 for kind, listing, delete in (("port", tenant.network.ports, tenant.network.delete_port),
                               ("network", tenant.network.networks, tenant.network.delete_network),
                               ("security group", tenant.network.security_groups, tenant.network.delete_security_group),
@@ -196,34 +256,62 @@ def made(cloud, fail_at: str | None = None, removed: list[str] | None = None):
             removed.extend(found)
 
 
+def standin(cloud, infra: str) -> dict[str, str]:
+    """What the cluster's controllers' stand-in (harness/cluster_standin) made, as `kind: ID`
+    (the EgressIP's address and the node port it was paired on apart)."""
+    done = subprocess.run(
+        [str(cloud.bin("python")), "-m", "harness.cluster_standin", infra],
+        cwd=ROOT, env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {f"{step}: {kind}": id_ for step, made in json.loads(done.stdout).items() for kind, id_ in made.items() if kind not in ("EgressIP", "node port")}
+
+
+def run_cleanup(cloud_env, infra: str) -> subprocess.CompletedProcess:
+    """The command's delete as the engine runs it: bash -c in the project's directory, OS_CLOUD and INFRA_ID set."""
+    environment = {**cloud_env, "OS_CLOUD": "openstack", "INFRA_ID": infra}
+    return subprocess.run(["/bin/bash", "-c", cleanup_script()], env=environment, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+
+
 @pytest.fixture(scope="module")
 def cleaned(cloud, cloud_env):
-    """Makes the cluster's and the program's resources, runs the script as the Command does,
-    and reads back through the API which of them still exist."""
+    """Makes the cluster's and the program's resources, has the controllers' stand-in do what a
+    live cluster does, runs the script as the Command does, and reads back through the API which
+    of them still exist."""
     remove(cloud)  # what an earlier, interrupted run left
     before = sdk(cloud, PROJECT)
+    groups_before = sdk(cloud, "result = len(list(tenant.network.security_groups()))")
     with made(cloud) as resources:
-        environment = {**cloud_env, "OS_CLOUD": "openstack", "INFRA_ID": INFRA}
-        ran = subprocess.run(["/bin/bash", "-c", cleanup_script()], env=environment, capture_output=True, text=True, timeout=900)
+        resources["gone"].update(standin(cloud, INFRA))
+        began = time.monotonic()
+        ran = run_cleanup(cloud_env, INFRA)
+        print(f"the cleanup took {time.monotonic() - began:.0f} s")
         gone = sdk(cloud, FIND, ids=resources["gone"])
         kept = sdk(cloud, FIND, ids=resources["keep"])
-    return ran, gone, kept, before, sdk(cloud, PROJECT)
+        # Only the program's own groups (Pulumi's to delete) are left beside the project's.
+        groups_after = sdk(cloud, "result = len(list(tenant.network.security_groups()))")
+        second = run_cleanup(cloud_env, INFRA)
+    return ran, gone, kept, before, sdk(cloud, PROJECT), (groups_before, groups_after), second
 
 
 def test_the_destroy_cleanup_removes_what_the_cluster_made_and_nothing_else(cleaned):
-    ran, gone, kept, before, after = cleaned
-    assert ran.returncode == 0, ran.stderr
+    ran, gone, kept, before, after, (groups_before, groups_after), second = cleaned
+    assert ran.returncode == 0, ran.stdout + ran.stderr
     report = ran.stdout + ran.stderr
     assert gone == {what: False for what in gone}, report
     assert kept == {what: True for what in kept}, report
-    for what in ("server", "volume", "port", "server group"):
-        assert f"cleanup: deleted {what}" in ran.stdout
-    # No Swift here: the script knows it and does not try (nor say it could not list containers).
-    assert "container" not in ran.stderr, ran.stderr
-    # Nor Octavia: no failed load balancer listing.
-    assert "loadbalancer" not in ran.stderr, ran.stderr
+    for what in ("floating IP", "load balancer", "server", "trunk", "volume snapshot", "volume", "share snapshot", "share", "port", "server group", "security group"):
+        assert f"cleanup: deleted {what} " in ran.stdout, what
+    # Both load balancers (the 4.16 name and the 4.14 one found by its VIP network), their floating IPs.
+    assert ran.stdout.count("cleanup: deleted load balancer ") == 2 and ran.stdout.count("cleanup: deleted floating IP ") == 2
+    # No Swift here: the catalog says so and it does not try (nor say it could not list containers).
+    assert "container" not in ran.stderr, report
+    # The project's security groups: the program's own (the test's stand-in for Pulumi's) and no lb-sg-* left.
+    assert groups_after == groups_before + 1
     # The project's own things (samples/cloud/dev.yaml's "in use") are as they were.
     assert after == before
+    # A second run finds nothing more to do.
+    assert second.returncode == 0 and "cleanup: deleted" not in second.stdout, second.stdout + second.stderr
 
 
 def test_a_set_up_that_fails_halfway_leaves_nothing_behind(cloud):
@@ -239,3 +327,57 @@ def test_a_set_up_that_fails_halfway_leaves_nothing_behind(cloud):
     assert {"server", "volume", "floating IP", "port", "router", "subnet", "network", "security group", "server group"} <= kinds, removed
     assert left(cloud) == []
     assert sdk(cloud, PROJECT) == before
+
+
+STUCK = """
+volume = tenant.block_storage.create_volume(name="pvc-stuck", size=1, metadata={csi: infra})
+volume = tenant.block_storage.wait_for_status(volume, "available", interval=1, wait=120)
+# As a volume whose server was just deleted looks while Nova and Cinder finish the detach.
+admin.block_storage.reset_volume_status(volume, status="detaching", attach_status="attached", migration_status=None)
+result = volume.id
+"""
+
+UNSTUCK = """
+admin.block_storage.reset_volume_status(volume, status="available", attach_status="detached", migration_status=None)
+"""
+
+
+def test_a_volume_still_detaching_for_a_minute_is_retried_then_deleted(cloud, cloud_env):
+    remove(cloud)
+    try:
+        volume = sdk(cloud, STUCK, infra=INFRA, csi=CSI)
+        began = time.monotonic()
+        environment = {**cloud_env, "OS_CLOUD": "openstack", "INFRA_ID": INFRA}
+        running = subprocess.Popen(["/bin/bash", "-c", cleanup_script()], env=environment, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(60)
+        assert running.poll() is None, "the cleanup gave up on a volume still detaching"
+        assert sdk(cloud, "result = tenant.block_storage.get_volume(volume).status", volume=volume) == "detaching"
+        sdk(cloud, UNSTUCK, volume=volume)
+        stdout, stderr = running.communicate(timeout=900)
+        took = time.monotonic() - began
+        print(f"the volume went after {took:.0f} s")
+        assert running.returncode == 0, stdout + stderr
+        assert "volume(s) not deletable yet (BadRequestException): again in" in stdout
+        assert f"cleanup: deleted volume {volume}" in stdout
+        assert sdk(cloud, "result = tenant.block_storage.find_volume(volume) is None", volume=volume) is True
+        assert 60 < took < 240
+    finally:
+        remove(cloud)
+
+
+def test_what_it_cannot_delete_it_names_and_fails_so_that_a_second_destroy_finishes(cloud, cloud_env):
+    """A CSI volume that stays `detaching` beyond the cleanup's patience (shortened here) is named and the run
+    fails (the command stays in the state); the next run, once the volume is free, deletes it and succeeds."""
+    remove(cloud)
+    try:
+        volume = sdk(cloud, STUCK, infra=INFRA, csi=CSI)
+        first = run_cleanup({**cloud_env, "OCP_CLEANUP_VOLUME_PATIENCE": "3"}, INFRA)
+        assert first.returncode == 1, first.stdout + first.stderr
+        assert f"cleanup:   volume {volume}: BadRequestException" in first.stderr
+        assert "run `pulumi destroy` again" in first.stderr
+        sdk(cloud, UNSTUCK, volume=volume)
+        second = run_cleanup(cloud_env, INFRA)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"cleanup: deleted volume {volume}" in second.stdout
+    finally:
+        remove(cloud)

@@ -18,11 +18,11 @@ import yaml
 from cluster.config import load_config
 from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, TAG_EXTENSIONS
 from harness.localcloud.cloud import answering
-from harness.localcloud.layout import HOST, PORTS
+from harness.localcloud.layout import HOST, PORTS, url
 from harness.localcloud.processes import members, recorded, running
 from harness.localcloud.services import process_names
 from tests.conftest import stack_config
-from tests.localcloud.conftest import ROOT, localcloud
+from tests.localcloud.conftest import ROOT, localcloud, sdk
 from tools.mock_cloud import DEFAULT, load
 
 
@@ -78,7 +78,7 @@ def test_the_preflight_reads_compute_hosts_where_nova_lets_the_caller(cloud_env)
 
 
 # Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.
-API_PATHS = {"keystone": "/v3", "placement": "/", "glance": "/", "neutron": "/", "nova": "/", "cinder": "/"}
+API_PATHS = {"keystone": "/v3", "placement": "/", "glance": "/", "neutron": "/", "nova": "/", "cinder": "/", "octavia": "/", "manila": "/"}
 
 
 def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
@@ -137,3 +137,116 @@ def test_up_after_a_crash_restarts_what_died(cloud):
     assert "placement: was not running (stale PID file cleared)" in again.stdout
     assert running(cloud, "placement") not in (None, session)
     assert {name: running(cloud, name) for name in others} == others
+
+
+# What real clouds have and a live cluster uses (issue 35): each made, checked and removed as the tenant.
+LOAD_BALANCER = """
+subnet = next(tenant.network.subnets(network_id=tenant.network.find_network("lab-internal").id))
+made = tenant.load_balancer.create_load_balancer(name="localcloud-probe-lb", vip_subnet_id=subnet.id)
+try:
+    lb = tenant.load_balancer.wait_for_load_balancer(made.id, status="ACTIVE", failures=["ERROR"], interval=1, wait=180)
+    listener = tenant.load_balancer.create_listener(name="localcloud-probe", protocol="TCP", protocol_port=80, load_balancer_id=lb.id)
+    tenant.load_balancer.wait_for_load_balancer(lb.id, status="ACTIVE", failures=["ERROR"], interval=1, wait=180)
+    port = tenant.network.get_port(lb.vip_port_id)
+    result = {"status": lb.provisioning_status, "vip": [port.fixed_ips[0]["ip_address"], port.network_id, port.project_id],
+              "lb": [lb.vip_address, subnet.network_id, tenant.current_project_id], "owner": port.device_owner,
+              "listeners": [l["id"] for l in tenant.load_balancer.get_load_balancer(lb.id).listeners] == [listener.id]}
+finally:
+    tenant.load_balancer.delete_load_balancer(made.id, cascade=True)
+    tenant.load_balancer.wait_for_delete(made, interval=1, wait=120)
+result["vip port after delete"] = tenant.network.find_port(made.vip_port_id) is not None
+"""
+
+TRUNK = """
+network = tenant.network.find_network("lab-internal")
+parent = tenant.network.create_port(name="localcloud-probe-parent", network_id=network.id)
+child = tenant.network.create_port(name="localcloud-probe-subport", network_id=network.id)
+trunk = server = None
+try:
+    trunk = tenant.network.create_trunk(name="localcloud-probe", port_id=parent.id,
+        sub_ports=[{"port_id": child.id, "segmentation_type": "vlan", "segmentation_id": 101}])
+    try:
+        tenant.network.delete_port(parent)
+        refused = None
+    except openstack.exceptions.ConflictException:
+        refused = 409
+    made = tenant.compute.create_server(name="localcloud-probe-trunk", flavor_id=tenant.compute.find_flavor("m1.small").id,
+        image_id=tenant.image.find_image("centos-stream-9").id, networks=[{"port": parent.id}])
+    server = tenant.compute.wait_for_server(made, interval=1, wait=180)
+    trunk = tenant.network.get_trunk(trunk.id)
+    result = {"trunk": trunk.status, "subports": [(s["port_id"], s["segmentation_id"]) for s in trunk.sub_ports],
+              "child": child.id, "parent delete": refused, "server": server.status,
+              "trunk on the parent": tenant.network.get_port(parent.id).trunk_details["trunk_id"] == trunk.id}
+finally:
+    if server:
+        tenant.compute.delete_server(server)
+        tenant.compute.wait_for_delete(server, interval=1, wait=120)
+    if trunk:
+        tenant.network.delete_trunk(trunk)
+    for port in (parent, child):
+        tenant.network.delete_port(port)
+"""
+
+SNAPSHOT = """
+volume = tenant.block_storage.wait_for_status(tenant.block_storage.create_volume(name="localcloud-probe", size=1), "available", interval=1, wait=120)
+try:
+    snapshot = tenant.block_storage.create_snapshot(volume_id=volume.id, name="localcloud-probe", metadata={"cinder.csi.openstack.org/cluster": "probe"})
+    snapshot = tenant.block_storage.wait_for_status(snapshot, "available", failures=["error"], interval=1, wait=120)
+    try:
+        tenant.block_storage.delete_volume(volume)
+        refused = None
+    except openstack.exceptions.BadRequestException:
+        refused = 400
+    listed = [s.id for s in tenant.block_storage.snapshots(details=True) if (s.metadata or {}).get("cinder.csi.openstack.org/cluster") == "probe"]
+    result = {"snapshot": snapshot.status, "listed by metadata": listed == [snapshot.id], "volume delete": refused}
+    tenant.block_storage.delete_snapshot(snapshot)
+    tenant.block_storage.wait_for_delete(snapshot, interval=1, wait=120)
+finally:
+    tenant.block_storage.delete_volume(volume)
+    tenant.block_storage.wait_for_delete(volume, interval=1, wait=120)
+"""
+
+
+SHARE = """
+share = tenant.shared_file_system.create_share(name="localcloud-probe", share_proto="NFS", size=1, metadata={"manila.csi.openstack.org/cluster": "probe"})
+try:
+    share = tenant.shared_file_system.wait_for_status(share, "available", failures=["error"], interval=1, wait=120)
+    snapshot = tenant.shared_file_system.create_share_snapshot(share_id=share.id, name="localcloud-probe")
+    snapshot = tenant.shared_file_system.wait_for_status(snapshot, "available", failures=["error"], interval=1, wait=120)
+    listed = [s.id for s in tenant.shared_file_system.shares() if (s.metadata or {}).get("manila.csi.openstack.org/cluster") == "probe"]
+    result = {"share": share.status, "snapshot": snapshot.status, "listed by metadata": listed == [share.id]}
+    tenant.shared_file_system.delete_share_snapshot(snapshot)
+    tenant.shared_file_system.wait_for_delete(snapshot, interval=1, wait=120)
+finally:
+    tenant.shared_file_system.delete_share(share)
+    tenant.shared_file_system.wait_for_delete(share, interval=1, wait=120)
+"""
+
+
+def test_a_share_and_its_snapshot_are_made_with_no_storage_backend(cloud):
+    # Manila's own DummyDriver: bookkeeping only, as Cinder's volumes here.
+    assert sdk(cloud, SHARE) == {"share": "available", "snapshot": "available", "listed by metadata": True}
+
+
+def test_a_load_balancer_goes_active_with_a_real_vip_port_that_goes_with_it(cloud):
+    # Octavia's amphora provider with no-op amphorae: nothing boots, the VIP port is Neutron's.
+    found = sdk(cloud, LOAD_BALANCER)
+    assert found["status"] == "ACTIVE" and found["listeners"] is True, found
+    assert found["vip"] == found["lb"] and found["owner"] == "Octavia", found
+    assert found["vip port after delete"] is False
+
+
+def test_a_server_boots_on_a_trunk_whose_parent_refuses_deletion(cloud):
+    found = sdk(cloud, TRUNK)
+    assert (found["trunk"], found["server"], found["parent delete"]) == ("ACTIVE", "ACTIVE", 409), found
+    assert found["subports"] == [[found["child"], 101]] and found["trunk on the parent"] is True
+
+
+def test_a_volume_snapshot_is_made_and_keeps_its_volume(cloud):
+    found = sdk(cloud, SNAPSHOT)
+    assert found == {"snapshot": "available", "listed by metadata": True, "volume delete": 400}
+
+
+def test_the_catalog_names_load_balancers_and_shares_and_octavias_role_is_the_tenants(cloud):
+    found = sdk(cloud, 'result = [tenant.endpoint_for("load-balancer"), tenant.endpoint_for("shared-file-system"), sorted(tenant.session.auth.get_access(tenant.session).role_names)]')
+    assert found[:2] == [url("octavia"), url("manila", "/v2")] and "load-balancer_member" in found[2], found

@@ -39,6 +39,7 @@ from ignition.assembly import Additions, File
 from tests.conftest import deploy
 from tests.localcloud.cloud_needs import described, planned_needs, uncharged
 from tests.localcloud.conftest import sdk, status_with_token
+from tests.localcloud.test_cleanup import standin
 from tests.localcloud.engine import Stack, agreement, needs, structured, table, timeline
 from tests.localcloud.openstack_stack import PLUGINS, inventory, openstack_stack
 from tests.test_day2 import DEV_EDITS, STANDALONE_EDITS
@@ -68,6 +69,24 @@ volume = tenant.block_storage.wait_for_status(volume, "available", wait=120)
 port = tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id)
 tenant.network.set_tags(port, [tag])
 result = {"server": machine.id, "volume": volume.id, "port": port.id}
+"""
+
+# The project's security groups, and what a destroy must leave of the cluster's own: load balancers,
+# trunks, snapshots, floating IPs and lb-sg-* groups described as the cluster's, ports on its network.
+GROUPS = "result = sorted(g.name for g in tenant.network.security_groups())"
+CLUSTERS_LEFT = """
+networks = {n.id for n in tenant.network.networks() if (n.name or "").startswith(infra)}
+result = {
+    "load balancers": [lb.name for lb in tenant.load_balancer.load_balancers()
+        if lb.name.startswith(f"kube_service_{infra}_") or lb.vip_network_id in networks or lb.id in made_lbs],
+    "trunks": [t.name for t in tenant.network.trunks() if (t.name or "").startswith(infra) or f"openshiftClusterID={infra}" in (t.tags or [])],
+    "snapshots": [s.name for s in tenant.block_storage.snapshots(details=True) if (s.metadata or {}).get("cinder.csi.openstack.org/cluster") == infra],
+    "floating IPs": [f.floating_ip_address for f in tenant.network.ips() if f.id in made_ips or f.description.endswith(f"from cluster {infra}")],
+    "lb-sg groups": [g.name for g in tenant.network.security_groups() if g.name.startswith("lb-sg-") and (g.id in made_groups or g.description.endswith(infra))],
+    "ports": [p.name or p.id for p in tenant.network.ports() if p.network_id in networks or p.id in made_ports],
+    "volumes": [v.id for v in tenant.block_storage.volumes() if v.id in made_volumes],
+    "shares": [s.name for s in tenant.shared_file_system.shares() if (s.metadata or {}).get("manila.csi.openstack.org/cluster") == infra],
+}
 """
 
 # Nova shows a server's user_data to an admin, from microversion 2.3 on.
@@ -107,6 +126,7 @@ def test_up_creates_the_stack_in_the_cloud(stack, tmp_path):
     # What the offline plan's needs table says this stack takes of the project, against what the cloud charges.
     before = described(stack.cloud)  # type: ignore[attr-defined]
     needs_table = planned_needs(stack.project / f"Pulumi.{stack.name}.yaml", before, tmp_path)
+    stack.groups_before = sdk(stack.cloud, GROUPS)  # type: ignore[attr-defined]
     began = time.monotonic()
     stack.up(event_log=tmp_path / "events.jsonl")
     took = time.monotonic() - began
@@ -363,9 +383,15 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
 
 def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
     infra = stack.infra  # type: ignore[attr-defined]
-    # An integrated cluster makes servers, volumes and ports itself (Machine API, Cinder CSI); a
-    # standalone one holds no cloud credentials and makes none.
-    made = sdk(stack.cloud, CLUSTER_MADE, infra=infra) if load_config(stack.base).integrated else None  # type: ignore[attr-defined]
+    # An integrated cluster makes servers, volumes and ports itself (Machine API, Cinder CSI), and
+    # its controllers load balancers, floating IPs, lb-sg-* groups, EgressIP ports, trunks and
+    # snapshots (the stand-in, harness/cluster_standin); a standalone one holds no cloud credentials and makes none.
+    made, by_standin = {}, {}
+    if load_config(stack.base).integrated:
+        made = sdk(stack.cloud, CLUSTER_MADE, infra=infra)  # type: ignore[attr-defined]
+        began = time.monotonic()
+        by_standin = standin(stack.cloud, infra)  # type: ignore[attr-defined]
+        print(f"the controllers' stand-in made {len(by_standin)} things in {time.monotonic() - began:.0f} s: {sorted(by_standin)}")
     began = time.monotonic()
     done = stack.destroy()
     print(f"pulumi destroy of {stack.name}: {time.monotonic() - began:.0f} s")
@@ -373,3 +399,8 @@ def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
     left = inventory(stack, infra)
     left.pop("external")
     assert {kind: found for kind, found in left.items() if found} == {}, made
+    ids = lambda *kinds: [id_ for what, id_ in by_standin.items() if what.endswith(kinds)]  # noqa: E731
+    clusters = sdk(stack.cloud, CLUSTERS_LEFT, infra=infra, made_lbs=ids("load balancer"), made_ips=ids("floating IP"),  # type: ignore[attr-defined]
+                   made_groups=ids("security group"), made_ports=ids("port"), made_volumes=ids("volume") + [made.get("volume")])
+    assert {kind: found for kind, found in clusters.items() if found} == {}, by_standin
+    assert sdk(stack.cloud, GROUPS) == stack.groups_before  # type: ignore[attr-defined]

@@ -18,6 +18,8 @@ MODULES = {
     "nova": "nova.wsgi.osapi_compute",
     "neutron": "neutron.wsgi.api",
     "cinder": "cinder.wsgi.api",
+    "octavia": "octavia.wsgi.api",
+    "manila": "manila.wsgi.api",
 }
 
 

@@ -1,0 +1,78 @@
+"""The destroy cleanup's rules (cluster/cleanup.py): what of a project it takes for the cluster's
+own and what it leaves to Pulumi or to others. The cleanup itself runs against the local cloud
+(tests/localcloud/test_cleanup.py)."""
+
+from __future__ import annotations
+
+from cluster import cleanup
+from tools.mock_run import unwrap
+
+INFRA = "ocp4-x7k2p"
+TAG = f"openshiftClusterID={INFRA}"
+NETWORK = "net-ocp4"
+
+
+def test_machines_are_found_by_tag_or_name_and_never_one_of_the_programs_own():
+    assert cleanup.machine(INFRA, "gpu-worker-1", [TAG])  # a user's MachineSet name, tagged
+    assert cleanup.machine(INFRA, f"{INFRA}-worker-gpu-8kd3w", [])  # named by the infra ID, untagged
+    assert cleanup.machine(INFRA, f"{INFRA}-worker-0-x7q2c", [TAG])  # like a worker's name, with a random suffix
+    for name in ("master-0", "worker-12", "bootstrap", "bootstrap-helper", "api-port", "ingress-port", "master", "worker"):
+        assert not cleanup.machine(INFRA, f"{INFRA}-{name}", [TAG]), name
+    assert not cleanup.machine(INFRA, "other-abcde-worker-0", ["openshiftClusterID=other-abcde"])
+    assert not cleanup.machine(INFRA, f"{INFRA}q-worker-0", [])  # another cluster whose infra ID starts with this one's
+
+
+def test_load_balancers_by_the_4_16_name_or_by_their_vip_network_and_description():
+    networks = {NETWORK}
+    described = "Kubernetes external service legacy/web from cluster kubernetes"
+    assert cleanup.service_load_balancer(INFRA, f"kube_service_{INFRA}_demo_web", "", "elsewhere", networks)
+    # 4.14 and 4.15: `kubernetes` in the name, found by the VIP on the cluster's network.
+    assert cleanup.service_load_balancer(INFRA, "kube_service_kubernetes_legacy_web", described, NETWORK, networks)
+    assert not cleanup.service_load_balancer(INFRA, "kube_service_kubernetes_legacy_web", described, "another-network", networks)
+    assert not cleanup.service_load_balancer(INFRA, "users-own-lb", "an application's", NETWORK, networks)
+    assert not cleanup.service_load_balancer(INFRA, f"kube_service_{INFRA}x_demo_web", "", "elsewhere", networks)
+    assert cleanup.service_of(described) == "legacy/web"
+
+
+def test_lb_security_groups_by_their_cluster_or_for_4_14_by_its_ports_or_services():
+    mine = f"Security Group for demo/web Service LoadBalancer in cluster {INFRA}"
+    legacy = "Security Group for legacy/web Service LoadBalancer in cluster kubernetes"
+    assert cleanup.service_group(INFRA, "lb-sg-1-demo-web", mine, "g1", set(), set())
+    assert not cleanup.service_group(INFRA, "lb-sg-1-demo-web", mine.replace(INFRA, f"{INFRA}x"), "g1", set(), set())
+    assert cleanup.service_group(INFRA, "lb-sg-2-legacy-web", legacy, "g2", {"g2"}, set())
+    assert cleanup.service_group(INFRA, "lb-sg-2-legacy-web", legacy, "g2", set(), {"legacy/web"})
+    assert not cleanup.service_group(INFRA, "lb-sg-2-legacy-web", legacy, "g2", set(), {"other/web"})  # another 4.14 cluster's
+    assert not cleanup.service_group(INFRA, f"{INFRA}-worker", mine, "g3", {"g3"}, set())  # the program's own group
+
+
+def test_ports_left_on_the_network_but_the_programs_and_neutrons_own():
+    assert cleanup.leftover_port(INFRA, "egressip-10.0.255.254", "OpenShiftEgressIP")
+    assert cleanup.leftover_port(INFRA, "", "")  # a port someone made on the cluster's network
+    assert not cleanup.leftover_port(INFRA, f"{INFRA}-api-port", "")
+    assert not cleanup.leftover_port(INFRA, f"{INFRA}-master-2", "compute:nova")
+    assert not cleanup.leftover_port(INFRA, "", "network:router_interface")
+    assert not cleanup.leftover_port(INFRA, "", "compute:az1")  # a live server's, which the cleanup did not take for the cluster's
+
+
+def test_csi_volumes_snapshots_and_shares_by_their_cluster_key():
+    assert cleanup.csi_owned(INFRA, {"cinder.csi.openstack.org/cluster": INFRA})
+    assert not cleanup.csi_owned(INFRA, {"cinder.csi.openstack.org/cluster": "other"})
+    assert not cleanup.csi_owned(INFRA, None)
+    assert cleanup.csi_owned(INFRA, {"manila.csi.openstack.org/cluster": INFRA}, cleanup.MANILA_CSI_CLUSTER)
+
+
+def test_volume_retries_last_minutes():
+    # The installer backs off over minutes; a volume still detaching for a minute must outlast it.
+    assert 300 <= sum(cleanup.VOLUME_RETRIES) <= 900
+
+
+def test_nothing_pulumi_deletes_in_the_same_destroy_is_taken(dev_helper_run):
+    """Every name the plan gives a server, port or server group is left to Pulumi."""
+    infra = dev_helper_run.outputs["infraId"]
+    named = {
+        unwrap(r.inputs["name"]).replace(infra, INFRA)
+        for r in dev_helper_run.resources
+        if r.type.endswith(("/instance:Instance", "/port:Port", "/serverGroup:ServerGroup"))
+    }
+    assert {f"{INFRA}-master-0", f"{INFRA}-worker-0", f"{INFRA}-api-port", f"{INFRA}-worker", f"{INFRA}-bootstrap-helper"} <= named
+    assert [name for name in named if cleanup.machine(INFRA, name, [TAG]) or cleanup.leftover_port(INFRA, name, "compute:nova")] == []
