@@ -25,10 +25,11 @@ cluster's, no other requester's) until every worker is Ready. Needs the Pulumi C
 DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
 root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
 its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer
-Services, the image registry's Swift container with every image pushed to it, MachineSet servers and
-their ports, and Glance images tagged with the cluster (copies of the bootstrap config). Nothing of it
+Services, the CSI volume snapshots and Manila shares, the image registry's Swift container with every
+image pushed to it, MachineSet servers, their trunks and ports, EgressIP ports, the load balancers'
+lb-sg-* groups, and Glance images tagged with the cluster (copies of the bootstrap config). Nothing of it
 comes back. Workers are drained first. Asks you to type the stack's name (--yes where no one can); stops
-while ocp:protect is true. Needs the Pulumi CLI, and in integrated mode the openstack CLI (the cleanup)."""
+while ocp:protect is true. Needs the Pulumi CLI (the cleanup runs with this program's venv)."""
 
 
 def main(argv: list[str] | None = None) -> int:

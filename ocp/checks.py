@@ -118,8 +118,8 @@ def tool_problems(command: str, config: ClusterConfig | None, which: Callable[[s
         )
     if openstack_cli_needed(command, config) and which("openstack") is None:
         found.append(
-            "openstack: not on PATH (integrated mode: the preflight reads Neutron's extensions with it, and the destroy's "
-            "cleanup deletes what the cluster made itself): `pip install python-openstackclient` (or the distribution's "
+            "openstack: not on PATH (integrated mode: the preflight reads Neutron's extensions with it): "
+            "`pip install python-openstackclient` (or the distribution's "
             "python3-openstackclient), with a clouds.yaml entry for ocp:openstack.cloud"
         )
     return found
@@ -127,12 +127,11 @@ def tool_problems(command: str, config: ClusterConfig | None, which: Callable[[s
 
 def openstack_cli_needed(command: str, config: ClusterConfig) -> bool:
     """Integrated mode runs the `openstack` CLI in the preflight (components/openstack/preflight.py,
-    Neutron's extensions) and in the destroy's cleanup (cluster/cleanup.py)."""
+    Neutron's extensions); the destroy's cleanup uses openstacksdk from this program's venv instead
+    (cluster/cleanup_run.py)."""
     if not config.integrated or config.openstack is None:
         return False
-    if command == "install":
-        return not config.openstack.skip_preflight
-    return command == "destroy"
+    return command == "install" and not config.openstack.skip_preflight
 
 
 def check(command: str, config: ClusterConfig | None) -> None:
