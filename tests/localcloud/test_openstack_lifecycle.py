@@ -381,6 +381,42 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     stack.base = config
 
 
+# The nodes' ports as Neutron holds them: their address pairs and security groups.
+NODE_PORTS = """
+network = tenant.network.find_network(f"{infra}-openshift")
+result = {
+    port.name: {"pairs": sorted(pair["ip_address"] for pair in port.allowed_address_pairs), "groups": sorted(port.security_group_ids)}
+    for port in tenant.network.ports(network_id=network.id)
+    if (port.device_owner or "").startswith("compute:") and port.name.startswith((f"{infra}-master-", f"{infra}-worker-"))
+}
+"""
+
+
+def test_refresh_and_up_keep_what_the_cluster_added_to_the_nodes_ports(stack):
+    """The controllers' stand-in adds EgressIP pairs and lb-sg-* groups to node ports, as a live
+    integrated cluster's do; `pulumi refresh` then `up` leaves both there."""
+    if not load_config(stack.base).integrated:
+        pytest.skip("a standalone cluster holds no cloud credentials: no controller changes its ports")
+    infra = stack.infra  # type: ignore[attr-defined]
+    before = sdk(stack.cloud, NODE_PORTS, infra=infra)  # type: ignore[attr-defined]
+    stack.by_standin = standin(stack.cloud, infra)  # type: ignore[attr-defined]
+    added = sdk(stack.cloud, NODE_PORTS, infra=infra)  # type: ignore[attr-defined]
+    changed = {name: port for name, port in added.items() if name in before and port != before[name]}
+    assert any(len(port["pairs"]) > len(before[name]["pairs"]) for name, port in changed.items()), changed  # the EgressIP
+    assert any(len(port["groups"]) > len(before[name]["groups"]) for name, port in changed.items()), changed  # lb-sg-*
+    refreshed = stack.pulumi("refresh", "--yes", "--skip-preview")
+    assert refreshed.returncode == 0, (refreshed.stdout + refreshed.stderr)[-4000:]
+    steps, output = stack.steps(stack.base)
+    assert steps is not None, output[-4000:]
+    changes = {name: action for name, action in steps.items() if action != "same"}
+    print(f"after refresh, the preview of {stack.name} changes: {changes or 'nothing'}")
+    # The ports above all: their pairs and groups were read back from Neutron with the cluster's additions.
+    assert {name: action for name, action in changes.items() if "port" in name} == {}, changes
+    assert not {action for action in changes.values()} & {"replace", "create-replacement", "delete", "delete-replaced"}, changes
+    stack.up(stack.base)
+    assert sdk(stack.cloud, NODE_PORTS, infra=infra) == added  # type: ignore[attr-defined]
+
+
 def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
     infra = stack.infra  # type: ignore[attr-defined]
     # An integrated cluster makes servers, volumes and ports itself (Machine API, Cinder CSI), and
@@ -390,7 +426,7 @@ def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
     if load_config(stack.base).integrated:
         made = sdk(stack.cloud, CLUSTER_MADE, infra=infra)  # type: ignore[attr-defined]
         began = time.monotonic()
-        by_standin = standin(stack.cloud, infra)  # type: ignore[attr-defined]
+        by_standin = getattr(stack, "by_standin", None) or standin(stack.cloud, infra)  # type: ignore[attr-defined]
         print(f"the controllers' stand-in made {len(by_standin)} things in {time.monotonic() - began:.0f} s: {sorted(by_standin)}")
     began = time.monotonic()
     done = stack.destroy()
