@@ -108,6 +108,17 @@ class Stack:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
+    def after_crash(self) -> list[str]:
+        """What a user does after a crash of the CLI with a file backend: the checkpoint's `.attrs` side
+        file (gocloud's fileblob writes it beside the checkpoint, not atomically) may be left empty, and
+        then every command fails with `failed to load checkpoint: EOF` (seen once, in a full run of
+        2026-11-26: the kill landed on that write); without it the checkpoint reads as the plain JSON it
+        is. Returns the files removed (docs/troubleshooting.md says the same to users)."""
+        removed = [path for path in (self.work / "state").rglob("*.attrs") if path.stat().st_size == 0]
+        for path in removed:
+            path.unlink()
+        return [str(path) for path in removed]
+
     def write_config(self, config: dict[str, str], path: Path | None = None) -> None:
         """The stack file (or a copy of it at `path`) with this config (objects as YAML objects), keeping the
         encrypted pull secret and the passphrase's salt."""

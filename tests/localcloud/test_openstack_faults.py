@@ -84,6 +84,8 @@ def test_up_killed_while_servers_are_created_converges_after_the_recovery(stack,
         time.sleep(0.2)
     time.sleep(1.5)  # the create request reaches Nova
     Stack.kill(process)
+    repaired = stack.after_crash()
+    print(f"after the crash: {repaired or 'no empty checkpoint attributes'}")
     pending = json.loads(stack.pulumi("stack", "export").stdout)["deployment"].get("pending_operations", [])
     assert any(op["type"] == "creating" for op in pending), pending
     # What docs/troubleshooting.md tells a user to do: tools.recover, which imports what the cloud made and drops the rest.
