@@ -27,18 +27,18 @@ from ignition.nodes import integrated_pointer_user_data
 
 
 class _Pointers(pulumi.ComponentResource):
+    TYPE: str  # each role's component token
     user_data: dict[str, pulumi.Output[str]]
 
     def __init__(
         self,
-        type_: str,
         name: str,
         cluster: ClusterContext,
         nodes: Sequence[Node],
         assets: pulumi.Output[InstallerAssets],
-        opts: pulumi.ResourceOptions | None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(type_, name, None, opts)
+        super().__init__(self.TYPE, name, None, opts)
         config, bootstrap_enabled = cluster.config, cluster.plan.bootstrap_enabled
         self.user_data = {}
         for node in nodes:
@@ -65,24 +65,8 @@ class _Pointers(pulumi.ComponentResource):
 
 
 class WorkerPointers(_Pointers):
-    def __init__(
-        self,
-        name: str,
-        cluster: ClusterContext,
-        workers: Sequence[Node],
-        assets: pulumi.Output[InstallerAssets],
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__("ocp:openstack:WorkerPointers", name, cluster, workers, assets, opts)
+    TYPE = "ocp:openstack:WorkerPointers"
 
 
 class MasterPointers(_Pointers):
-    def __init__(
-        self,
-        name: str,
-        cluster: ClusterContext,
-        masters: Sequence[Node],
-        assets: pulumi.Output[InstallerAssets],
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__("ocp:openstack:MasterPointers", name, cluster, masters, assets, opts)
+    TYPE = "ocp:openstack:MasterPointers"

@@ -161,14 +161,18 @@ def test_the_same_plan_draws_the_same_bytes_and_the_committed_picture_is_current
     assert COMMITTED.is_file() and COMMITTED.read_bytes() == drawn, f"docs/images/dev-topology.svg is stale: {REGENERATE}"
 
 
-def test_five_workers_read_at_800_px_grouped_by_role_top_to_bottom(tmp_path):
-    """The newcomer's stack had 5 workers: one long row of 3,063 pt, unreadable at the README's width."""
+def planned_edit(tmp_path, old: str, new: str) -> tuple[bytes, str]:
+    """The picture and infra ID of the offline plan of Pulumi.dev.yaml with `old` replaced by `new`."""
     stack_file = tmp_path / "Pulumi.dev.yaml"
-    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("ocp:workers:\n    count: 2", "ocp:workers:\n    count: 5"))
+    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace(old, new))
     result = plan("dev", tmp_path / "p", config_file=stack_file)
     assert result.returncode == 0, result.stderr
-    svg = (tmp_path / "p/topology.svg").read_bytes()
-    infra = json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+    return (tmp_path / "p/topology.svg").read_bytes(), json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+
+
+def test_five_workers_read_at_800_px_grouped_by_role_top_to_bottom(tmp_path):
+    """The newcomer's stack had 5 workers: one long row of 3,063 pt, unreadable at the README's width."""
+    svg, infra = planned_edit(tmp_path, "ocp:workers:\n    count: 2", "ocp:workers:\n    count: 5")
     assert width_pt(svg) <= README_WIDTH_PT
     # Each role a box saying what its nodes share: flavor and server group (Pulumi.dev.yaml's flavors).
     pools = {label: inside for label, inside in members(svg).items() if label.split(":")[0] in ("bootstrap", "masters", "workers")}
@@ -195,12 +199,7 @@ def test_five_workers_read_at_800_px_grouped_by_role_top_to_bottom(tmp_path):
 
 def test_the_bootstrap_helper_and_its_floating_ip_fit_the_width_too(tmp_path):
     """configSource: helper adds a fourth floating IP and a server with no role: they wrap and get a box of their own."""
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    stack_file.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("configSource: glance ", "configSource: helper "))
-    result = plan("dev", tmp_path / "p", config_file=stack_file)
-    assert result.returncode == 0, result.stderr
-    svg = (tmp_path / "p/topology.svg").read_bytes()
-    infra = json.loads((tmp_path / "p/outputs.json").read_text())["infraId"]
+    svg, infra = planned_edit(tmp_path, "configSource: glance ", "configSource: helper ")
     assert width_pt(svg) <= README_WIDTH_PT
     assert members(svg)["bootstrap helper: flavor m1.small"] == {f"node {infra}-bootstrap-helper"}
     assert ("fip ocp4-bootstrap-helper-fip", f"node {infra}-bootstrap-helper") in arrows(svg)
