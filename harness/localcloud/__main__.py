@@ -5,6 +5,8 @@ up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Key
         driver), Octavia (no-op amphorae, real VIP ports) and Manila (its DummyDriver), and
         prepares the cloud the committed stacks expect (samples/cloud/dev.yaml). Running it
         again starts only what is not running; after a crash it cleans stale PID files.
+tidy    removes from the tenant's project whatever `up` did not prepare there: what a test run
+        killed or failed before its destroy left (servers, networks, images, volumes...).
 down    stops exactly the processes `up` started (their PID files), keeping the data.
 status  each process: running or not, PID, RSS; where the logs are.
 env     the exports a shell needs: `eval "$(venv/bin/python -m harness.localcloud env)"`.
@@ -22,7 +24,7 @@ import sys
 import time
 
 from harness.localcloud import libvirt
-from harness.localcloud.cloud import down, environment, status, up
+from harness.localcloud.cloud import down, environment, status, tidy, up
 from harness.localcloud.layout import Layout
 from harness.localcloud.processes import Failed
 
@@ -33,7 +35,7 @@ def say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.localcloud", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("up", "down", "status", "env"))
+    parser.add_argument("command", choices=("up", "tidy", "down", "status", "env"))
     parser.add_argument("--libvirt", action="store_true", help="the local libvirt instead of the local OpenStack")
     arguments = parser.parse_args(argv)
     command = arguments.command
@@ -45,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         if command == "up":
             up(layout, say)
             say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m harness.localcloud env)"` then `openstack server list`')
+        elif command == "tidy":
+            tidy(layout, say)
+            say(f"tidied in {time.monotonic() - began:.0f} s")
         elif command == "down":
             stopped = down(layout, say)
             say(f"stopped {len(stopped)} processes in {time.monotonic() - began:.0f} s; data kept in {layout.data}")

@@ -48,6 +48,15 @@ def up(layout: Layout, say) -> None:
         raise Failed(f"{', '.join(dead)} exited after starting; see {', '.join(str(layout.log(name)) for name in dead)}:\n{log_tail(layout, dead[0])}")
 
 
+def tidy(layout: Layout, say) -> None:
+    """Project lab back to what `up` prepared: what a killed or failed test run left goes."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as description:
+        json.dump(yaml.safe_load(DESCRIPTION.read_text()), description)
+        description.flush()
+        for line in Cloud(layout, say).operator("tidy", description.name).splitlines():
+            say(line.removeprefix("localcloud: "))
+
+
 def _clear_stale(layout: Layout, say) -> None:
     """PID files of processes that died (a crash, a reboot) go; a port held by something else stops `up`."""
     for name in process_names():

@@ -9,6 +9,8 @@ with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PAS
   the mock cloud the offline plan reads) says: flavors, images, networks with
   documentation-range subnets, floating IPs, zones, volume types, quotas, and what other
   things in the project use. Every step is idempotent.
+- `tidy DESCRIPTION.json`: removes from project lab whatever `prepare` did not make there: what a
+  test run that was killed or failed before its destroy left (a stack's servers, networks, image...).
 - `describe`: prints, as JSON, the same facts read back through the APIs.
 """
 
@@ -222,6 +224,94 @@ def _others(admin, tenant, description: dict, networks: dict) -> None:
     say(f"in use by other things in project lab: {servers} servers of {OTHER_FLAVOR}, {quotas['ports'][1]} ports")
 
 
+def tidy(description: dict) -> list[str]:
+    """Deletes the project's resources that `prepare` did not make, dependents first; returns
+    what it deleted and exits naming what it could not."""
+    admin = openstack.connect(cloud=ADMIN_CLOUD)
+    tenant = openstack.connect(cloud=CLOUD)
+    project = tenant.current_project_id
+    deleted, failed = [], []
+
+    def delete(kind: str, resource, action, *args, wait=None, **kwargs) -> None:
+        try:
+            action(*args, **kwargs)
+            if wait is not None:
+                wait(resource, interval=1, wait=180)
+            deleted.append(f"{kind} {resource.name or resource.id}")
+        except openstack.exceptions.NotFoundException:
+            pass
+        except Exception as error:  # the rest still goes; what failed is named at the end
+            failed.append(f"{kind} {resource.name or resource.id}: {type(error).__name__}: {error}"[:300])
+
+    kept_servers = set()
+    for lb in list(tenant.load_balancer.load_balancers(project_id=project)):
+        delete("load balancer", lb, tenant.load_balancer.delete_load_balancer, lb, cascade=True, wait=tenant.load_balancer.wait_for_delete)
+    servers = []
+    for server in tenant.compute.servers():
+        if server.name.startswith("lab-bastion-"):
+            kept_servers.add(server.id)
+        else:
+            servers.append(server)
+            delete("server", server, tenant.compute.delete_server, server)
+    for server in servers:
+        try:
+            tenant.compute.wait_for_delete(server, interval=1, wait=180)
+        except Exception as error:
+            failed.append(f"server {server.name}: {error}"[:300])
+    for trunk in list(tenant.network.trunks(project_id=project)):
+        delete("trunk", trunk, tenant.network.delete_trunk, trunk)
+    files = tenant.shared_file_system
+    for snapshot in list(files.share_snapshots()):
+        delete("share snapshot", snapshot, files.delete_share_snapshot, snapshot, wait=files.wait_for_delete)
+    for share in list(files.shares()):
+        delete("share", share, files.delete_share, share, wait=files.wait_for_delete)
+    for snapshot in list(tenant.block_storage.snapshots()):
+        delete("volume snapshot", snapshot, tenant.block_storage.delete_snapshot, snapshot, wait=tenant.block_storage.wait_for_delete)
+    for volume in list(tenant.block_storage.volumes()):
+        # One still attaching when its test stopped: the operator's force delete.
+        delete("volume", volume, admin.block_storage.delete_volume, volume.id, force=True, wait=tenant.block_storage.wait_for_delete)
+    described_ips = set(description["floatingIps"])
+    for ip in list(tenant.network.ips(project_id=project)):
+        if ip.floating_ip_address not in described_ips:
+            delete("floating IP", ip, tenant.network.delete_ip, ip)
+        elif ip.port_id:
+            tenant.network.update_ip(ip, port_id=None)
+    kept_routers = set()
+    for router in list(tenant.network.routers(project_id=project)):
+        if router.name == "lab-router":
+            kept_routers.add(router.id)
+            continue
+        for port in tenant.network.ports(device_id=router.id, device_owner="network:router_interface"):
+            for fixed in port.fixed_ips:
+                tenant.network.remove_interface_from_router(router, subnet_id=fixed["subnet_id"])
+        delete("router", router, tenant.network.delete_router, router)
+    kept = kept_servers | kept_routers
+    for port in list(tenant.network.ports(project_id=project)):
+        if port.name.startswith("lab-reserved-") or port.device_id in kept:
+            continue
+        delete("port", port, tenant.network.delete_port, port)
+    described_networks = set(description["networks"])
+    for network in list(tenant.network.networks(project_id=project)):
+        if network.name not in described_networks:
+            delete("network", network, tenant.network.delete_network, network)
+    for group in list(tenant.network.security_groups(project_id=project)):
+        if group.name != "default":
+            delete("security group", group, tenant.network.delete_security_group, group)
+    for group in list(tenant.compute.server_groups()):
+        delete("server group", group, tenant.compute.delete_server_group, group)
+    described_images = set(description["images"])
+    for image in list(tenant.image.images(owner=project)):
+        if image.name not in described_images:
+            delete("image", image, tenant.image.delete_image, image)
+    credentials = f"/users/{tenant.current_user_id}/application_credentials"
+    for credential in tenant.identity.get(credentials).json()["application_credentials"]:
+        answer = tenant.identity.delete(f"{credentials}/{credential['id']}", raise_exc=False)
+        (deleted if answer.ok else failed).append(f"application credential {credential['name']}" + ("" if answer.ok else f": {answer.status_code}"))
+    if failed:
+        raise SystemExit("localcloud: could not remove " + "; ".join(failed))
+    return deleted
+
+
 def describe() -> dict:
     """The cloud as the tenant and its preflight see it, in the description's shape."""
     tenant = openstack.connect(cloud=CLOUD)
@@ -267,8 +357,12 @@ if __name__ == "__main__":
     elif command == "prepare":
         with open(sys.argv[2]) as file:
             prepare(json.load(file))
+    elif command == "tidy":
+        with open(sys.argv[2]) as file:
+            removed = tidy(json.load(file))
+        say(f"removed what the description does not name: {', '.join(removed)}" if removed else "nothing to remove: the project is as prepared")
     elif command == "describe":
         json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
         print()
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | describe")
+        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | tidy DESCRIPTION.json | describe")

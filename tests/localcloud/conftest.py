@@ -1,7 +1,8 @@
 """Tests against the local OpenStack (harness/localcloud), marked `localcloud`. The package's
 fixture brings the cloud up once for these tests and takes it down after them, unless it was
-already up (then it stays, as the developer or .ci/run left it). The quick loop without them:
-`venv/bin/python -m pytest --quick -n 2`; CI runs everything.
+already up (then it stays, as the developer or .ci/run left it). The tests own project lab: the
+fixture first removes whatever `up` did not prepare there (`python -m harness.localcloud tidy`).
+The quick loop without them: `venv/bin/python -m pytest --quick -n 2`; CI runs everything.
 
 What goes wrong is in the cloud's logs: `python -m harness.localcloud status` names the directory."""
 
@@ -47,6 +48,10 @@ def cloud() -> Layout:
     already = [name for name in process_names() if running(layout, name)]
     started = localcloud("up")
     assert started.returncode == 0, f"`python -m harness.localcloud up` failed:\n{started.stdout[-4000:]}\nlogs: {layout.logs}"
+    # The modules count the project's resources: what an earlier run killed before its destroy left goes first.
+    tidied = localcloud("tidy")
+    assert tidied.returncode == 0, f"`python -m harness.localcloud tidy` failed:\n{tidied.stdout[-4000:]}{tidied.stderr[-2000:]}"
+    print(tidied.stdout, end="")
     yield layout
     if not already:
         stopped = localcloud("down")

@@ -50,6 +50,43 @@ def test_the_local_cloud_is_what_the_mock_cloud_describes(cloud):
     assert real == mock
 
 
+# What a stack killed before its destroy leaves, and what the cluster would have made beside it.
+LEFT_BEHIND = """
+network = tenant.network.create_network(name="ocp4-t1dy0-openshift")
+subnet = tenant.network.create_subnet(network_id=network.id, ip_version=4, cidr="10.199.0.0/24")
+router = tenant.network.create_router(name="ocp4-t1dy0-external-router", external_gateway_info={"network_id": tenant.network.find_network("external").id})
+tenant.network.add_interface_to_router(router, subnet_id=subnet.id)
+group = tenant.network.create_security_group(name="ocp4-t1dy0-master")
+port = tenant.network.create_port(name="ocp4-t1dy0-api-port", network_id=network.id, security_group_ids=[group.id])
+tenant.network.create_ip(floating_network_id=tenant.network.find_network("external").id, port_id=port.id)
+tenant.compute.create_server_group(name="ocp4-t1dy0-master", policies=["soft-anti-affinity"])
+server = tenant.compute.create_server(name="ocp4-master-0", flavor_id=tenant.compute.find_flavor("m1.small").id,
+    image_id=tenant.image.find_image("centos-stream-9").id, networks=[{"uuid": network.id}])
+tenant.compute.wait_for_server(server, interval=1, wait=180)
+tenant.image.create_image(name="ocp4-t1dy0-ignition", container_format="bare", disk_format="raw", data=b"{}", visibility="private")
+volume = tenant.block_storage.create_volume(name="pvc-t1dy0", size=1)
+tenant.block_storage.wait_for_status(volume, "available", interval=1, wait=120)
+tenant.block_storage.create_snapshot(volume_id=volume.id, name="snapshot-t1dy0")
+tenant.identity.post(f"/users/{tenant.current_user_id}/application_credentials", json={"application_credential": {"name": "ocp4-t1dy0-bootstrap-ignition"}})
+"""
+
+
+def test_tidy_takes_the_project_back_to_what_the_mock_cloud_describes(cloud):
+    sdk(cloud, LEFT_BEHIND)
+    tidied = localcloud("tidy")
+    assert tidied.returncode == 0, tidied.stdout + tidied.stderr
+    for what in ("server ocp4-master-0", "router ocp4-t1dy0-external-router", "port ocp4-t1dy0-api-port", "network ocp4-t1dy0-openshift",
+                 "security group ocp4-t1dy0-master", "server group ocp4-t1dy0-master", "image ocp4-t1dy0-ignition", "volume pvc-t1dy0",
+                 "volume snapshot snapshot-t1dy0", "application credential ocp4-t1dy0-bootstrap-ignition", "floating IP "):
+        assert what in tidied.stdout, (what, tidied.stdout)
+    test_the_local_cloud_is_what_the_mock_cloud_describes(cloud)
+    left = sdk(cloud, "result = [len(list(tenant.block_storage.volumes())), len(list(tenant.block_storage.snapshots())), "
+                      "len(tenant.identity.get(f'/users/{tenant.current_user_id}/application_credentials').json()['application_credentials'])]")
+    assert left == [0, 0, 0]
+    again = localcloud("tidy")
+    assert again.returncode == 0 and "nothing to remove" in again.stdout, again.stdout + again.stderr
+
+
 def test_the_cloud_has_what_the_committed_stacks_name(cloud):
     real = described_by_the_cloud(cloud)
     for stack in ("dev", "standalone"):
