@@ -49,8 +49,9 @@ def bootstrap_token(
         ],
         expires_at=expiry,
         # Keystone wants credential names unique per user: the old one goes first. The running
-        # bootstrap fetched its config at first boot and needs no token after.
-        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        # bootstrap fetched its config at first boot and needs no token after. Keystone reads the
+        # roles back with those they imply (member: reader), so a refresh would replace it for them.
+        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, ignore_changes=["roles"]),
     )
     keystone = scope.apply(lambda found: _identity_endpoint(found.service_catalogs, found.region))
     environment = {
