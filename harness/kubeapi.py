@@ -107,7 +107,9 @@ def make_ca(directory: Path, name: str, common_name: str) -> Pair:
     return pair
 
 
-def make_leaf(directory: Path, name: str, ca: Pair, common_name: str, *, organization: str | None = None, server: bool = False) -> Pair:
+def make_leaf(
+    directory: Path, name: str, ca: Pair, common_name: str, *, organization: str | None = None, server: bool = False, address: str = LOOPBACK
+) -> Pair:
     ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
@@ -125,7 +127,7 @@ def make_leaf(directory: Path, name: str, ca: Pair, common_name: str, *, organiz
     )
     if server:
         names = [x509.DNSName(n) for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")]
-        addresses = [x509.IPAddress(ipaddress.ip_address(a)) for a in (LOOPBACK, next(ipaddress.ip_network(SERVICE_RANGE).hosts()).exploded)]
+        addresses = [x509.IPAddress(ipaddress.ip_address(a)) for a in (address, next(ipaddress.ip_network(SERVICE_RANGE).hosts()).exploded)]
         builder = builder.add_extension(x509.SubjectAlternativeName([*names, *addresses]), critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     pair = Pair(directory / f"{name}.crt", directory / f"{name}.key")
@@ -142,6 +144,9 @@ class KubeAPI:
     """A running etcd and kube-apiserver (and what else was started), in `directory`."""
 
     directory: Path
+    # The API server's own address: any of loopback's 127.0.0.0/8, so that two played clusters can
+    # both serve the 6443 their kubeconfigs name.
+    address: str = LOOPBACK
     url: str = ""
     etcd_url: str = ""
     ca: Pair | None = None
@@ -231,7 +236,7 @@ class KubeAPI:
         pki.mkdir(exist_ok=True)
         self.ca = make_ca(pki, "ca", "kubeapi-test-ca")
         self.signer = make_ca(pki, "signer", "kubeapi-test-csr-signer")
-        make_leaf(pki, "apiserver", self.ca, "kube-apiserver", server=True)
+        make_leaf(pki, "apiserver", self.ca, "kube-apiserver", server=True, address=self.address)
         self.admin = make_leaf(pki, "admin", self.ca, "admin", organization="system:masters")
         _write_key(rsa.generate_private_key(public_exponent=65537, key_size=2048), pki / "service-account.key")
 
@@ -242,7 +247,7 @@ class KubeAPI:
         assert self.ca and self.admin, "make_certificates first"
         pki = self.directory / "pki"
         port = port or free_port()
-        self.url = f"https://{LOOPBACK}:{port}"
+        self.url = f"https://{self.address}:{port}"
         client_ca = pki / "client-ca.crt"
         client_ca.write_bytes(b"".join(path.read_bytes() for path in (self.ca.cert, *client_cas)))
         extra = [f"--tls-sni-cert-key={sni[0].cert},{sni[0].key}:{sni[1]}"] if sni else []
@@ -250,8 +255,8 @@ class KubeAPI:
             "kube-apiserver",
             [
                 f"--etcd-servers={self.etcd_url}",
-                f"--bind-address={LOOPBACK}",
-                f"--advertise-address={LOOPBACK}",
+                f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
                 f"--secure-port={port}",
                 f"--cert-dir={self.directory / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -399,12 +404,13 @@ def running(
     port: int | None = None,
     sni: tuple[Pair, str] | None = None,
     client_cas: tuple[Path, ...] = (),
+    address: str = LOOPBACK,
 ) -> Iterator[KubeAPI]:
     """etcd and kube-apiserver (ready: /readyz answers 200) in `directory`, and
     kube-controller-manager when `controllers` are named; stopped on leaving, whatever happens.
-    `port`, `sni`, `client_cas`: as KubeAPI.start_apiserver."""
+    `port`, `sni`, `client_cas`: as KubeAPI.start_apiserver; `address` the API server's, on loopback."""
     directory.mkdir(parents=True, exist_ok=True)
-    api = KubeAPI(directory)
+    api = KubeAPI(directory, address=address)
     try:
         api.make_certificates()
         api.start_etcd()

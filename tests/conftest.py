@@ -66,8 +66,9 @@ SHARED_GROUPS = ("tests/localcloud/", "tests/lab/", "tests/e2e/")
 # The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
 # `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.
 LIBVIRT_GROUP = "tests/localcloud/libvirt"
-# Not test_install_kvm: its played cluster's API takes 127.0.0.1:6443, as test_install_dev's does.
-LIBVIRT_MODULES = ("tests/localcloud/test_libvirt.py", "tests/localcloud/test_libvirt_lifecycle.py")
+# test_install_kvm's played cluster serves 6443 on 127.0.0.2, test_install_dev's on 127.0.0.1. None of them may
+# ask for the `cloud` fixture: its tidy would remove the stacks the cloud's group has up at that moment.
+LIBVIRT_MODULES = ("tests/localcloud/test_libvirt.py", "tests/localcloud/test_libvirt_lifecycle.py", "tests/localcloud/test_install_kvm.py")
 
 
 def group_of(path: str) -> str:
@@ -121,6 +122,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if real:
             config.hook.pytest_deselected(items=real)
             items[:] = [item for item in items if item not in set(real)]
+    beside_the_cloud = [item.nodeid for item in items if group_of(_part(item)) == LIBVIRT_GROUP and "cloud" in getattr(item, "fixturenames", ())]
+    if beside_the_cloud:
+        raise pytest.UsageError(f"{', '.join(beside_the_cloud)}: the libvirt group runs beside the cloud's and may not use the `cloud` fixture")
     # The longest group first, so that a worker takes it at once and the others fill in beside it.
     items.sort(key=lambda item: _rank(_part(item)))
 

@@ -1,8 +1,9 @@
 """The one-command install (`python -m ocp install --stack kvm`) from nothing to "installed", with
 the real engine and libvirt plugin against the local libvirt, the real `openshift-install
 wait-for`, and a real Kubernetes API server playing the cluster (tests/ocp/played.py): it serves
-the installer's own certificate for api.<cluster>.<domain>, which resolves to it (127.0.0.1) in
-the driver's own mount namespace only (a hosts file bound over /etc/hosts there).
+the installer's own certificate for api.<cluster>.<domain>, which resolves to it (127.0.0.2, so that
+the dev install's played cluster can hold 127.0.0.1:6443 beside it) in the driver's own mount
+namespace only (a hosts file bound over /etc/hosts there).
 
 Then what a user would check: the steps in order, progress lines, the bootstrap gone from libvirt,
 only this stack's workers' certificates approved (another cluster's node and a wrong requester left
@@ -30,6 +31,7 @@ from tests.ocp.driving import Driver, hosts_file, write_oc
 from tests.ocp.played import played
 
 STACK = "kvm"
+API_ADDRESS = "127.0.0.2"  # on loopback; test_install_dev's played cluster has 127.0.0.1
 
 pytestmark = pytest.mark.skipif(needs(("libvirt", "0.5.4")) is not None or kubeapi.missing() is not None, reason=str(needs(("libvirt", "0.5.4")) or kubeapi.missing()))
 
@@ -57,16 +59,16 @@ def stack(local_libvirt, tmp_path_factory) -> Stack:
 @pytest.fixture(scope="module")
 def hosts(stack, tmp_path_factory) -> Path:
     config = {key: structured(value) for key, value in stack.base.items()}
-    return hosts_file(tmp_path_factory.mktemp("hosts") / "hosts", f"api.{config['ocp:clusterName']}.{config['ocp:baseDomain']}")
+    return hosts_file(tmp_path_factory.mktemp("hosts") / "hosts", f"api.{config['ocp:clusterName']}.{config['ocp:baseDomain']}", API_ADDRESS)
 
 
 def _port_free(port: int) -> bool:
     with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) != 0
+        return probe.connect_ex((API_ADDRESS, port)) != 0
 
 
 def test_one_command_installs_the_kvm_stack(stack, hosts, tmp_path):
-    assert _port_free(6443), "127.0.0.1:6443 is taken: the played cluster's kubeconfig names that port"
+    assert _port_free(6443), f"{API_ADDRESS}:6443 is taken: the played cluster's kubeconfig names that port"
     config = {key: structured(value) for key, value in stack.base.items()}
     cluster, domain = config["ocp:clusterName"], f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
     assets = stack.project / config["ocp:installer"]["dir"]
@@ -76,7 +78,7 @@ def test_one_command_installs_the_kvm_stack(stack, hosts, tmp_path):
     up_done = driver.wait_for_line(r"^up: \d+ changed in", 5)
     outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
     nodes = outputs["nodes"]
-    with played(tmp_path, assets, nodes, domain) as cluster_played:
+    with played(tmp_path, assets, nodes, domain, address=API_ADDRESS) as cluster_played:
         # The real `wait-for` finds the API (the installer's certificate, its admin client certificate).
         driver.wait_for_line(r"for bootstrapping to complete", 300)
         # Ctrl-C while it waits (a terminal sends it to the whole group): the next run picks up.
@@ -145,7 +147,7 @@ def test_a_run_on_an_installed_cluster_changes_nothing(stack, hosts, tmp_path):
     outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
     # The played cluster from a fresh API server: installed already (the bootstrap handed over, workers Ready).
     shutil.rmtree(tmp_path / "api", ignore_errors=True)
-    with played(tmp_path, assets, outputs["nodes"], domain) as cluster_played:
+    with played(tmp_path, assets, outputs["nodes"], domain, address=API_ADDRESS) as cluster_played:
         cluster_played.bootstrap_complete()
         driver = Driver(stack, hosts, "install")
         code = driver.wait(900)
@@ -168,7 +170,7 @@ def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, ho
     stack.base = {**stack.base, "ocp:workers": json.dumps({**config["ocp:workers"], "count": len(running) + 1})}
     stack.write_config(stack.base)
     shutil.rmtree(tmp_path / "api", ignore_errors=True)
-    with played(tmp_path, assets, before, domain, running=running) as cluster_played:
+    with played(tmp_path, assets, before, domain, running=running, address=API_ADDRESS) as cluster_played:
         # `pulumi up` asks the cluster which release it runs (the new worker's static pod images): it needs the API.
         up = Driver(stack, hosts, "up", "--yes", "--skip-preview", "--non-interactive", program=("pulumi",))
         assert up.wait(900) == 0, up.text()[-6000:]

@@ -75,7 +75,7 @@ def write_oc(work: Path) -> Path:
     return oc
 
 
-def hosts_file(path: Path, api_name: str) -> Path:
-    """/etc/hosts as it is, and the cluster's API name on loopback (where the played cluster listens)."""
-    path.write_text(Path("/etc/hosts").read_text() + f"\n127.0.0.1 {api_name}\n")
+def hosts_file(path: Path, api_name: str, address: str = "127.0.0.1") -> Path:
+    """/etc/hosts as it is, and the cluster's API name at `address` on loopback (where the played cluster listens)."""
+    path.write_text(Path("/etc/hosts").read_text() + f"\n{address} {api_name}\n")
     return path

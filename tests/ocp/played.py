@@ -292,11 +292,13 @@ class PlayedCluster:
 
 
 @contextmanager
-def played(directory: Path, assets: Path, nodes: dict[str, str], cluster_domain: str, running: frozenset[str] = frozenset()) -> Iterator[PlayedCluster]:
-    """The API server on 127.0.0.1:6443 with the installer's certificates from `assets`, the
+def played(
+    directory: Path, assets: Path, nodes: dict[str, str], cluster_domain: str, running: frozenset[str] = frozenset(), address: str = "127.0.0.1"
+) -> Iterator[PlayedCluster]:
+    """The API server on `address`:6443 (loopback) with the installer's certificates from `assets`, the
     csrsigning controller, the CRDs, and the cluster played (its thread started)."""
     serving, admin_ca = cluster_certificates(assets, directory / "cluster-tls")
-    with kubeapi.running(directory / "api", controllers=("csrsigning",), port=6443, sni=(serving, f"api.{cluster_domain}"), client_cas=(admin_ca,)) as api:
+    with kubeapi.running(directory / "api", controllers=("csrsigning",), port=6443, sni=(serving, f"api.{cluster_domain}"), client_cas=(admin_ca,), address=address) as api:
         cluster = PlayedCluster(api, nodes, cluster_domain, running=running)
         cluster.set_up(openshift_api_module())
         cluster.start()
