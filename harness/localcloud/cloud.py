@@ -37,11 +37,7 @@ def up(layout: Layout, say) -> None:
     cloud.discover_hosts()
     say(f"compute hosts mapped ({time.monotonic() - began:.1f} s)")
     began = time.monotonic()
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as description:
-        json.dump(yaml.safe_load(DESCRIPTION.read_text()), description)
-        description.flush()
-        for line in cloud.operator("prepare", description.name).splitlines():
-            say(line.removeprefix("localcloud: "))
+    _against_the_description(cloud, "prepare", say)
     say(f"prepared as {DESCRIPTION.relative_to(DESCRIPTION.parents[2])} describes ({time.monotonic() - began:.1f} s)")
     dead = [name for name in process_names() if not running(layout, name)]
     if dead:
@@ -50,10 +46,15 @@ def up(layout: Layout, say) -> None:
 
 def tidy(layout: Layout, say) -> None:
     """Project lab back to what `up` prepared: what a killed or failed test run left goes."""
+    _against_the_description(Cloud(layout, say), "tidy", say)
+
+
+def _against_the_description(cloud: Cloud, command: str, say) -> None:
+    """The operator's `prepare` or `tidy`, given the mock cloud's description as JSON; its lines said as ours."""
     with tempfile.NamedTemporaryFile("w", suffix=".json") as description:
         json.dump(yaml.safe_load(DESCRIPTION.read_text()), description)
         description.flush()
-        for line in Cloud(layout, say).operator("tidy", description.name).splitlines():
+        for line in cloud.operator(command, description.name).splitlines():
             say(line.removeprefix("localcloud: "))
 
 
