@@ -63,6 +63,16 @@ REAL_PARTS = {
 # cloud's modules share one cloud and one project whose resources they count; the lab's modules share
 # one lab run. Every other module is a group of its own (its module fixtures made once, its order kept).
 SHARED_GROUPS = ("tests/localcloud/", "tests/lab/", "tests/e2e/")
+# The local cloud's modules that only deploy their stacks (they count nothing of the project, and the
+# faults set its quotas): a group of their own, beside the cloud's, in the second project (lab2,
+# tests/localcloud/conftest.py `cloud`).
+SIDE_GROUP = "tests/localcloud/lab2"
+SIDE_MODULES = (
+    "tests/localcloud/test_policy.py",
+    "tests/localcloud/test_openstack_faults.py",
+    "tests/localcloud/test_install_dev.py",
+    "tests/localcloud/test_protect.py",
+)
 # The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
 # `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.
 LIBVIRT_GROUP = "tests/localcloud/libvirt"
@@ -71,16 +81,23 @@ LIBVIRT_GROUP = "tests/localcloud/libvirt"
 LIBVIRT_MODULES = ("tests/localcloud/test_libvirt.py", "tests/localcloud/test_libvirt_lifecycle.py", "tests/localcloud/test_install_kvm.py")
 
 
+# Run first, alone (the `alone` mark): the lab's timing targets, and the local cloud's restarts, which
+# would fail the stacks of the cloud's other group.
+ALONE = ("tests/lab/",)
+
+
 def group_of(path: str) -> str:
     """The group a test module runs in: its shared group, or the module itself."""
     if path in LIBVIRT_MODULES:
         return LIBVIRT_GROUP
+    if path in SIDE_MODULES:
+        return SIDE_GROUP
     return next((shared for shared in SHARED_GROUPS if path.startswith(shared)), path)
 
 
 def _rank(path: str) -> int:
-    """Longest groups first: the cloud's, the libvirt's, the lab's, the end-to-end ones, then the rest."""
-    order = (SHARED_GROUPS[0], LIBVIRT_GROUP, *SHARED_GROUPS[1:])
+    """Longest groups first: the cloud's two, the libvirt's, the lab's, the end-to-end ones, then the rest."""
+    order = (SHARED_GROUPS[0], SIDE_GROUP, LIBVIRT_GROUP, *SHARED_GROUPS[1:])
     return order.index(group_of(path)) if group_of(path) in order else len(order)
 
 
@@ -122,6 +139,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if real:
             config.hook.pytest_deselected(items=real)
             items[:] = [item for item in items if item not in set(real)]
+    for item in items:
+        if _part(item).startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
     beside_the_cloud = [item.nodeid for item in items if group_of(_part(item)) == LIBVIRT_GROUP and "cloud" in getattr(item, "fixturenames", ())]
     if beside_the_cloud:
         raise pytest.UsageError(f"{', '.join(beside_the_cloud)}: the libvirt group runs beside the cloud's and may not use the `cloud` fixture")

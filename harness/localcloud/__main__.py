@@ -7,9 +7,11 @@ up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Key
         again starts only what is not running; after a crash it cleans stale PID files.
 tidy    removes from the tenant's project whatever `up` did not prepare there: what a test run
         killed or failed before its destroy left (servers, networks, images, volumes...).
+        --project lab2: the second tenant project instead, where `up` prepares only quotas.
 down    stops exactly the processes `up` started (their PID files), keeping the data.
 status  each process: running or not, PID, RSS; where the logs are.
-env     the exports a shell needs: `eval "$(venv/bin/python -m harness.localcloud env)"`.
+env     the exports a shell needs: `eval "$(venv/bin/python -m harness.localcloud env)"`
+        (`--project lab2`: as the second project's tenant).
 
 --libvirt: the same four for the local libvirt instead (harness/localcloud/libvirt.py): libvirtd
         confined to a network namespace of its own, the pool `default`, a stand-in boot image, and
@@ -25,7 +27,7 @@ import time
 
 from harness.localcloud import libvirt
 from harness.localcloud.cloud import down, environment, status, tidy, up
-from harness.localcloud.layout import Layout
+from harness.localcloud.layout import PROJECTS, TENANT_USER, Layout
 from harness.localcloud.processes import Failed
 
 
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.localcloud", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("up", "tidy", "down", "status", "env"))
     parser.add_argument("--libvirt", action="store_true", help="the local libvirt instead of the local OpenStack")
+    parser.add_argument("--project", choices=PROJECTS, default=TENANT_USER, help="tidy and env: the tenant project (lab by default)")
     arguments = parser.parse_args(argv)
     command = arguments.command
     layout = Layout.default()
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             up(layout, say)
             say(f'up in {time.monotonic() - began:.0f} s; `eval "$(venv/bin/python -m harness.localcloud env)"` then `openstack server list`')
         elif command == "tidy":
-            tidy(layout, say)
+            tidy(layout, say, arguments.project)
             say(f"tidied in {time.monotonic() - began:.0f} s")
         elif command == "down":
             stopped = down(layout, say)
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         elif command == "status":
             print(status(layout))
         else:
-            print(environment(layout))
+            print(environment(layout, arguments.project))
     except Failed as error:
         say(f"failed: {error}")
         return 1

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from harness.localcloud import configuration, venv
-from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, Layout
+from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, TENANT_USER, Layout
 from harness.localcloud.processes import Failed, log_tail, port_taken, recorded, rss_mib, running, stop
 from harness.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
 from tools.mock_cloud import DEFAULT as DESCRIPTION
@@ -44,17 +44,17 @@ def up(layout: Layout, say) -> None:
         raise Failed(f"{', '.join(dead)} exited after starting; see {', '.join(str(layout.log(name)) for name in dead)}:\n{log_tail(layout, dead[0])}")
 
 
-def tidy(layout: Layout, say) -> None:
-    """Project lab back to what `up` prepared: what a killed or failed test run left goes."""
-    _against_the_description(Cloud(layout, say), "tidy", say)
+def tidy(layout: Layout, say, project: str = TENANT_USER) -> None:
+    """The project (lab by default) back to what `up` prepared: what a killed or failed test run left goes."""
+    _against_the_description(Cloud(layout, say), "tidy", say, project)
 
 
-def _against_the_description(cloud: Cloud, command: str, say) -> None:
+def _against_the_description(cloud: Cloud, command: str, say, *arguments: str) -> None:
     """The operator's `prepare` or `tidy`, given the mock cloud's description as JSON; its lines said as ours."""
     with tempfile.NamedTemporaryFile("w", suffix=".json") as description:
         json.dump(yaml.safe_load(DESCRIPTION.read_text()), description)
         description.flush()
-        for line in cloud.operator(command, description.name).splitlines():
+        for line in cloud.operator(command, description.name, *arguments).splitlines():
             say(line.removeprefix("localcloud: "))
 
 
@@ -105,11 +105,11 @@ def answering(layout: Layout | None = None) -> Path | None:
     return layout.clouds_yaml if port_taken(PORTS["keystone"]) else None
 
 
-def environment(layout: Layout) -> str:
-    if not layout.clouds_yaml.exists():
+def environment(layout: Layout, project: str = TENANT_USER) -> str:
+    if not layout.clouds_yaml_of(project).exists():
         raise Failed("no clouds.yaml yet: run `python -m harness.localcloud up` first")
     exports = {
-        "OS_CLIENT_CONFIG_FILE": str(layout.clouds_yaml),
+        "OS_CLIENT_CONFIG_FILE": str(layout.clouds_yaml_of(project)),
         "OS_CLOUD": CLOUD,
         "PATH": f"{_cli_dir(layout)}:$PATH",
     }

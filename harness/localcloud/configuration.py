@@ -8,13 +8,22 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.localcloud.layout import HOST, PORTS, REGION, Layout, url
+from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, HOST, PORTS, PROJECTS, REGION, TENANT_USER, Layout, url
 
 # One compute host per compute zone the mock cloud describes (samples/cloud/dev.yaml
 # computeZones): a zone is the zone of its hosts. `nova` is Nova's default zone.
 COMPUTE_HOSTS = {"nova": "localcloud-compute", "az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
 # One Cinder backend per volume zone (samples/cloud/dev.yaml volumeZones).
 VOLUME_BACKENDS = {"nova": "fake", "storage-1": "fake-storage-1", "storage-2": "fake-storage-2"}
+
+# How long each service's keystonemiddleware trusts a token it validated (its default: 300 s). A
+# revoked token still opens the service for that long; the tests wait it out (the bootstrap's
+# token after its teardown), so it is short here.
+TOKEN_CACHE_TIME = 20
+# bcrypt's cost for the passwords and application-credential secrets Keystone stores (its default:
+# 12, about 0.3 s of CPU per authentication). Every `pulumi` run, plugin and SDK call here
+# authenticates on the same 2 cores as the tests: the cheapest cost bcrypt takes.
+PASSWORD_HASH_ROUNDS = 4
 
 RABBIT = f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"  # guest may connect from loopback only
 DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder", "octavia", "manila")
@@ -44,6 +53,7 @@ def _authtoken(layout: Layout, user: str, service_type: str) -> str:
 www_authenticate_uri = {url("keystone")}
 service_token_roles_required = true
 service_type = {service_type}
+token_cache_time = {TOKEN_CACHE_TIME}
 {_auth(layout, user)}"""
 
 
@@ -71,6 +81,9 @@ connection = {database(layout, "keystone")}
 
 [token]
 provider = fernet
+
+[identity]
+password_hash_rounds = {PASSWORD_HASH_ROUNDS}
 
 [fernet_tokens]
 key_repository = {layout.data / "keystone" / "fernet-keys"}
@@ -326,7 +339,10 @@ dummy_driver_driver_methods_delays = ensure_share:0
 {_authtoken(layout, "manila", "shared-file-system")}"""
 
 
-def clouds_yaml(layout: Layout) -> str:
+def clouds_yaml(layout: Layout, project: str = TENANT_USER) -> str:
+    """The tenant `openstack` in `project` (as its own user) and the operator; the main file names
+    every other project's tenant too (`localcloud-<project>`), for the operator's steps."""
+
     def entry(name: str, user: str, project: str) -> str:
         return f"""  {name}:
     auth:
@@ -343,8 +359,9 @@ def clouds_yaml(layout: Layout) -> str:
 
     return (
         "# Written by `python -m harness.localcloud up`: the local cloud on loopback.\nclouds:\n"
-        + entry("openstack", "lab", "lab")
-        + entry("localcloud-admin", "admin", "admin")
+        + entry(CLOUD, project, project)
+        + entry(ADMIN_CLOUD, "admin", "admin")
+        + "".join(entry(f"localcloud-{other}", other, other) for other in PROJECTS if other != project and project == TENANT_USER)
     )
 
 
@@ -360,14 +377,18 @@ def render(layout: Layout) -> None:
         layout.etc / "octavia" / "octavia.conf": octavia(layout),
         layout.etc / "octavia" / "octavia-api.conf": octavia_api(),
         layout.etc / "manila" / "manila.conf": manila(layout),
-        layout.clouds_yaml: clouds_yaml(layout),
+        **{layout.clouds_yaml_of(project): clouds_yaml(layout, project) for project in PROJECTS},
     }
     for host in COMPUTE_HOSTS.values():
         files[layout.etc / "nova" / f"{host}.conf"] = nova_compute_host(layout, host)
     for path, text in files.items():
+        if path.is_file() and path.read_text() == text:
+            continue  # an `up` of a running cloud: a stack may be reading clouds.yaml at this moment
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        path.chmod(0o600)
+        written = path.with_name(f".{path.name}.new")
+        written.write_text(text)
+        written.chmod(0o600)
+        written.replace(path)
     for service, name in (("glance", "glance-api-paste.ini"), ("neutron", "api-paste.ini"), ("nova", "api-paste.ini"), ("cinder", "api-paste.ini"), ("cinder", "resource_filters.json"), ("manila", "api-paste.ini")):
         shutil.copyfile(layout.venv / "etc" / service / name, layout.etc / service / name)
     for service in ("glance", "neutron", "nova", "cinder", "octavia", "manila"):

@@ -19,6 +19,11 @@ REGION = "RegionOne"
 CLOUD = "openstack"
 ADMIN_CLOUD = "localcloud-admin"
 TENANT_USER = "lab"
+# Project lab is the one the mock cloud describes (samples/cloud/dev.yaml). A second tenant project,
+# with a user of its own and lab's quotas but nothing else in it, lets stacks run beside lab's
+# without changing what is counted there: the tests' second cloud group runs in it.
+SIDE_PROJECT = "lab2"
+PROJECTS = (TENANT_USER, SIDE_PROJECT)
 
 PORTS = {
     "mariadb": 13306,
@@ -71,6 +76,10 @@ class Layout:
     @property
     def clouds_yaml(self) -> Path:
         return self.home / "clouds.yaml"
+
+    def clouds_yaml_of(self, project: str) -> Path:
+        """The clouds.yaml whose entry `openstack` is this project's user (lab's is the main one)."""
+        return self.home / ("clouds.yaml" if project == TENANT_USER else f"clouds-{project}.yaml")
 
     @property
     def mariadb_socket(self) -> Path:

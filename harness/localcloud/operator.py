@@ -9,8 +9,9 @@ with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PAS
   the mock cloud the offline plan reads) says: flavors, images, networks with
   documentation-range subnets, floating IPs, zones, volume types, quotas, and what other
   things in the project use. Every step is idempotent.
-- `tidy DESCRIPTION.json`: removes from project lab whatever `prepare` did not make there: what a
-  test run that was killed or failed before its destroy left (a stack's servers, networks, image...).
+- `tidy DESCRIPTION.json [PROJECT]`: removes from project lab (or PROJECT, the second one) whatever
+  `prepare` did not make there: what a test run that was killed or failed before its destroy left (a
+  stack's servers, networks, image...).
 - `describe`: prints, as JSON, the same facts read back through the APIs.
 """
 
@@ -25,6 +26,9 @@ import time
 import openstack
 
 CLOUD, ADMIN_CLOUD = "openstack", "localcloud-admin"
+# The tenant projects (harness/localcloud/layout.py): lab, which the description describes, and the
+# second one, which gets lab's quotas only; its tenant is `localcloud-<name>` in the main clouds.yaml.
+PROJECTS = ("lab", "lab2")
 HOST = "http://127.0.0.1"
 SERVICES = {  # service type: (name, URL)
     "image": ("glance", f"{HOST}:9292"),
@@ -62,7 +66,7 @@ def identity(password: str) -> None:
     for role in ("admin", "service", *TENANT_ROLES):
         roles[role] = admin.identity.find_role(role) or admin.identity.create_role(name=role)
     for name in SERVICE_USERS:
-        user = admin.identity.find_user(name, domain_id="default") or admin.identity.create_user(name=name, password=password, domain_id="default")
+        user = _user(admin, name, password)
         for role in ("admin", "service"):  # `service` satisfies the service-to-service RBAC defaults
             admin.identity.assign_project_role_to_user(service_project, user, roles[role])
     existing = {service.type: service for service in admin.identity.services()}
@@ -71,13 +75,22 @@ def identity(password: str) -> None:
         if not list(admin.identity.endpoints(service_id=service.id)):
             for interface in ("public", "internal", "admin"):
                 admin.identity.create_endpoint(service_id=service.id, interface=interface, url=url, region_id="RegionOne")
-    lab = admin.identity.find_project("lab") or admin.identity.create_project(name="lab", domain_id="default")
-    user = admin.identity.find_user("lab", domain_id="default") or admin.identity.create_user(
-        name="lab", password=password, domain_id="default", default_project_id=lab.id
-    )
-    for role in TENANT_ROLES:
-        admin.identity.assign_project_role_to_user(lab, user, roles[role])
-    say(f"identity: service users, catalog, project lab with user lab ({', '.join(TENANT_ROLES)})")
+    for name in PROJECTS:  # each tenant project with a user of the same name
+        project = admin.identity.find_project(name) or admin.identity.create_project(name=name, domain_id="default")
+        user = _user(admin, name, password, default_project_id=project.id)
+        for role in TENANT_ROLES:
+            admin.identity.assign_project_role_to_user(project, user, roles[role])
+    _user(admin, "admin", password)  # made by `keystone-manage bootstrap`; last, as it ends this session's token
+    say(f"identity: service users, catalog, projects {' and '.join(PROJECTS)}, each with its user ({', '.join(TENANT_ROLES)})")
+
+
+def _user(admin, name: str, password: str, **fields):
+    """The user, made or found; its password set again so that Keystone stores it at the hash cost
+    configured now (a home made before keeps the cost its users were made with)."""
+    user = admin.identity.find_user(name, domain_id="default")
+    if user is None:
+        return admin.identity.create_user(name=name, password=password, domain_id="default", **fields)
+    return admin.identity.update_user(user, password=password)
 
 
 def _wait(what: str, check, timeout: float = 120) -> None:
@@ -154,28 +167,30 @@ def prepare(description: dict) -> None:
     say(f"volume types: {', '.join(description['volumeTypes'])}")
 
     quotas = {name: value[0] if isinstance(value, list) else value for name, value in description["quotas"].items()}
-    admin.set_compute_quotas(
-        lab.id,
-        instances=quotas["instances"],
-        cores=quotas["cores"],
-        ram=quotas["ram"],
-        server_groups=quotas["serverGroups"],
-        server_group_members=quotas["serverGroupMembers"],
-    )
-    admin.set_network_quotas(
-        lab.id,
-        port=quotas["ports"],
-        security_group=quotas["securityGroups"],
-        security_group_rule=quotas["securityGroupRules"],
-        floatingip=quotas["floatingIps"],
-    )
-    admin.set_volume_quotas(lab.id, volumes=quotas["volumes"], gigabytes=quotas["gigabytes"])
+    for name in PROJECTS:
+        project = admin.identity.find_project(name, ignore_missing=False)
+        admin.set_compute_quotas(
+            project.id,
+            instances=quotas["instances"],
+            cores=quotas["cores"],
+            ram=quotas["ram"],
+            server_groups=quotas["serverGroups"],
+            server_group_members=quotas["serverGroupMembers"],
+        )
+        admin.set_network_quotas(
+            project.id,
+            port=quotas["ports"],
+            security_group=quotas["securityGroups"],
+            security_group_rule=quotas["securityGroupRules"],
+            floatingip=quotas["floatingIps"],
+        )
+        admin.set_volume_quotas(project.id, volumes=quotas["volumes"], gigabytes=quotas["gigabytes"])
     # Manila's default share type (manila.conf default_share_type): no share servers, snapshots (Manila CSI takes them).
     if not any(t.name == SHARE_TYPE for t in admin.shared_file_system.share_types()):
         admin.shared_file_system.create_share_type(
             name=SHARE_TYPE, extra_specs={"driver_handles_share_servers": "False", "snapshot_support": "True"}
         )
-    say("quotas: " + ", ".join(f"{name} {value}" for name, value in quotas.items()))
+    say(f"quotas of projects {' and '.join(PROJECTS)}: " + ", ".join(f"{name} {value}" for name, value in quotas.items()))
 
     _others(admin, tenant, description, networks)
 
@@ -224,11 +239,13 @@ def _others(admin, tenant, description: dict, networks: dict) -> None:
     say(f"in use by other things in project lab: {servers} servers of {OTHER_FLAVOR}, {quotas['ports'][1]} ports")
 
 
-def tidy(description: dict) -> list[str]:
+def tidy(description: dict, project_name: str = PROJECTS[0]) -> list[str]:
     """Deletes the project's resources that `prepare` did not make, dependents first; returns
-    what it deleted and exits naming what it could not."""
+    what it deleted and exits naming what it could not. In the second project `prepare` made nothing."""
     admin = openstack.connect(cloud=ADMIN_CLOUD)
-    tenant = openstack.connect(cloud=CLOUD)
+    tenant = openstack.connect(cloud=CLOUD if project_name == PROJECTS[0] else f"localcloud-{project_name}")
+    if project_name != PROJECTS[0]:
+        description = {**description, "floatingIps": {}, "networks": {}, "images": {}}
     project = tenant.current_project_id
     deleted, failed = [], []
 
@@ -358,11 +375,12 @@ if __name__ == "__main__":
         with open(sys.argv[2]) as file:
             prepare(json.load(file))
     elif command == "tidy":
+        project_name = sys.argv[3] if len(sys.argv) > 3 else PROJECTS[0]
         with open(sys.argv[2]) as file:
-            removed = tidy(json.load(file))
-        say(f"removed what the description does not name: {', '.join(removed)}" if removed else "nothing to remove: the project is as prepared")
+            removed = tidy(json.load(file), project_name)
+        say(f"project {project_name}: " + (f"removed what `prepare` did not make: {', '.join(removed)}" if removed else "nothing to remove: the project is as prepared"))
     elif command == "describe":
         json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
         print()
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | tidy DESCRIPTION.json | describe")
+        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | tidy DESCRIPTION.json [PROJECT] | describe")

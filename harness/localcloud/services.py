@@ -17,7 +17,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from harness.localcloud import configuration
-from harness.localcloud.configuration import COMPUTE_HOSTS, DATABASES
+from harness.localcloud.configuration import COMPUTE_HOSTS, DATABASES, PASSWORD_HASH_ROUNDS
 from harness.localcloud.layout import HOST, PORTS, Layout, url
 from harness.localcloud.processes import Failed, Process, start, wait_ready
 
@@ -206,7 +206,9 @@ class Cloud:
             ),
         )
         self._start(_gunicorn(self.layout, "keystone", {"OS_KEYSTONE_CONFIG_DIR": str(self.etc / "keystone")}, "/v3"))
-        once(self.layout, "identity", lambda: self.operator("identity"))
+        # Again whenever the hash cost changes: the operator sets the users' passwords anew, so a home made
+        # before stores them at the new cost.
+        once(self.layout, f"identity-bcrypt-{PASSWORD_HASH_ROUNDS}", lambda: self.operator("identity"))
 
     def placement(self) -> None:
         conf = str(self.etc / "placement" / "placement.conf")

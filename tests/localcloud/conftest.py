@@ -1,7 +1,8 @@
 """Tests against the local OpenStack (harness/localcloud), marked `localcloud`. The package's
 fixture brings the cloud up once for these tests and takes it down after them, unless it was
-already up (then it stays, as the developer or .ci/run left it). The tests own project lab: the
-fixture first removes whatever `up` did not prepare there (`python -m harness.localcloud tidy`).
+already up (then it stays, as the developer or .ci/run left it). The tests own projects lab and lab2:
+each module's `cloud` is its group's project, which the fixture first tidies (`python -m harness.localcloud
+tidy`: whatever `up` did not prepare there goes).
 The quick loop without them: `venv/bin/python -m pytest --quick -n 2`; CI runs everything.
 
 What goes wrong is in the cloud's logs: `python -m harness.localcloud status` names the directory."""
@@ -14,17 +15,19 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from harness.localcloud.cloud import answering
-from harness.localcloud.layout import CLOUD, Layout
+from harness.localcloud.layout import CLOUD, SIDE_PROJECT, TENANT_USER, Layout
 from harness.localcloud.libvirt import PROCESS, Libvirt
 from harness.localcloud.libvirt import missing_programs as libvirt_missing
 from harness.localcloud.processes import recorded, running
 from harness.localcloud.services import DEBIAN_PACKAGES, missing_programs, process_names
 from harness.netns import host_links
+from tests.conftest import SIDE_GROUP, group_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,8 +42,21 @@ def localcloud(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.localcloud", *argv], cwd=ROOT, capture_output=True, text=True)
 
 
+@dataclass(frozen=True)
+class Project(Layout):
+    """The local cloud as one tenant project's tests see it: `clouds_yaml` names that project's user as
+    the entry `openstack` (the committed stacks' `openstack:cloud`)."""
+
+    project: str = TENANT_USER
+
+    @property
+    def clouds_yaml(self) -> Path:
+        return self.clouds_yaml_of(self.project)
+
+
 @pytest.fixture(scope="package")
-def cloud() -> Layout:
+def local_cloud() -> Layout:
+    """The local cloud up (started here, and then stopped after the package, unless it was up already)."""
     missing = missing_programs()
     if missing:
         pytest.skip(f"the local cloud needs {', '.join(missing)} (apt-get install {' '.join(DEBIAN_PACKAGES)}; .ci/run does)")
@@ -48,21 +64,37 @@ def cloud() -> Layout:
     already = [name for name in process_names() if running(layout, name)]
     started = localcloud("up")
     assert started.returncode == 0, f"`python -m harness.localcloud up` failed:\n{started.stdout[-4000:]}\nlogs: {layout.logs}"
-    # The modules count the project's resources: what an earlier run killed before its destroy left goes first.
-    tidied = localcloud("tidy")
-    assert tidied.returncode == 0, f"`python -m harness.localcloud tidy` failed:\n{tidied.stdout[-4000:]}{tidied.stderr[-2000:]}"
-    print(tidied.stdout, end="")
     yield layout
     if not already:
         stopped = localcloud("down")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-@pytest.fixture(scope="package")
-def cloud_env(cloud: Layout) -> dict[str, str]:
-    """The environment a shell gets from `eval "$(python -m harness.localcloud env)"`: the `openstack` CLI on PATH."""
+_tidied: set[str] = set()
+
+
+@pytest.fixture(scope="module")
+def cloud(local_cloud: Layout, request) -> Project:
+    """The project this module's group owns (tests/conftest.py: the cloud's second group runs in lab2, the
+    rest in lab), tidied the first time this worker uses it: the modules count its resources, so what an
+    earlier run killed before its destroy left goes first. A group runs whole in one worker, so no tidy
+    removes the stacks of a module running at that moment."""
+    module = Path(request.module.__file__).relative_to(ROOT).as_posix()
+    project = SIDE_PROJECT if group_of(module) == SIDE_GROUP else TENANT_USER
+    if project not in _tidied:
+        tidied = localcloud("tidy", "--project", project)
+        assert tidied.returncode == 0, f"`python -m harness.localcloud tidy` failed:\n{tidied.stdout[-4000:]}{tidied.stderr[-2000:]}"
+        print(tidied.stdout, end="")
+        _tidied.add(project)
+    return Project(local_cloud.home, project)
+
+
+@pytest.fixture(scope="module")
+def cloud_env(cloud: Project) -> dict[str, str]:
+    """The environment a shell gets from `eval "$(python -m harness.localcloud env)"`: the `openstack` CLI on PATH,
+    as the tenant of the module's project."""
     assert answering(cloud) is not None
-    exports = localcloud("env").stdout
+    exports = localcloud("env", "--project", cloud.project).stdout
     environment = dict(os.environ)
     for line in exports.splitlines():
         if line.startswith("export "):

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 
+import pytest
 import yaml
 
 from cluster.config import load_config
@@ -148,6 +149,7 @@ def test_the_apis_keep_an_idle_connection_longer_than_a_client_polls(cloud):
             connection.close()
 
 
+@pytest.mark.alone  # restarts services: the other group's stacks would fail
 def test_up_again_is_a_no_op_for_running_processes(cloud):
     before = {name: running(cloud, name) for name in process_names()}
     again = localcloud("up")
@@ -159,6 +161,7 @@ def test_up_again_is_a_no_op_for_running_processes(cloud):
     assert all(entry["auth"]["auth_url"].startswith("http://127.0.0.1:") for entry in entries.values())
 
 
+@pytest.mark.alone  # restarts services: the other group's stacks would fail
 def test_up_after_a_crash_restarts_what_died(cloud):
     # Placement dies as in a crash: its whole session, KILLed (processes `up` started, by PID file).
     session, started = recorded(cloud, "placement")

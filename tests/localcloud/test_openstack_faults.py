@@ -96,8 +96,8 @@ def test_up_killed_while_servers_are_created_converges_after_the_recovery(stack,
 
 # Nova's quota on the project's instances, as an admin sets it.
 SET_INSTANCES = """
-lab = admin.identity.find_project("lab", ignore_missing=False)
-admin.set_compute_quotas(lab.id, instances=limit)
+project = admin.identity.find_project(project_name, ignore_missing=False)
+admin.set_compute_quotas(project.id, instances=limit)
 """
 
 
@@ -126,7 +126,7 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
         try:
             before = sdk(cloud, "result = tenant.compute.get_limits().absolute.to_dict()")
             assert not _logged(log, "openstack:compute:Instance", "creat")
-            sdk(cloud, SET_INSTANCES, limit=before["instances_used"] + 1)
+            sdk(cloud, SET_INSTANCES, limit=before["instances_used"] + 1, project_name=cloud.project)
         finally:
             os.killpg(process.pid, signal.SIGCONT)
         process.wait(timeout=900)
@@ -144,7 +144,7 @@ def test_a_quota_hit_midway_names_the_quota_and_a_rerun_converges_once_it_is_rai
         assert sum(server["status"] == "ACTIVE" for server in servers.values()) < planned, servers
     finally:
         if before is not None:
-            sdk(cloud, SET_INSTANCES, limit=before["instances"])
+            sdk(cloud, SET_INSTANCES, limit=before["instances"], project_name=cloud.project)
     # A plain re-run only retries the servers Nova left in ERROR as updates (seen: `updated [diff:
     # +allMetadata]`, still in ERROR, their ports unbound). What docs/troubleshooting.md tells a user:
     # tools.recover taints them, and the re-run replaces them, deleting each first so its port moves.

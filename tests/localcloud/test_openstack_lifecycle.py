@@ -34,6 +34,7 @@ from cluster.addresses import plan_addresses, server_name
 from cluster.config import load_config
 from cluster.firewall import Rule, bootstrap_rules, security_groups
 from harness import ignition, netns
+from harness.localcloud.configuration import TOKEN_CACHE_TIME
 from ignition import assembly
 from ignition.assembly import Additions, File
 from tests.conftest import deploy
@@ -370,14 +371,14 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     assert not any("bootstrap" in name for name in after["servers"])
     assert f"{infra}-ignition" not in after["images"]
     # The bootstrap's credential is gone and its token with it: Keystone at once, Glance once the
-    # token falls out of its keystonemiddleware cache (token_cache_time, 300 s by default). 404
-    # would be the token taken and the image gone; 401 is the token refused.
+    # token falls out of its keystonemiddleware cache (token_cache_time: 300 s by default, TOKEN_CACHE_TIME
+    # here). 404 would be the token taken and the image gone; 401 is the token refused.
     token, source = stack.bootstrap_token  # type: ignore[attr-defined]
     found = sdk(stack.cloud, TOKEN, token=token)  # type: ignore[attr-defined]
     assert found["status"] == 404 and f"{infra}-bootstrap-ignition" not in found["credentials"], found
     began = time.monotonic()
-    while (status := status_with_token(source, token)) != 401 and time.monotonic() - began < 330:
-        time.sleep(10)
+    while (status := status_with_token(source, token)) != 401 and time.monotonic() - began < TOKEN_CACHE_TIME + 30:
+        time.sleep(2)
     assert status == 401, status
     assert {name: after["servers"][name] for name in masters} == masters
     assert {pid: after["ports"][pid] for pid in master_ports} == master_ports
