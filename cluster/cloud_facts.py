@@ -4,6 +4,7 @@ and what it must look up for a stack. Pure Python; the checks are in cluster/pre
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
@@ -21,11 +22,10 @@ NETWORK_OWN_PORTS = 2
 # Network extension aliases under which Neutron tags networks, subnets and ports.
 TAG_EXTENSIONS = ("standard-attr-tag", "tag")
 UNLIMITED = -1
-# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the openstack CLI lists them.
-EXTENSIONS_COMMAND = "openstack extension list --network -c Alias -f value"
-# Nor for Nova's hosts: one line per hypervisor, its state (up/down). Admin-only by Nova's
-# default policy: for a member the cloud reports no hosts.
-HOSTS_COMMAND = "openstack hypervisor list -c State -f value"
+# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts:
+# cluster/cloud_probe.py reads both with openstacksdk, run by the program's own Python (OCP_PYTHON)
+# in the project directory, OS_CLOUD naming the clouds.yaml entry.
+PROBE_COMMAND = 'exec "$OCP_PYTHON" -m cluster.cloud_probe'
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,40 @@ def public_endpoint(catalog: Iterable[Endpoint], service: str, region: str) -> s
 
 
 @dataclass(frozen=True)
+class Probe:
+    """What PROBE_COMMAND read: Neutron's extension aliases (None: unknown, `failure` says why) and
+    the compute hosts that are up (None: not reported, as to a member, or unknown)."""
+
+    extensions: tuple[str, ...] | None
+    hosts: int | None
+    failure: str = ""
+
+
+def parse_probe(stdout: str | None, failure: str = "") -> Probe:
+    """The probe's JSON line; `failure`: why the command itself did not run (stdout None)."""
+    if stdout is None:
+        return Probe(None, None, failure or "it did not run")
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, not its JSON line" if stdout.strip() else "it printed nothing")
+    if answer.get("error"):
+        return Probe(None, None, str(answer["error"]))
+    extensions, hosts = answer.get("extensions"), answer.get("hosts")
+    if not _strings(extensions) or not (hosts is None or _strings(hosts)):
+        return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, without the extensions and hosts it lists")
+    # No hypervisor listed at all is taken as not reported, as an empty listing always was.
+    up = sum(state.lower() == "up" for state in hosts) if hosts else None
+    return Probe(tuple(sorted(extensions)), up)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+@dataclass(frozen=True)
 class CloudFacts:
     """What the preflight read; a name mapped to None was looked up and not found."""
 
@@ -102,7 +136,7 @@ class CloudFacts:
     compute_zones: tuple[str, ...]
     volume_zones: tuple[str, ...]
     volume_types: tuple[str, ...]
-    network_extensions: tuple[str, ...] | None  # None: the openstack CLI could not list them
+    network_extensions: tuple[str, ...] | None  # None: unknown, the probe failed (probe_failure says why)
     quotas: Mapping[str, Quota]
     existing: Existing = field(default_factory=Existing)
     # The token's service catalog and the provider's region ("": none); None: not read.
@@ -110,6 +144,8 @@ class CloudFacts:
     region: str = ""
     # Compute hosts that are up, where the cloud reports them (hard anti-affinity only); None: not reported.
     compute_hosts: int | None = None
+    # Why cluster/cloud_probe.py could not read the cloud ("": it did, or it was not run).
+    probe_failure: str = ""
 
 
 @dataclass(frozen=True)

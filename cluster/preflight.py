@@ -15,16 +15,17 @@ from cluster.addresses import AddressPlan
 from cluster.cloud_facts import (
     COMPUTE_MINIMUM,
     CONTROL_PLANE_MINIMUM,
-    EXTENSIONS_COMMAND,
-    HOSTS_COMMAND,
+    PROBE_COMMAND,
     TAG_EXTENSIONS,
     CloudFacts,
     Endpoint,
     Existing,
     Flavor,
     Image,
+    Probe,
     Quota,
     Wanted,
+    parse_probe,
     public_endpoint,
     servers,
     wanted,
@@ -36,20 +37,21 @@ from cluster.preflight_capacity import anti_affinity, footprint, quotas, server_
 
 # The names the program and the tests import from here.
 __all__ = [
-    "EXTENSIONS_COMMAND",
-    "HOSTS_COMMAND",
+    "PROBE_COMMAND",
     "TAG_EXTENSIONS",
     "CloudFacts",
     "Endpoint",
     "Existing",
     "Flavor",
     "Image",
+    "Probe",
     "Quota",
     "Wanted",
     "footprint",
     "libvirt_host_problems",
     "libvirt_is_local",
     "problems",
+    "parse_probe",
     "public_endpoint",
     "wanted",
 ]
@@ -207,8 +209,9 @@ def _volume_types(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -
 def _tags(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
     if config.integrated and facts.network_extensions is None:
         yield (
-            "ocp:openstack.mode: integrated, and `openstack extension list --network` failed: install the openstack "
-            f"CLI (python-openstackclient) with \"{facts.cloud}\" in clouds.yaml; `pulumi destroy` needs it too"
+            f"ocp:openstack.mode: integrated, and reading Neutron's extensions {where(facts)} failed ({facts.probe_failure or 'no reason given'}): "
+            f"the preflight runs `OS_CLOUD={facts.cloud} venv/bin/python -m cluster.cloud_probe` in the project (run it to see), "
+            f"which needs openstacksdk in the program's venv (pip install -r requirements.txt) and \"{facts.cloud}\" in clouds.yaml"
         )
     elif config.integrated and not set(TAG_EXTENSIONS) & set(facts.network_extensions or ()):
         yield (

@@ -17,8 +17,8 @@ api.<cluster>.<domain> (else the DNS records and /etc/hosts lines to make), `ope
 bootstrap-complete`, the bootstrap's removal, this stack's nodes' certificates approved until the workers
 are Ready, `wait-for install-complete`. Every preview and up runs with the policy pack (policy/). Needs
 the Pulumi CLI (the SDK's version or later), openshift-install (ocp:installer.binary, 4.14 or later), oc
-or kubectl (ocp:installer.oc), and in integrated mode the openstack CLI: each is checked first. Stopped
-or interrupted, run it again: it goes on from where the cluster is."""
+or kubectl (ocp:installer.oc): each is checked first. Stopped or interrupted, run it again: it goes on
+from where the cluster is."""
 APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
 cluster's, no other requester's) until every worker is Ready. Needs the Pulumi CLI and oc or kubectl
 (ocp:installer.oc); reaches the API by api.<cluster>.<domain> with the stack's kubeconfig."""

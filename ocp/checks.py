@@ -116,22 +116,7 @@ def tool_problems(command: str, config: ClusterConfig | None, which: Callable[[s
             f"oc: {config.installer.oc} is not found (ocp:installer.oc: the nodes' certificates are approved with it): "
             f"download openshift-client-linux from {CLIENTS} and put oc on PATH{instead}"
         )
-    if openstack_cli_needed(command, config) and which("openstack") is None:
-        found.append(
-            "openstack: not on PATH (integrated mode: the preflight reads Neutron's extensions with it): "
-            "`pip install python-openstackclient` (or the distribution's "
-            "python3-openstackclient), with a clouds.yaml entry for ocp:openstack.cloud"
-        )
     return found
-
-
-def openstack_cli_needed(command: str, config: ClusterConfig) -> bool:
-    """Integrated mode runs the `openstack` CLI in the preflight (components/openstack/preflight.py,
-    Neutron's extensions); the destroy's cleanup uses openstacksdk from this program's venv instead
-    (cluster/cleanup_run.py)."""
-    if not config.integrated or config.openstack is None:
-        return False
-    return command == "install" and not config.openstack.skip_preflight
 
 
 def check(command: str, config: ClusterConfig | None) -> None:

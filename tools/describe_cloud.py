@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from cluster import cloud_probe
+
 # Stands in for the provider's Keystone token, which the plan only copies into the bootstrap's shim:
 # the real one is a secret, and changes on every run.
 STAND_IN_TOKEN = "described-cloud-stand-in-token"
@@ -151,45 +153,14 @@ def describe(connection: Any) -> dict[str, Any]:
     return description
 
 
-def _no_entry(cloud: str, error: Exception) -> str:
-    """Which entries the clouds.yaml openstacksdk read has, and where it is."""
-    from openstack import config
-
-    try:
-        loader = config.OpenStackConfig()
-        names, where = [name for name in loader.get_cloud_names() if name != "defaults"], loader.config_filename
-    except Exception:  # noqa: BLE001 - only for the message
-        return str(error)
-    if where is None:
-        return "no clouds.yaml found (./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml, or OS_CLIENT_CONFIG_FILE)"
-    return f"no entry {cloud!r} in {where} (its entries: {', '.join(names) or 'none'})"
-
-
 def connect(cloud: str) -> Any:
     """A connection to the clouds.yaml entry, its token fetched: a DescribeError says why not."""
-    import keystoneauth1.exceptions as ks
-    import openstack
-    from openstack import exceptions
-
     try:
-        connection = openstack.connect(cloud=cloud)
-    except exceptions.ConfigException as error:
-        raise DescribeError(f"--os-cloud {cloud}: {_no_entry(cloud, error)}") from None
-    try:
-        auth_url = connection.config.get_auth_args().get("auth_url", "?")
-    except Exception:  # noqa: BLE001 - only for the message
-        auth_url = "?"
-    try:
-        connection.session.get_token()
-    except ks.http.Unauthorized:
-        raise DescribeError(f"cloud {cloud}: Keystone at {auth_url} refused its credentials (401): check the entry's auth in clouds.yaml") from None
-    except ks.connection.ConnectionError as error:
-        # keystoneauth's message, without urllib3's pool details after it
-        reason = (str(error).splitlines() or [""])[0].split(": HTTPConnectionPool")[0].split(": HTTPSConnectionPool")[0]
-        raise DescribeError(f"cloud {cloud}: cannot reach Keystone at {auth_url} ({type(error).__name__}: {reason[:200]})") from None
-    except (ks.ClientException, exceptions.SDKException) as error:
-        raise DescribeError(f"cloud {cloud}: no token from Keystone at {auth_url}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
-    return connection
+        return cloud_probe.connect(cloud)
+    except cloud_probe.NoEntry as error:
+        raise DescribeError(f"--os-cloud {cloud}: {error}") from None
+    except cloud_probe.CloudError as error:
+        raise DescribeError(f"cloud {cloud}: {error}") from None
 
 
 class _Dumper(yaml.SafeDumper):

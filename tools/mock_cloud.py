@@ -24,7 +24,8 @@ from cluster.addresses import plan_addresses
 from cluster.bootstrap_credential import TOKEN_COMMAND
 from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
 from cluster.config import load_config
-from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND
+from cluster.cloud_probe import answer as probe_answer
+from cluster.preflight import PROBE_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "samples" / "cloud" / "dev.yaml"
@@ -328,10 +329,9 @@ class MockCloud:
         return {"id": groups[0], "name": name, "members": members}
 
     def _run(self, args: Mapping[str, Any]) -> Answer:
-        if args.get("command") == EXTENSIONS_COMMAND:
-            return {"stdout": "".join(f"{alias}\n" for alias in self.d["networkExtensions"]), "stderr": ""}
-        if args.get("command") == HOSTS_COMMAND and "computeHosts" in self.d:  # an admin's view
-            return {"stdout": "up\n" * self.d["computeHosts"], "stderr": ""}
+        if args.get("command") == PROBE_COMMAND:  # cluster/cloud_probe.py's line; hosts in an admin's view only
+            hosts = ["up"] * self.d["computeHosts"] if self.d.get("computeHosts") is not None else None
+            return {"stdout": probe_answer(self.d["networkExtensions"], hosts), "stderr": ""}
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
             token = {"token": f"{self.d['token']}-bootstrap", "read": 200, "listed": 401}

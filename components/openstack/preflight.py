@@ -6,15 +6,18 @@ is named from the infra ID, so `checked()` hands the components an infra ID that
 problems: none of them registers. What the cluster already holds is found by its infra ID's tag,
 so that part waits for the infra ID (`when_known`).
 
-pulumi-openstack 5.5.3 has no invoke for Neutron's extensions: the tag extension is read with
-the `openstack` CLI (pulumi-command's local.run invoke), which integrated mode needs anyway
-for `pulumi destroy` (components/openstack/cleanup.py).
+pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts: one local.run
+invoke (pulumi-command) runs cluster/cloud_probe.py, openstacksdk in this program's own Python,
+for both, where the stack wants either (the tag extension in integrated mode, the hosts for hard
+anti-affinity).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -23,7 +26,10 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
-from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Quota, problems, wanted
+from cluster.preflight import PROBE_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Probe, Quota, parse_probe, problems, wanted
+
+# Where `python -m cluster.cloud_probe` finds the package: the project directory.
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def checked(
@@ -99,6 +105,7 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     project_ports = cloud.get(openstack.networking.get_port_ids, project_id=project)
     zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
+    probe = _probe(config, cloud) if want.extensions or want.hosts else Probe((), None)
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
@@ -113,8 +120,9 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         volume_types=tuple(
             sorted(key.removeprefix("volumes_") for key in (volume_quota.volume_type_quota or {}) if key.startswith("volumes_"))
         ),
-        network_extensions=_extensions(config, cloud) if want.extensions else (),
-        compute_hosts=_hosts(config, cloud) if want.hosts else None,
+        network_extensions=probe.extensions if want.extensions else (),
+        compute_hosts=probe.hosts if want.hosts else None,
+        probe_failure=probe.failure,
         quotas={
             **_compute_quotas(cloud, project),
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
@@ -162,22 +170,20 @@ def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
     }
 
 
-def _hosts(config: ClusterConfig, cloud: _Cloud) -> int | None:
-    """Compute hosts that are up; None where the cloud does not say (a member's view)."""
+def _probe(config: ClusterConfig, cloud: _Cloud) -> Probe:
+    """Neutron's extensions and Nova's hosts, read by cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
-    result = cloud.find(command.local.run, command=HOSTS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
-    if result is None:
-        return None
-    states = [line.strip().lower() for line in (result.stdout or "").splitlines() if line.strip()]
-    return sum(state == "up" for state in states) if states else None
-
-
-def _extensions(config: ClusterConfig, cloud: _Cloud) -> tuple[str, ...] | None:
-    assert config.openstack is not None
-    result = cloud.find(command.local.run, command=EXTENSIONS_COMMAND, environment={"OS_CLOUD": config.openstack.cloud})
-    if result is None:  # reported as a problem: destroy needs the CLI too
-        return None
-    return tuple(line.strip() for line in (result.stdout or "").splitlines() if line.strip())
+    try:
+        result = cloud.get(
+            command.local.run,
+            command=PROBE_COMMAND,
+            dir=str(PROJECT),
+            environment={"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable},
+            logging=command.local.Logging.NONE,  # what it says is in its one line
+        )
+    except Exception as error:  # noqa: BLE001 - the command did not run (no Python there): reported with the extensions
+        return parse_probe(None, (str(error).strip().splitlines() or [type(error).__name__])[0][:300])
+    return parse_probe(result.stdout)
 
 
 def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra: str | None) -> Existing:

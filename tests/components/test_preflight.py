@@ -218,17 +218,29 @@ def test_standalone_mode_needs_no_tag_extension():
     assert error is not None and "no tag extension" in error
 
 
-def test_a_missing_openstack_cli_is_reported_in_integrated_mode():
-    # The mock cloud runs no other command: as if `openstack extension list` failed.
+def test_a_probe_that_does_not_run_is_reported_in_integrated_mode(monkeypatch):
+    # The mock cloud runs no other command: as if the program's Python could not run the probe.
     from tools import mock_cloud
 
-    original = mock_cloud.EXTENSIONS_COMMAND
-    mock_cloud.EXTENSIONS_COMMAND = "something else"
-    try:
-        _, error = attempt(stack_config("dev"))
-    finally:
-        mock_cloud.EXTENSIONS_COMMAND = original
-    assert error is not None and "`openstack extension list --network` failed: install the openstack CLI" in error
+    monkeypatch.setattr(mock_cloud, "PROBE_COMMAND", "something else")
+    run, error = attempt(stack_config("dev"))
+    assert error is not None and cloud_types(run) == set()
+    assert "ocp:openstack.mode: integrated, and reading Neutron's extensions in cloud \"openstack\" failed (" in error
+    assert "the mock cloud does not run" in error, error
+    assert "`OS_CLOUD=openstack venv/bin/python -m cluster.cloud_probe`" in error and "pip install -r requirements.txt" in error
+    assert "openstack CLI" not in error
+
+
+def test_the_probes_own_failure_is_the_reason_given(monkeypatch):
+    from cluster import cloud_probe
+    from tools import mock_cloud
+
+    why = "Keystone at http://keystone.example:5000/v3 refused its credentials (401): check the entry's auth in clouds.yaml"
+    monkeypatch.setattr(mock_cloud, "probe_answer", lambda extensions, hosts: cloud_probe.failed(why))
+    _, error = attempt(stack_config("dev"))
+    assert error is not None and f'reading Neutron\'s extensions in cloud "openstack" failed ({why}): ' in error, error
+    # Standalone mode wants neither fact: the probe does not run there.
+    assert attempt(stack_config("standalone"), stack="standalone")[1] is None
 
 
 def test_skip_preflight_skips_loudly():

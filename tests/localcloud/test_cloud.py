@@ -11,13 +11,14 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
 import yaml
 
 from cluster.config import load_config
-from cluster.preflight import EXTENSIONS_COMMAND, HOSTS_COMMAND, TAG_EXTENSIONS
+from cluster.preflight import PROBE_COMMAND, TAG_EXTENSIONS, Probe, parse_probe
 from harness.localcloud.cloud import answering
 from harness.localcloud.layout import HOST, PORTS, url
 from harness.localcloud.processes import members, recorded, running
@@ -99,20 +100,27 @@ def test_the_cloud_has_what_the_committed_stacks_name(cloud):
         assert real["networks"][config.openstack.external_network] is True
 
 
-def test_the_preflight_lists_neutron_extensions_with_the_real_cli(cloud_env):
-    # What the program runs as a local command in integrated mode (cluster/preflight.py).
-    listed = subprocess.run(["bash", "-c", EXTENSIONS_COMMAND], env=cloud_env, capture_output=True, text=True)
-    assert listed.returncode == 0, listed.stderr
-    assert set(TAG_EXTENSIONS) & set(listed.stdout.split())
+def probed(cloud_env: dict[str, str], cloud: str) -> subprocess.CompletedProcess:
+    """The preflight's probe as the program runs it (components/openstack/preflight.py): its command,
+    the program's Python, the project directory, OS_CLOUD naming the clouds.yaml entry."""
+    environment = {**cloud_env, "OS_CLOUD": cloud, "OCP_PYTHON": sys.executable}
+    return subprocess.run(["bash", "-c", PROBE_COMMAND], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_the_preflight_lists_neutron_extensions_with_openstacksdk(cloud_env):
+    done = probed(cloud_env, "openstack")
+    assert done.returncode == 0 and "error" not in json.loads(done.stdout), done.stdout + done.stderr
+    assert set(TAG_EXTENSIONS) & set(parse_probe(done.stdout).extensions or ())
 
 
 def test_the_preflight_reads_compute_hosts_where_nova_lets_the_caller(cloud_env):
     # Nova's default policy keeps the hypervisors to admins: a member's preflight sees no hosts.
-    member = subprocess.run(["bash", "-c", HOSTS_COMMAND], env=cloud_env, capture_output=True, text=True)
-    assert member.returncode != 0 and "403" in member.stderr, member.stdout + member.stderr
-    admin = subprocess.run(["bash", "-c", HOSTS_COMMAND], env={**cloud_env, "OS_CLOUD": "localcloud-admin"}, capture_output=True, text=True)
-    assert admin.returncode == 0, admin.stderr
-    assert admin.stdout.split() and set(admin.stdout.split()) == {"up"}, admin.stdout
+    member = probed(cloud_env, "openstack")
+    assert json.loads(member.stdout)["hosts"] is None and parse_probe(member.stdout).hosts is None, member.stdout + member.stderr
+    admin = probed(cloud_env, "localcloud-admin")
+    states = json.loads(admin.stdout)["hosts"]
+    assert states and set(states) == {"up"}, admin.stdout + admin.stderr
+    assert parse_probe(admin.stdout) == Probe(parse_probe(member.stdout).extensions, len(states))
 
 
 # Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.

@@ -44,7 +44,7 @@ result = {s.name: {"status": s.status, "fault": (s.fault or {}).get("message", "
 
 @pytest.fixture(scope="module")
 def stack(cloud, cloud_env, tmp_path_factory) -> Iterator[Stack]:
-    yield from openstack_stack("standalone", tmp_path_factory.mktemp("standalone-faults"), cloud, cloud_env)
+    yield from openstack_stack("standalone", tmp_path_factory.mktemp("standalone-faults"), cloud, cloud_env, cli=True)  # tools.recover runs it
 
 
 def converged(stack: Stack) -> None:
