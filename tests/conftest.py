@@ -96,8 +96,9 @@ def group_of(path: str) -> str:
 
 
 def _rank(path: str) -> int:
-    """Longest groups first: the cloud's two, the libvirt's, the lab's, the end-to-end ones, then the rest."""
-    order = (SHARED_GROUPS[0], SIDE_GROUP, LIBVIRT_GROUP, *SHARED_GROUPS[1:])
+    """The lab first (in the run of what runs alone, before the cloud's restarts and their load), then the longest
+    groups first: the cloud's two, the libvirt's, the end-to-end ones, then the rest."""
+    order = ("tests/lab/", SHARED_GROUPS[0], SIDE_GROUP, LIBVIRT_GROUP, "tests/e2e/")
     return order.index(group_of(path)) if group_of(path) in order else len(order)
 
 

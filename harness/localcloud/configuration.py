@@ -85,6 +85,12 @@ provider = fernet
 [identity]
 password_hash_rounds = {PASSWORD_HASH_ROUNDS}
 
+# Keystone's own cache (roles, catalog, validated tokens), as real deployments run it with memcached:
+# here in the memory of its one worker process.
+[cache]
+enabled = true
+backend = dogpile.cache.memory
+
 [fernet_tokens]
 key_repository = {layout.data / "keystone" / "fernet-keys"}
 
