@@ -103,7 +103,7 @@ def _rank(path: str) -> int:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--quick", action="store_true", help="only what needs no toolchain, no cloud and no root (about two minutes with -n 2)")
+    parser.addoption("--quick", action="store_true", help="only what needs no toolchain, no cloud and no root (about four minutes with -n 2 on 2 cores)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
