@@ -75,7 +75,7 @@ class Layout:
 
     @property
     def clouds_yaml(self) -> Path:
-        return self.home / "clouds.yaml"
+        return self.clouds_yaml_of(TENANT_USER)
 
     def clouds_yaml_of(self, project: str) -> Path:
         """The clouds.yaml whose entry `openstack` is this project's user (lab's is the main one)."""
