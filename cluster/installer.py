@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from fnmatch import fnmatch
 from typing import Any
 
-import yaml
 
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
@@ -285,14 +284,12 @@ def pointer_environment(
     installed = json.dumps(assets.master if role == "master" else assets.worker, sort_keys=True, separators=(",", ":"))
     if not from_cluster:
         return {"POINTER_SOURCE": "install", "INSTALL_POINTER": installed}
-    kubeconfig = yaml.safe_load(assets.kubeconfig) or {}
-    api = next((c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []), "")
     return {
         "POINTER_SOURCE": "cluster",
         "KUBECONFIG_DATA": assets.kubeconfig,
         "OC": config.installer.oc,
         "SERVER": server,
-        "API_URL": api,
+        "API_URL": assets.api_url,
         **({} if strict else {"LENIENT": "1", "INSTALL_POINTER": installed}),
     }
 
@@ -341,8 +338,6 @@ def worker_images_environment(
     """The environment of `worker_images_script` for one worker (a secret: kubeconfig, pull secret)."""
     if not from_cluster:
         return {"IMAGES_SOURCE": "install", "INSTALL_IMAGES": json.dumps(dict(assets.release_images), sort_keys=True, separators=(",", ":"))}
-    kubeconfig = yaml.safe_load(assets.kubeconfig) or {}
-    api = next((c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []), "")
     return {
         "IMAGES_SOURCE": "cluster",
         "KUBECONFIG_DATA": assets.kubeconfig,
@@ -350,7 +345,7 @@ def worker_images_environment(
         "OC": config.installer.oc,
         "COMPONENTS": " ".join(release_lookups(config)),
         "SERVER": server,
-        "API_URL": api,
+        "API_URL": assets.api_url,
     }
 
 

@@ -13,13 +13,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from fnmatch import fnmatch
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from cluster import machine_yaml
 from cluster.config import ClusterConfig
 from cluster.dataurl import file_contents
 from cluster.identity import ClusterIdentity
@@ -111,23 +111,30 @@ class InstallerAssets:
             infra_id=self.infra_id, secret=root, release_image=self.release_image, release_images=self.release_images
         )
 
-    @property
+    @cached_property
+    def api_url(self) -> str:
+        """The API server's URL the installer's admin kubeconfig names ("" where it names none)."""
+        kubeconfig = machine_yaml.load(self.kubeconfig) or {}
+        return next((entry.get("cluster", {}).get("server", "") for entry in kubeconfig.get("clusters") or []), "")
+
+    # Read once per run: the bootstrap config holds them, and the program asks for each several times.
+    @cached_property
     def install_config(self) -> dict[str, Any]:
         """The install-config the installer consumed, as the bootstrap hands it to the cluster
         (`cluster-config-v1`); without the pull secret."""
         for entry in self.bootstrap.get("storage", {}).get("files", []):
             if entry.get("path") == CLUSTER_CONFIG_MANIFEST:
-                manifest = yaml.safe_load(file_contents(entry) or b"{}") or {}
-                return yaml.safe_load(manifest.get("data", {}).get("install-config", "")) or {}
+                manifest = machine_yaml.load(file_contents(entry) or b"{}") or {}
+                return machine_yaml.load(manifest.get("data", {}).get("install-config", "")) or {}
         return {}
 
-    @property
+    @cached_property
     def release_minor(self) -> int | None:
         """The OpenShift 4 minor the installer installs, from the ClusterVersion channel it sets
         (`stable-4.19`); None where the channel names none (OKD's `stable-4`, `stable-scos-4`)."""
         for entry in self.bootstrap.get("storage", {}).get("files", []):
             if entry.get("path") == CVO_OVERRIDES_MANIFEST:
-                document = yaml.safe_load(file_contents(entry) or b"{}") or {}
+                document = machine_yaml.load(file_contents(entry) or b"{}") or {}
                 match = re.fullmatch(r"[a-z-]+-4\.(\d+)", str((document.get("spec") or {}).get("channel", "")))
                 return int(match.group(1)) if match else None
         return None

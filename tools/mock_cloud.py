@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
+from cluster import machine_yaml
 from cluster.addresses import plan_addresses
 from cluster.bootstrap_credential import TOKEN_COMMAND
 from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
@@ -45,7 +46,7 @@ Answer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
 
 
 def load(path: Path | str = DEFAULT) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
+    return machine_yaml.load(Path(path).read_text())
 
 
 class DescriptionError(Exception):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
@@ -278,6 +279,16 @@ def test_the_installers_pointer_needs_no_cluster(monkeypatch):
     assert set(environment) == {"POINTER_SOURCE", "INSTALL_POINTER"}  # no kubeconfig kept for it
     result = subprocess.run(["/bin/sh", "-c", pointer_script()], env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout) == assets.worker
+
+
+def test_the_clusters_pointer_is_read_from_the_api_the_admin_kubeconfig_names(monkeypatch):
+    assets = _integrated_assets(None, monkeypatch)
+    config = load_config(stack_config("dev"))
+    server = yaml.safe_load(assets.kubeconfig)["clusters"][0]["cluster"]["server"]
+    assert server.startswith("https://api.")
+    for role in ("master", "worker"):
+        environment = pointer_environment(config, assets, "w", from_cluster=True, role=role)
+        assert environment["API_URL"] == server and environment["KUBECONFIG_DATA"] == assets.kubeconfig
 
 
 def _fips_run(tmp_path, installer: str, host_state: str, **extra) -> subprocess.CompletedProcess:
