@@ -69,6 +69,10 @@ MASTER_API_PRIORITY = 40
 MASTER_CHECK_WEIGHT = 15
 MASTER_MCS_WEIGHT = 20
 INGRESS_PRIORITY = 40
+# keepalived's second gratuitous ARP burst, this long after taking a VIP (its default: 5 s).
+# Masters of equal priority whose timers run out together all take the VIP for a moment, and a
+# client keeps the last burst it heard, maybe a loser's, until the winner's second one.
+GARP_MASTER_DELAY_S = 1
 
 ImageSource = Literal["payload", "override"]
 
@@ -243,6 +247,7 @@ def _keepalived(
         node_ip=node.ip,
         runner=KEEPALIVED_RUN,
         advert_int=config.networking.advert_int,
+        garp_master_delay=GARP_MASTER_DELAY_S,
         checks=list(checks.values()),
         instances=instances,
     )

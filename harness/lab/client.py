@@ -30,6 +30,9 @@ from urllib.parse import urlsplit
 
 # Requests in flight at most, per target: one interval's worth for every timeout second, and then some.
 MAX_IN_FLIGHT = 64
+# Each request's limits (--connect-timeout, --timeout): one started earlier than that has ended.
+CONNECT_TIMEOUT_S = 0.5
+TIMEOUT_S = 1.0
 
 
 def _request(url: str, connect_timeout: float, timeout: float) -> tuple[bool, str]:
@@ -61,8 +64,8 @@ def probe(arguments: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Timed request loops against URLs")
     parser.add_argument("--target", action="append", required=True, help="NAME=URL")
     parser.add_argument("--interval", type=float, default=0.05)
-    parser.add_argument("--connect-timeout", type=float, default=0.5)
-    parser.add_argument("--timeout", type=float, default=1.0)
+    parser.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S)
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S)
     parser.add_argument("--max-seconds", type=float, default=60)
     args = parser.parse_args(arguments)
     targets = dict(target.split("=", 1) for target in args.target)
@@ -138,6 +141,24 @@ class Probe:
 def first_success(samples: Sequence[Sample], after: float) -> Sample | None:
     """The first request started at or after `after` that succeeded."""
     return min((sample for sample in samples if sample.ok and sample.start >= after), key=lambda s: s.end, default=None)
+
+
+def first_lasting_success(samples: Sequence[Sample], after: float, hold: float) -> Sample | None:
+    """The first success started at or after `after` that every request started in the `hold`
+    seconds after it matches; None until all of those have ended (one that started a request's
+    longest life later has come back)."""
+    started = sorted((sample for sample in samples if sample.start >= after), key=lambda s: s.start)
+    if not started:
+        return None
+    last = started[-1].start
+    for index, sample in enumerate(started):
+        if not sample.ok:
+            continue
+        if last < sample.start + hold + CONNECT_TIMEOUT_S + TIMEOUT_S:
+            return None
+        if all(later.ok for later in started[index + 1 :] if later.start <= sample.start + hold):
+            return sample
+    return None
 
 
 if __name__ == "__main__":

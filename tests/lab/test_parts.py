@@ -14,7 +14,7 @@ import pytest
 
 from cluster.addresses import plan_addresses
 from harness.lab import report, runner
-from harness.lab.client import Probe, Sample, first_success
+from harness.lab.client import Probe, Sample, first_lasting_success, first_success
 from harness.lab.keepalived import Status, parse
 from harness.lab.runner import LabRun, order
 from harness.lab.scenarios import Result, _path, takeover_budget, two_holders
@@ -86,6 +86,17 @@ def test_first_success_is_the_first_to_finish_after_the_fault():
     samples = [Sample("api", 0.9, 1.0, True, ""), Sample("api", 1.1, 1.6, True, ""), Sample("api", 1.2, 1.3, True, "")]
     assert first_success(samples, 1.0) == samples[2]
     assert first_success(samples, 2.0) is None
+
+
+def test_a_lasting_success_is_one_that_every_request_of_the_hold_after_it_matches():
+    # A first answer, then a second of failures (the client took a loser's gratuitous ARP), then answers.
+    ticks = [round(1.0 + 0.05 * n, 2) for n in range(100)]
+    samples = [Sample("api", t, t + 0.01, t == 1.2 or t >= 2.3, "") for t in ticks]
+    assert first_success(samples, 1.0).start == 1.2
+    assert first_lasting_success(samples, 1.0, 1.0).start == 2.3
+    # Not before the requests of its hold have all ended: one may still be timing out.
+    assert first_lasting_success([s for s in samples if s.start < 4.0], 1.0, 1.0) is None
+    assert first_lasting_success([s for s in samples if s.start <= 4.8], 1.0, 1.0).start == 2.3
 
 
 def test_runs_what_a_scenario_needs_first_in_order():
