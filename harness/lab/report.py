@@ -6,7 +6,7 @@ import json
 import os
 
 from harness.lab.runner import LabRun
-from harness.lab.scenarios import Result
+from harness.lab.observation import Result
 
 COLUMNS = ("scenario", "holders seen", "moved s", "answers s", "requests", "failed (outside)", "2 holders s", "settled")
 

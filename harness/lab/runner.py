@@ -20,7 +20,8 @@ from typing import Any
 
 from harness import netns
 from harness.lab.nodes import LabPlan
-from harness.lab.scenarios import SCENARIOS, Result, takeover_budget, two_holders
+from harness.lab.observation import Result, takeover_budget, two_holders
+from harness.lab.scenarios import SCENARIOS
 from harness.lab.topology import Testbed
 from tools.plan import ROOT
 

@@ -17,7 +17,7 @@ from harness.lab import report, runner
 from harness.lab.client import Probe, Sample, first_lasting_success, first_success
 from harness.lab.keepalived import Status, parse
 from harness.lab.runner import LabRun, order
-from harness.lab.scenarios import Result, _path, takeover_budget, two_holders
+from harness.lab.observation import Result, _path, takeover_budget, two_holders
 from ignition.networking import KEEPALIVED_CONF
 from tests.ignition.test_networking import standalone_config, files_of
 
