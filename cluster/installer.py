@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from fnmatch import fnmatch
 from typing import Any
 
-
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 from cluster.install_config import cloud_ca_bundle, install_config, render_install_config

@@ -111,13 +111,13 @@ class InstallerAssets:
             infra_id=self.infra_id, secret=root, release_image=self.release_image, release_images=self.release_images
         )
 
+    # Read once per run: the program asks for each several times.
     @cached_property
     def api_url(self) -> str:
         """The API server's URL the installer's admin kubeconfig names ("" where it names none)."""
         kubeconfig = machine_yaml.load(self.kubeconfig) or {}
         return next((entry.get("cluster", {}).get("server", "") for entry in kubeconfig.get("clusters") or []), "")
 
-    # Read once per run: the bootstrap config holds them, and the program asks for each several times.
     @cached_property
     def install_config(self) -> dict[str, Any]:
         """The install-config the installer consumed, as the bootstrap hands it to the cluster

@@ -9,12 +9,13 @@ from typing import Any, Mapping
 
 import yaml
 
+from cluster import machine_yaml
 from tools.sample_installer.install_config import _Cluster
 from tools.sample_installer.kube import _config_map, _config_object, _meta, _secret, _tls_secret
 from tools.sample_installer.openstack import _openstack_manifests
 from tools.sample_installer.pki import _PKI
 from tools.sample_installer.release import FAKE_MARKER, IGNITION_VERSION, INSTALLER_VERSION, channel
-from tools.sample_installer.render import _json, _load, _pointer_ignition, _yaml
+from tools.sample_installer.render import _json, _pointer_ignition, _yaml
 from tools.sample_installer.x509 import NOT_AFTER, NOT_BEFORE
 
 
@@ -298,7 +299,7 @@ def _cvo_ignore(manifest_files: Mapping[str, bytes]) -> dict[str, bytes]:
     documents: dict[str, dict[str, Any]] = {}
     for name in ordered:
         try:
-            document = _load(manifest_files[name])
+            document = machine_yaml.load(manifest_files[name])
         except yaml.YAMLError as err:
             raise ValueError(f"could not parse manifest {name}: {err}") from err
         documents[name] = document if isinstance(document, dict) else {}

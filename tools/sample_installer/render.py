@@ -33,11 +33,6 @@ def _yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1 << 16)
 
 
-def _load(data: str | bytes) -> Any:
-    """Safe YAML loading, with libyaml when available (the fake parses every manifest once)."""
-    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def _b64(data: str | bytes) -> str:
     return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
 
