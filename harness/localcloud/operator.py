@@ -59,14 +59,18 @@ def say(message: str) -> None:
     print(f"localcloud: {message}", flush=True)
 
 
-def identity(password: str) -> None:
+def identity(password: str, rehash: bool) -> None:
+    """The users, roles, catalog and projects, made where missing. `rehash`: every user's password set
+    again (when the hash cost changed). Keystone revokes a user's tokens when its password is set, so
+    not on every `up`: the services started before would present revoked tokens (Nova's scheduler then
+    finds no host: placement answers 401)."""
     admin = openstack.connect(cloud=ADMIN_CLOUD)
     service_project = admin.identity.find_project("service") or admin.identity.create_project(name="service", domain_id="default")
     roles = {}
     for role in ("admin", "service", *TENANT_ROLES):
         roles[role] = admin.identity.find_role(role) or admin.identity.create_role(name=role)
     for name in SERVICE_USERS:
-        user = _user(admin, name, password)
+        user = _user(admin, name, password, rehash)
         for role in ("admin", "service"):  # `service` satisfies the service-to-service RBAC defaults
             admin.identity.assign_project_role_to_user(service_project, user, roles[role])
     existing = {service.type: service for service in admin.identity.services()}
@@ -77,20 +81,20 @@ def identity(password: str) -> None:
                 admin.identity.create_endpoint(service_id=service.id, interface=interface, url=url, region_id="RegionOne")
     for name in PROJECTS:  # each tenant project with a user of the same name
         project = admin.identity.find_project(name) or admin.identity.create_project(name=name, domain_id="default")
-        user = _user(admin, name, password, default_project_id=project.id)
+        user = _user(admin, name, password, rehash, default_project_id=project.id)
         for role in TENANT_ROLES:
             admin.identity.assign_project_role_to_user(project, user, roles[role])
-    _user(admin, "admin", password)  # made by `keystone-manage bootstrap`; last, as it ends this session's token
+    _user(admin, "admin", password, rehash)  # made by `keystone-manage bootstrap`; last, as it ends this session's token
     say(f"identity: service users, catalog, projects {' and '.join(PROJECTS)}, each with its user ({', '.join(TENANT_ROLES)})")
 
 
-def _user(admin, name: str, password: str, **fields):
-    """The user, made or found; its password set again so that Keystone stores it at the hash cost
-    configured now (a home made before keeps the cost its users were made with)."""
+def _user(admin, name: str, password: str, rehash: bool, **fields):
+    """The user, made or found; with `rehash`, its password set again so that Keystone stores it at the
+    hash cost configured now (a home made before keeps the cost its users were made with)."""
     user = admin.identity.find_user(name, domain_id="default")
     if user is None:
         return admin.identity.create_user(name=name, password=password, domain_id="default", **fields)
-    return admin.identity.update_user(user, password=password)
+    return admin.identity.update_user(user, password=password) if rehash else user
 
 
 def _wait(what: str, check, timeout: float = 120) -> None:
@@ -370,7 +374,7 @@ def describe() -> dict:
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "identity":
-        identity(os.environ["LOCALCLOUD_PASSWORD"])
+        identity(os.environ["LOCALCLOUD_PASSWORD"], rehash=sys.argv[2:] == ["--rehash"])
     elif command == "prepare":
         with open(sys.argv[2]) as file:
             prepare(json.load(file))
@@ -383,4 +387,4 @@ if __name__ == "__main__":
         json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
         print()
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} identity | prepare DESCRIPTION.json | tidy DESCRIPTION.json [PROJECT] | describe")
+        raise SystemExit(f"usage: {sys.argv[0]} identity [--rehash] | prepare DESCRIPTION.json | tidy DESCRIPTION.json [PROJECT] | describe")

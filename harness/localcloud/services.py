@@ -208,7 +208,7 @@ class Cloud:
         self._start(_gunicorn(self.layout, "keystone", {"OS_KEYSTONE_CONFIG_DIR": str(self.etc / "keystone")}, "/v3"))
         # Again whenever the hash cost changes: the operator sets the users' passwords anew, so a home made
         # before stores them at the new cost.
-        once(self.layout, f"identity-bcrypt-{PASSWORD_HASH_ROUNDS}", lambda: self.operator("identity"))
+        once(self.layout, f"identity-bcrypt-{PASSWORD_HASH_ROUNDS}", lambda: self.operator("identity", "--rehash"))
 
     def placement(self) -> None:
         conf = str(self.etc / "placement" / "placement.conf")
