@@ -1,6 +1,7 @@
 """After an interrupted `pulumi up` (killed, crashed, lost its connection): find what each
 interrupted create made in the cloud, and remove it, so the next `pulumi up` makes it again
-once, neither a second server of one name nor an orphan port.
+once, neither a second server of one name nor an orphan port. Also for a server Nova left in
+ERROR, and for a node's server that `pulumi refresh` found gone.
 
     python -m tools.recover --stack dev            # what it would do
     python -m tools.recover --stack dev --yes      # and do it
@@ -30,6 +31,12 @@ server's port (so this is the stack's cloud), is tainted (`pulumi state taint`),
 `pulumi up` replaces it, the old one deleted first; a protected one (a master, ocp:protect) is
 unprotected for that: it never ran, and the program protects its replacement. A 404 for the
 server and its port too says the cloud asked is not the stack's: nothing is done to it.
+
+A node's server that `pulumi refresh` found gone from the cloud leaves the state, and its pointer
+command (integrated mode) stays: the next `pulumi up` would make the server again from the pointer
+that command read once, the installer's while the bootstrap was there, which fails TLS once the
+4.19 machine config operator has rotated its CA. Each such command is tainted, the cloud not asked,
+so that `pulumi up` reads the pointer the cluster serves now.
 """
 
 from __future__ import annotations
@@ -72,6 +79,12 @@ class Verdict:
 
 
 SERVER = "openstack:compute/instance:Instance"
+POINTER_COMMAND = re.compile(r"Pointers\$command:local:Command::.*-pointers-(master|worker)-\d+$")
+
+
+def _slot(urn: str) -> str:
+    """A node's role and index from a URN of its: master-1, worker-2."""
+    return "-".join(urn.rsplit("::", 1)[1].rsplit("-", 2)[-2:])
 
 
 def failed_servers(export: dict) -> dict[str, dict]:
@@ -87,12 +100,25 @@ def pointer_commands(export: dict, servers: list[str]) -> list[str]:
     """The pointer commands (integrated mode) of these servers, by URN: tainted with them, so the
     server made again boots from the pointer the cluster serves now, not the one read with the
     failed server (the installer's, while the bootstrap was there)."""
-    slots = {"-".join(urn.rsplit("::", 1)[1].rsplit("-", 2)[-2:]) for urn in servers}  # master-1, worker-2
+    slots = {_slot(urn) for urn in servers}
     return [
         resource["urn"]
         for resource in export.get("deployment", {}).get("resources") or []
-        if "Pointers$command:local:Command::" in resource.get("urn", "")
-        and any(resource["urn"].endswith(f"-pointers-{slot}") for slot in slots)
+        if POINTER_COMMAND.search(resource.get("urn", "")) and _slot(resource["urn"]) in slots
+    ]
+
+
+def lost_servers_pointers(export: dict) -> list[str]:
+    """The pointer commands (integrated mode) whose server the state no longer holds (`pulumi refresh`
+    found it gone from the cloud), by URN: the next `pulumi up` makes that server again from the
+    pointer its command read once (the installer's, while the bootstrap was there). Tainted, they
+    read the one the cluster serves now."""
+    resources = export.get("deployment", {}).get("resources") or []
+    held = {_slot(resource["urn"]) for resource in resources if resource.get("type") == SERVER}
+    return [
+        resource["urn"]
+        for resource in resources
+        if POINTER_COMMAND.search(resource.get("urn", "")) and _slot(resource["urn"]) not in held
     ]
 
 
@@ -320,9 +346,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: `pulumi stack export` failed: {exported.stderr.strip()[-500:]}", file=sys.stderr)
         return 1
     export = json.loads(exported.stdout)
-    interrupted, failed = pending_creates(export), failed_servers(export)
-    if not interrupted and not failed:
-        print(f"recover: stack {arguments.stack} has no interrupted create and no failed server: `pulumi up` as usual")
+    interrupted, failed, lost = pending_creates(export), failed_servers(export), lost_servers_pointers(export)
+    if not interrupted and not failed and not lost:
+        print(f"recover: stack {arguments.stack} has no interrupted create, no failed server and no server lost from the state: `pulumi up` as usual")
         return 0
     try:
         stack_file = read_stack_file(arguments.cwd / f"Pulumi.{arguments.stack}.yaml")
@@ -351,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             print(f"  {name:50} {state} in the cloud: left as it is; `pulumi up` updates it")
+    for urn in lost:
+        print(f"  {urn.rsplit('::', 1)[1]:50} its server is gone from the state: taint it; `pulumi up` reads the pointer the cluster serves now for the server it makes again")
     if not arguments.yes:
         print("recover: nothing changed; --yes does it")
         return 0
@@ -370,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         steps.append(("refresh", "--yes", "--skip-preview", "--clear-pending-creates"))
     if protected:
         steps.append(("state", "unprotect", "--yes", *protected))
-    if broken:
-        steps.append(("state", "taint", "--yes", *broken, *pointer_commands(export, broken)))
+    if broken or lost:
+        steps.append(("state", "taint", "--yes", *broken, *pointer_commands(export, broken), *lost))
     for step in steps:
         done = pulumi(arguments.stack, *step, cwd=arguments.cwd)
         if done.returncode != 0:

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 import pytest
 
 from tests.conftest import ROOT
-from tools.recover import NotFound, delete_commands, failed_servers, in_error, openstack_cli, pending_creates, server_states, verdicts
+from tools.recover import (
+    NotFound,
+    delete_commands,
+    failed_servers,
+    in_error,
+    lost_servers_pointers,
+    openstack_cli,
+    pending_creates,
+    server_states,
+    verdicts,
+)
 
 SERVER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$openstack:compute/instance:Instance::ocp4-control-plane-master-1"
 POINTER = "urn:pulumi:dev::ocp::ocp:openstack:Cluster$ocp:openstack:MasterPointers$command:local:Command::ocp4-master-pointers-master-1"
@@ -284,6 +294,54 @@ def test_recover_taints_only_what_the_cloud_says_by_id_is_broken(tmp_path):
         # Its pointer too: the server made again reads the cluster's pointer (a rotated MCS CA) anew.
         f"state taint --yes {SERVER} {POINTER} --stack dev --non-interactive",
     ]
+
+
+def _pointer(slot: str) -> dict:
+    return {"urn": POINTER.replace("-master-1", f"-{slot}").replace("MasterPointers", "WorkerPointers" if "worker" in slot else "MasterPointers"),
+            "type": "command:local:Command", "id": f"c-{slot}"}
+
+
+def test_the_pointer_of_a_server_the_state_lost_is_found():
+    """`pulumi refresh` drops a server the cloud no longer has and keeps its pointer command, whose
+    output the next `pulumi up` would boot the server made again from: those commands, and no other."""
+    held = {"urn": SERVER.replace("master-1", "master-0"), "type": "openstack:compute/instance:Instance", "id": "s-0"}
+    worker = {"urn": SERVER.replace("ocp4-control-plane-master-1", "ocp4-workers-worker-0"), "type": "openstack:compute/instance:Instance", "id": "s-4"}
+    exported = {"deployment": {"resources": [
+        held, worker, _pointer("master-0"), _pointer("master-1"), _pointer("master-10"), _pointer("worker-0"), _pointer("worker-1"),
+        {"urn": DRAIN.replace("worker-0", "worker-1"), "type": "command:local:Command", "id": "d-1"},
+    ]}}
+    assert lost_servers_pointers(exported) == [_pointer(slot)["urn"] for slot in ("master-1", "master-10", "worker-1")]
+    # Every server there: nothing lost.
+    assert lost_servers_pointers({"deployment": {"resources": [held, _pointer("master-0")]}}) == []
+
+
+def test_recover_taints_the_pointer_of_a_server_the_state_lost_without_asking_the_cloud(tmp_path):
+    """As a user runs it after such a refresh: the lost master's pointer command is tainted, so the next
+    `pulumi up` reads the pointer the cluster serves now; the cloud is not asked."""
+    exported = {"deployment": {"resources": [
+        {"urn": SERVER.replace("master-1", "master-0"), "type": "openstack:compute/instance:Instance", "id": "s-0"},
+        _pointer("master-0"), _pointer("master-1"),
+    ]}}
+    (tmp_path / "export.json").write_text(json.dumps(exported))
+    (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  openstack:cloud: openstack\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "openstack").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/openstack.log\nexit 1\n')
+    (bin_dir / "pulumi").write_text(
+        f'#!/bin/sh\nif [ "$1 $2" = "stack export" ]; then cat {tmp_path}/export.json; else echo "$*" >> {tmp_path}/pulumi.log; fi\n'
+    )
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    command = [sys.executable, "-m", "tools.recover", "--stack", "dev", "--cwd", str(tmp_path)]
+    looked = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
+    assert looked.returncode == 0, looked.stdout + looked.stderr
+    assert "ocp4-master-pointers-master-1" in looked.stdout and "its server is gone from the state: taint it" in looked.stdout
+    assert "master-0" not in looked.stdout and not (tmp_path / "pulumi.log").exists()
+    done = subprocess.run([*command, "--yes"], cwd=ROOT, env=environment, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "pulumi.log").read_text().splitlines() == [f"state taint --yes {POINTER} --stack dev --non-interactive"]
+    assert not (tmp_path / "openstack.log").exists()
 
 
 def test_nothing_interrupted_nothing_to_do():
