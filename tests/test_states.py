@@ -29,6 +29,8 @@ LATER = (datetime.fromisoformat(AT) + timedelta(hours=1)).timestamp()
 # Steps other than `same` that are meant, with why: (release, stack, resource name) -> (action, why).
 # Empty: nothing this program changed since the committed releases moves a deployed resource.
 # (release, stack, resource) -> (action, why): the changes a later release means to make.
+# The integrated stacks of each release (0.1.0 is b6d1d58).
+INTEGRATED = (("35e8df7", "dev"), ("b6d1d58", "dev"), ("b6d1d58", "example"))
 DRAIN = ("update", "4561287: the drain script takes kubectl as well as oc; a drain command's create does nothing, so the update runs nothing")
 MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
     ("35e8df7", stack, f"{cluster}-workers-worker-{index}-drain"): DRAIN
@@ -42,18 +44,20 @@ MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
     )
     for stack in ("dev", "standalone")
 } | {
-    ("35e8df7", "dev", f"ocp4-master-pointers-master-{index}"): (
+    (release, stack, f"ocp4-master-pointers-master-{index}"): (
         "create",
         "issue 35: a master made after install boots from the pointer the running cluster serves, as workers do; the "
         "running masters keep their user_data (read at first boot); with the bootstrap there, the installer's pointer",
     )
+    for release, stack in INTEGRATED
     for index in (0, 1, 2)
-} | {("35e8df7", "dev", "ocp4-master-pointers"): ("create", "issue 35: the component of the masters' pointer commands")} | {
-    ("35e8df7", "dev", "ocp4-cleanup-on-destroy"): (
+} | {(release, stack, "ocp4-master-pointers"): ("create", "issue 35: the component of the masters' pointer commands") for release, stack in INTEGRATED} | {
+    (release, stack, "ocp4-cleanup-on-destroy"): (
         "update",
         "issue 35: the destroy cleanup is cluster/cleanup_run.py (openstacksdk) and also removes what a live cluster's "
         "controllers add; only its `delete` changes, its create does nothing, so the update runs nothing",
     )
+    for release, stack in INTEGRATED
 }
 FAKE_KEY = "FAKE tools/sample_installer.py"
 
