@@ -46,6 +46,8 @@ class Result:
     failed: int = 0
     failed_outside: int | None = None  # None: the scenario has no takeover window
     two_holders_s: float = 0.0
+    # Of those, the seconds the holder before the fault was one of them (a stale VIP it kept).
+    former_holder_beside_another_s: float = 0.0
     settled: bool = False
     figures: dict[str, float] = field(default_factory=dict)  # the scenario's own
     vip_label: str | None = None  # the label the new holder took the VIP under (where measured)
@@ -210,6 +212,9 @@ class Observation:
         history = self.bed.holders.history(self.vip)
         result.path = _path(history, result.fault_at, result.settled_at)
         result.two_holders_s = round(two_holders(history, result.fault_at, result.settled_at), 2)
+        if result.holder_before is not None:
+            stale = two_holders(history, result.fault_at, result.settled_at, among=result.holder_before)
+            result.former_holder_beside_another_s = round(stale, 2)
         result.requests = len(self._samples)
         failures = [sample for sample in self._samples if not sample.ok]
         result.failed = len(failures)
@@ -248,11 +253,11 @@ def _path(history: list[tuple[float, frozenset[str]]], start: float, end: float)
     return path
 
 
-def two_holders(history: list[tuple[float, frozenset[str]]], start: float, end: float) -> float:
-    """Seconds within [start, end] during which two or more nodes held the VIP."""
+def two_holders(history: list[tuple[float, frozenset[str]]], start: float, end: float, among: str | None = None) -> float:
+    """Seconds within [start, end] during which two or more nodes held the VIP (`among` one of them)."""
     total = 0.0
     for (seen, holders), (until, _) in zip(history, [*history[1:], (end, frozenset())], strict=True):
-        if len(holders) >= 2:
+        if len(holders) >= 2 and (among is None or among in holders):
             total += max(0.0, min(until, end) - max(seen, start))
     return total
 

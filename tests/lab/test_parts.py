@@ -77,6 +77,15 @@ def test_counts_time_with_two_holders_within_a_window():
     assert two_holders(HISTORY[:3], 0, 6) == pytest.approx(1.0)  # still two at the end
 
 
+def test_counts_time_with_two_holders_one_of_them_a_given_node():
+    """A former holder beside a newcomer (stale) is told from newcomers racing each other."""
+    raced = [(0.0, frozenset({"a"})), (1.0, frozenset()), (2.0, frozenset({"b", "c"})), (2.1, frozenset({"c"}))]
+    assert two_holders(raced, 0, 10) == pytest.approx(0.1)
+    assert two_holders(raced, 0, 10, among="a") == 0
+    assert two_holders(raced, 0, 10, among="b") == pytest.approx(0.1)
+    assert two_holders(HISTORY, 0, 10, among="a") == pytest.approx(0.5)
+
+
 def test_path_lists_the_holders_from_the_fault_on():
     assert _path(HISTORY, 2.0, 10) == ["a", "a+b", "b"]
     assert _path(HISTORY, 0.5, 4) == ["-", "a"]
