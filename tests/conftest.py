@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -107,6 +108,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Started with Ctrl-C ignored (`bash .ci/run &` from a script: a shell without job control has its
+    # background jobs ignore SIGINT), every process the tests start would ignore it too: the driver's
+    # interrupted install and the Pulumi CLI's cancel of its language host (which then never exits)
+    # are tested as a terminal makes them. Python's own handler here; exec gives children the default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.getoption("--quick"):
         # As on a checkout where `bash .ci/toolchain` never ran: the real installer is not used either.
         # The environment too: the offline plan and the installer's run script run as processes of their own.
