@@ -21,8 +21,9 @@ from tests.conftest import ROOT
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs, structured
 from tests.localcloud.test_openstack_faults import OURS
+from tests.localcloud.test_openstack_lifecycle import USER_DATA
 from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
-from tests.ocp.driving import Driver, hosts_file, write_oc
+from tests.ocp.driving import Driver, hosts_file, with_hosts, write_oc
 from tests.ocp.played import played
 
 # A server deleted in the cloud behind the stack's back (a lost host, a hand), waited for.
@@ -31,9 +32,6 @@ server = tenant.compute.find_server(name, ignore_missing=False)
 tenant.compute.delete_server(server)
 tenant.compute.wait_for_delete(server, wait=300)
 result = server.id
-"""
-USER_DATA = """
-result = admin.compute.get(f"/servers/{server}", microversion="2.3").json()["server"]["OS-EXT-SRV-ATTR:user_data"]
 """
 # What the 4.19 MCO leaves in worker-user-data-managed once it has rotated its config server's CA.
 ROTATED_CA = "data:text/plain;charset=utf-8;base64," + base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated by the MCO\n-----END CERTIFICATE-----\n").decode()
@@ -125,8 +123,7 @@ def test_a_worker_the_cloud_lost_comes_back_from_the_pointer_the_cluster_serves(
         cluster_played.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": {key: encoded}})
         # As the user runs it where the API's name resolves (the install's /etc/hosts lines).
         up = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts),
-             "pulumi", "up", "--yes", "--skip-preview", "--stack", stack.name, "--non-interactive"],
+            [*with_hosts(hosts), "pulumi", "up", "--yes", "--skip-preview", "--stack", stack.name, "--non-interactive"],
             cwd=stack.project, env=stack.env, capture_output=True, text=True, timeout=1800,
         )
     assert up.returncode == 0, (up.stdout + up.stderr)[-6000:]

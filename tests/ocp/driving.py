@@ -28,13 +28,17 @@ exec "{kubectl}" "$@"
 """
 
 
+def with_hosts(hosts: Path) -> list[str]:
+    """The argv prefix that runs a command in a mount namespace of its own whose /etc/hosts is `hosts`."""
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+
+
 class Driver:
     """`python -m ocp install` (or another command) run as a user would, in a mount namespace of
     its own where the cluster's API name resolves to the played cluster; lines kept as they come."""
 
     def __init__(self, stack: Stack, hosts: Path, *args: str, program: tuple[str, ...] = ("venv/bin/python", "-m", "ocp")):
-        command = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
-        command += [*program, *args, "--stack", stack.name]
+        command = [*with_hosts(hosts), *program, *args, "--stack", stack.name]
         self.began = time.monotonic()
         self.lines: list[tuple[float, str]] = []
         self.process = subprocess.Popen(
