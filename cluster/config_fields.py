@@ -111,7 +111,7 @@ def _nameserver(value: IPv4Address) -> IPv4Address:
     return value
 
 
-def _distinct(value: tuple[Any, ...]) -> tuple[Any, ...]:
+def distinct(value: tuple[Any, ...]) -> tuple[Any, ...]:
     repeated = sorted({str(item) for item in value if value.count(item) > 1})
     if repeated:
         raise ValueError(f"lists {', '.join(repeated)} more than once: list each once")
@@ -138,12 +138,30 @@ def _openstack_id(value: str) -> str:
     return value
 
 
+def _neutron_ref(value: str) -> str:
+    # A name is looked up (and must match one); an ID is taken as it is.
+    if value != value.strip():
+        raise ValueError(f"{value!r} has spaces around it: write the network's or subnet's ID or exact name")
+    return value
+
+
+def is_openstack_id(value: str) -> bool:
+    """Whether `value` is written as an ID (a UUID) rather than a name."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 DnsName = Annotated[str, AfterValidator(_dns_name)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 OpenStackId = Annotated[str, AfterValidator(_openstack_id)]
+# A Neutron network or subnet by ID or by name.
+NeutronRef = Annotated[str, Field(min_length=1), AfterValidator(_neutron_ref)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_canonical_cidr)]
-CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(_distinct)]
+CidrList = Annotated[tuple[Cidr, ...], BeforeValidator(_list_of_text), AfterValidator(distinct)]
 
 
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
@@ -266,7 +284,7 @@ Nameservers = Annotated[
     tuple[Annotated[IPv4Address, AfterValidator(_nameserver)], ...],
     BeforeValidator(_list_of_addresses),
     Field(min_length=1, max_length=3),
-    AfterValidator(_distinct),
+    AfterValidator(distinct),
 ]
 SshPublicKeys = Annotated[str, AfterValidator(_ssh_public_keys)]
 PullSecret = Annotated[SecretStr, AfterValidator(_pull_secret)]
@@ -277,9 +295,9 @@ NtpServers = Annotated[
     tuple[Annotated[str, AfterValidator(_time_source)], ...],
     BeforeValidator(_list_of_text),
     Field(min_length=1, max_length=16),
-    AfterValidator(_distinct),
+    AfterValidator(distinct),
 ]
 Tags = Annotated[
     tuple[Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_not_our_tag)], ...],
-    AfterValidator(_distinct),
+    AfterValidator(distinct),
 ]

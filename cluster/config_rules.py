@@ -24,7 +24,10 @@ def _other_platform(c: Any) -> Iterable[str]:
 
 
 _OTHER = {"openstack": "libvirt", "libvirt": "openstack"}
-_OPENSTACK_ROLE_KEYS = ("flavor", "image", "root_volume", "availability_zones", "server_group_policy", "server_group_size")
+_OPENSTACK_ROLE_KEYS = (
+    "flavor", "image", "root_volume", "availability_zones", "server_group_policy", "server_group_size",
+    "additional_security_group_ids",
+)
 _LIBVIRT_ROLE_KEYS = ("vcpus", "memory_mib", "disk_gib")
 
 
@@ -56,7 +59,7 @@ def _external_network(c: Any) -> Iterable[str]:
     needs_external = [
         key
         for key, needed in (
-            ("router (no existingNetwork)", c.openstack.existing_network is None),
+            ("router (no existingNetwork, or existingNetwork.router)", c.openstack.routed_by_us()),
             ("apiFloatingIp", c.openstack.api_floating_ip != "none"),
             ("ingressFloatingIp", c.openstack.ingress_floating_ip != "none"),
             ("bootstrap.helper.floatingIp", c.bootstrap.helper.floating_ip and c.bootstrap.enabled),
@@ -251,11 +254,10 @@ def _integrated_only(c: Any) -> Iterable[str]:
 def _what_integrated_mode_needs(c: Any) -> Iterable[str]:
     if c.openstack is None or c.openstack.mode != "integrated":
         return
-    if c.openstack.existing_network is not None:
+    if c.user_managed_lb and c.openstack.existing_network is None:
         yield (
-            "ocp:openstack.existingNetwork works in standalone mode only: an integrated cluster's cloud "
-            "provider and Machine API find the network and subnet by the openshiftClusterID tag this program "
-            "puts on the ones it makes; remove existingNetwork, or set openstack.mode: standalone"
+            "ocp:loadBalancer: UserManaged in integrated mode needs ocp:openstack.existingNetwork (the installer's "
+            "controlPlanePort): your balancer fronts the VIPs on a subnet you bring; name its network and subnet there"
         )
     for name in sorted(c.networking.model_fields_set - {"router_nodes"}):
         yield (
@@ -317,6 +319,55 @@ def _floating_ips(c: Any) -> Iterable[str]:
         )
 
 
+def _extra_networks(c: Any) -> Iterable[str]:
+    if c.openstack is None:
+        return
+    seen: dict[str, str] = {}
+    for key, network in (
+        *((f"additionalNetworkIds[{i}]", each) for i, each in enumerate(c.openstack.additional_network_ids)),
+        *((f"additionalNetworks[{i}].network", each.network) for i, each in enumerate(c.openstack.additional_networks)),
+    ):
+        if network in seen:
+            yield (
+                f"ocp:openstack.{key}: {network} is also ocp:openstack.{seen[network]}: a node gets one port per "
+                "network; list it once (in additionalNetworks, with the pools it goes to)"
+            )
+        seen.setdefault(network, key)
+    existing = c.openstack.existing_network
+    if existing is not None and existing.network_id in seen:
+        yield (
+            f"ocp:openstack.{seen[existing.network_id]}: {existing.network_id} is ocp:openstack.existingNetwork's "
+            "network, which every node is on already: remove it from the extra networks"
+        )
+
+
+def _existing_network_router(c: Any) -> Iterable[str]:
+    existing = c.openstack.existing_network if c.openstack is not None else None
+    if existing is not None and existing.router and c.openstack.external_network is None:
+        yield (
+            "ocp:openstack.existingNetwork.router: true needs ocp:openstack.externalNetwork, the router's gateway: "
+            "name it, or leave router out where the subnet is routed already or needs no floating IPs"
+        )
+
+
+def _user_managed_lb(c: Any) -> Iterable[str]:
+    if not c.user_managed_lb:
+        return
+    for name in sorted(c.networking.model_fields_set & {"api_vrid", "ingress_vrid", "advert_int"}):
+        yield (
+            f"ocp:networking.{to_camel(name)} sets this program's keepalived, and with ocp:loadBalancer: UserManaged "
+            "your balancer holds the VIPs and the nodes run no keepalived: remove it"
+        )
+    if c.openstack is not None:
+        for key in ("apiFloatingIp", "ingressFloatingIp"):
+            choice = getattr(c.openstack, key.replace("FloatingIp", "_floating_ip"))
+            if choice != "none":
+                yield (
+                    f"ocp:openstack.{key}: with ocp:loadBalancer: UserManaged no VIP port is made here for a "
+                    "floating IP to point at: give your balancer its own public address, and write none"
+                )
+
+
 CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _other_platform,
     _role_keys_of_the_platform,
@@ -339,6 +390,9 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _what_integrated_mode_needs,
     _addresses,
     _nameservers_outside_the_cluster,
+    _extra_networks,
+    _existing_network_router,
+    _user_managed_lb,
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from cluster.config_base import Model
 from cluster.config_fields import (
@@ -21,6 +21,7 @@ from cluster.config_fields import (
     DomainType,
     FloatingIpChoice,
     MachineNetwork,
+    NeutronRef,
     Nameservers,
     NonEmpty,
     NoProxy,
@@ -31,6 +32,7 @@ from cluster.config_fields import (
     PullSecret,
     SshPublicKeys,
     Tags,
+    distinct,
 )
 from cluster.config_rules import cross_key_problems
 from cluster.networking import NetworkingSettings
@@ -55,6 +57,8 @@ class RoleBase(Model):
     # OpenStack
     flavor: NonEmpty | None = None
     image: NonEmpty | None = None
+    # More security groups on this pool's nodes only (the installer's per-pool additionalSecurityGroupIDs).
+    additional_security_group_ids: Annotated[tuple[OpenStackId, ...], AfterValidator(distinct)] = ()
     root_volume: RootVolume | None = None
     availability_zones: tuple[NonEmpty, ...] = ()
     server_group_policy: ServerGroupPolicy = "soft-anti-affinity"
@@ -155,9 +159,53 @@ class Bootstrap(Model):
 
 
 
+PoolName = Literal["masters", "workers"]
+VnicType = Literal["normal", "direct", "macvtap"]
+LoadBalancerType = Literal["OpenShiftManagedDefault", "UserManaged"]
+
+
 class ExistingNetwork(Model):
-    network_id: NonEmpty
-    subnet_id: NonEmpty
+    """A network and subnet the user is given (the installer's controlPlanePort): the nodes' ports
+    and the VIPs are made on it; nothing of it is made or deleted. Each by ID or by name."""
+
+    network_id: NeutronRef
+    subnet_id: NeutronRef
+    # A router from this network's subnet to externalNetwork: only where the subnet is not routed
+    # already and floating IPs are wanted (a provider network needs none).
+    router: bool = False
+
+
+class AdditionalNetwork(Model):
+    """One more network on the nodes of some pools, described as it is (the Machine API's
+    per-network portSecurity and vnicType, the installer's per-pool additionalNetworkIDs)."""
+
+    # By ID or by name (a name must match one network).
+    network: NeutronRef
+    pools: Annotated[tuple[PoolName, ...], Field(min_length=1), AfterValidator(distinct)] = ("masters", "workers")
+    # false: the port has no security groups and no anti-spoofing (provider VLANs, storage and
+    # Multus L2 networks, SR-IOV); Neutron refuses groups on such a port.
+    port_security: bool = True
+    vnic_type: VnicType = "normal"
+    # node: the node's own groups (its role's, and every additional one); none; or these IDs.
+    # Unset: node with port security, none without.
+    security_groups: Literal["node", "none"] | tuple[OpenStackId, ...] | None = None
+
+    @property
+    def groups(self) -> Literal["node", "none"] | tuple[str, ...]:
+        """The groups the port carries, unset resolved by portSecurity."""
+        if self.security_groups is None:
+            return "node" if self.port_security else "none"
+        return self.security_groups
+
+    @model_validator(mode="after")
+    def _groups_need_port_security(self) -> AdditionalNetwork:
+        if not self.port_security and self.security_groups not in (None, "none", ()):
+            raise ValueError(
+                "securityGroups with portSecurity false: Neutron refuses security groups on a port without port "
+                "security (PortSecurityAndIPRequiredForSecurityGroups). Remove securityGroups (or write none), or "
+                "set portSecurity true"
+            )
+        return self
 
 
 class OpenStack(Model):
@@ -167,9 +215,10 @@ class OpenStack(Model):
     # A private CA of the cloud's APIs (integrated mode: the cluster talks to them).
     ca_bundle: PemBundle | None = None
     # More networks and security groups on every node, by ID (the installer's additionalNetworkIDs,
-    # additionalSecurityGroupIDs).
+    # additionalSecurityGroupIDs). additionalNetworks describes each network on its own.
     additional_network_ids: tuple[OpenStackId, ...] = ()
     additional_security_group_ids: tuple[OpenStackId, ...] = ()
+    additional_networks: tuple[AdditionalNetwork, ...] = ()
     cloud: NonEmpty = "openstack"
     # Skip the checks against the cloud before anything is made (cluster/preflight.py); warned every run.
     skip_preflight: bool = False
@@ -184,6 +233,20 @@ class OpenStack(Model):
     node_port_allowed_cidrs: CidrList = ()
     # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
     ssh_allowed_cidr: Cidr | None = None
+
+    @property
+    def extra_networks(self) -> tuple[AdditionalNetwork, ...]:
+        """Every extra network in port order: additionalNetworkIds (every node, its groups) first,
+        then additionalNetworks. A node's port N is on network N, whatever its pool."""
+        return (*(AdditionalNetwork(network=network) for network in self.additional_network_ids), *self.additional_networks)
+
+    def networks_of(self, pool: PoolName) -> tuple[tuple[int, AdditionalNetwork], ...]:
+        """(port number from 1, network) of each extra network on `pool`'s nodes."""
+        return tuple((number, each) for number, each in enumerate(self.extra_networks, start=1) if pool in each.pools)
+
+    def routed_by_us(self) -> bool:
+        """Whether the program makes a router (its own network, or existingNetwork.router)."""
+        return self.existing_network is None or self.existing_network.router
 
 
 
@@ -318,6 +381,9 @@ class ClusterConfig(Model):
     image_digest_sources: tuple[ImageDigestSource, ...] = ()
     tags: Tags = ()
     networking: NetworkingSettings = NetworkingSettings()
+    # UserManaged: the user's own balancer fronts 6443, 22623, 80 and 443 on the VIPs (the installer's
+    # platform.openstack.loadBalancer.type): no keepalived or haproxy on the nodes, no VIP ports.
+    load_balancer: LoadBalancerType = "OpenShiftManagedDefault"
     # `protect` on what a destroy of loses the cluster: the masters (servers or disks, ports,
     # root volumes), the network, subnet and router, the installer's record. Lowered to false
     # before a deliberate destroy; the change touches only that flag.
@@ -334,6 +400,11 @@ class ClusterConfig(Model):
     @property
     def cluster_domain(self) -> str:
         return f"{self.cluster_name}.{self.base_domain}"
+
+    @property
+    def user_managed_lb(self) -> bool:
+        """The user's own balancer holds the VIPs (ocp:loadBalancer: UserManaged)."""
+        return self.load_balancer == "UserManaged"
 
     @property
     def integrated(self) -> bool:
