@@ -5,9 +5,10 @@ and what it must look up for a stack. Pure Python; the checks are in cluster/pre
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
+from typing import Any
 
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig, RoleBase
@@ -22,10 +23,16 @@ NETWORK_OWN_PORTS = 2
 # Network extension aliases under which Neutron tags networks, subnets and ports.
 TAG_EXTENSIONS = ("standard-attr-tag", "tag")
 UNLIMITED = -1
-# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts:
-# cluster/cloud_probe.py reads both with openstacksdk, run by the program's own Python (OCP_PYTHON)
-# in the project directory, OS_CLOUD naming the clouds.yaml entry.
+# pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts, and its
+# network data source neither gives port security nor names the networks a name matches:
+# cluster/cloud_probe.py reads them with openstacksdk, run by the program's own Python (OCP_PYTHON)
+# in the project directory, OS_CLOUD naming the clouds.yaml entry, PROBE_NETWORKS the networks
+# and subnets to read (JSON), where the stack names any.
 PROBE_COMMAND = 'exec "$OCP_PYTHON" -m cluster.cloud_probe'
+PROBE_NETWORKS = "OCP_PROBE_NETWORKS"
+# Pods need IPv6's minimum MTU (1280); OVN-Kubernetes' Geneve overlay takes 100 bytes of the node network's.
+GENEVE_OVERHEAD = 100
+MINIMUM_NETWORK_MTU = 1280 + GENEVE_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,31 @@ class Flavor:
 class Image:
     # Glance sets checksum and size when an upload completes; queued or uploading images have neither.
     active: bool
+    # The active images of this name, newest first: the servers boot the first (the provider's
+    # image_name refuses two matches, so the program names it by ID). (): not read.
+    ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Network:
+    """A Neutron network as the preflight reads it (ocp:openstack.existingNetwork, the extra networks)."""
+
+    id: str
+    name: str
+    port_security: bool
+    subnets: tuple[str, ...]  # IDs
+    mtu: int | None
+    project: str  # its owner
+
+
+@dataclass(frozen=True)
+class Subnet:
+    id: str
+    name: str
+    network: str  # its network's ID ("": unknown, as a cloud description without subnets has it)
+    cidr: str | None  # None: unknown
+    # Its DHCP allocation pools, (first, last) address each: what Neutron may hand any port.
+    pools: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,12 +124,15 @@ def public_endpoint(catalog: Iterable[Endpoint], service: str, region: str) -> s
 
 @dataclass(frozen=True)
 class Probe:
-    """What PROBE_COMMAND read: Neutron's extension aliases (None: unknown, `failure` says why) and
-    the compute hosts that are up (None: not reported, as to a member, or unknown)."""
+    """What PROBE_COMMAND read: Neutron's extension aliases (None: unknown, `failure` says why),
+    the compute hosts that are up (None: not reported, as to a member, or unknown), and the
+    networks and subnets each name or ID asked for matches (None: not asked, or unknown)."""
 
     extensions: tuple[str, ...] | None
     hosts: int | None
     failure: str = ""
+    networks: Mapping[str, tuple[Network, ...]] | None = None
+    subnets: Mapping[str, tuple[Subnet, ...]] | None = None
 
 
 def parse_probe(stdout: str | None, failure: str = "") -> Probe:
@@ -117,7 +152,32 @@ def parse_probe(stdout: str | None, failure: str = "") -> Probe:
         return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, without the extensions and hosts it lists")
     # No hypervisor listed at all is taken as not reported, as an empty listing always was.
     up = sum(state.lower() == "up" for state in hosts) if hosts else None
-    return Probe(tuple(sorted(extensions)), up)
+    try:
+        networks = _matches(answer.get("networks"), _network)
+        subnets = _matches(answer.get("subnets"), _subnet)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, with networks or subnets it cannot have read")
+    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets)
+
+
+def _matches(found: Any, each: Callable[[Mapping[str, Any]], Any]) -> dict[str, tuple[Any, ...]] | None:
+    if found is None:
+        return None
+    return {str(ref): tuple(each(item) for item in items) for ref, items in found.items()}
+
+
+def _network(item: Mapping[str, Any]) -> Network:
+    mtu = item.get("mtu")
+    return Network(
+        str(item["id"]), str(item.get("name") or ""), bool(item["portSecurity"]), tuple(str(s) for s in item.get("subnets") or ()),
+        int(mtu) if mtu is not None else None, str(item.get("project") or ""),
+    )
+
+
+def _subnet(item: Mapping[str, Any]) -> Subnet:
+    cidr = item.get("cidr")
+    pools = tuple((str(first), str(last)) for first, last in item.get("pools") or ())
+    return Subnet(str(item["id"]), str(item.get("name") or ""), str(item.get("network") or ""), str(cidr) if cidr is not None else None, pools)
 
 
 def _strings(value: object) -> bool:
@@ -146,6 +206,14 @@ class CloudFacts:
     compute_hosts: int | None = None
     # Why cluster/cloud_probe.py could not read the cloud ("": it did, or it was not run).
     probe_failure: str = ""
+    # The project the provider's token is scoped to ("": not read), and whether the token is an
+    # admin's (Neutron's default policy lets an admin do on any network what a member may on its own).
+    project: str = ""
+    admin: bool = False
+    # What each network and subnet name or ID the stack gives matches (ocp:openstack.existingNetwork,
+    # the extra networks); None: not read (the probe failed: probe_failure says why).
+    networks: Mapping[str, tuple[Network, ...]] | None = None
+    subnets: Mapping[str, tuple[Subnet, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +229,14 @@ class Wanted:
     volume_types: bool
     extensions: bool
     hosts: bool = False
+    # Networks and subnets by name or ID: existingNetwork's, then the extra networks.
+    networks: tuple[str, ...] = ()
+    subnets: tuple[str, ...] = ()
+
+    @property
+    def probe(self) -> bool:
+        """Whether cluster/cloud_probe.py must run."""
+        return self.extensions or self.hosts or bool(self.networks or self.subnets)
 
 
 @dataclass(frozen=True)
@@ -206,6 +282,8 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
     assert openstack is not None
     addresses = [str(a) for a in (openstack.api_floating_ip, openstack.ingress_floating_ip) if isinstance(a, IPv4Address)]
     roles = (config.masters, config.workers)
+    existing = openstack.existing_network
+    networks = ([existing.network_id] if existing else []) + [each.network for each in openstack.extra_networks]
     return Wanted(
         flavors=tuple(dict.fromkeys(name for name in flavors if name)),
         images=tuple(dict.fromkeys(images)),
@@ -214,8 +292,11 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         zones=any(role.availability_zones for role in roles),
         volume_zones=any(role.root_volume and role.root_volume.availability_zones for role in roles),
         volume_types=any(role.root_volume and role.root_volume.type for role in roles),
-        extensions=config.integrated,
+        # Integrated mode: the tag extension. Extra networks: ip_allocation, for a network without a subnet.
+        extensions=config.integrated or bool(openstack.extra_networks),
         hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
+        networks=tuple(dict.fromkeys(networks)),
+        subnets=(existing.subnet_id,) if existing else (),
     )
 
 

@@ -1,8 +1,8 @@
 """What a stack takes of its project's quotas, day 1 (bootstrap included), beside what the cloud has
 free where a cloud description says. Pure Python; tools/needs.py writes it as the plan's needs.yaml.
 
-The figures are the preflight's footprint (cluster/preflight_capacity.py) plus what the preflight
-does not check: members per server group, and the network, subnet and router the stack makes.
+The figures are the preflight's footprint (cluster/preflight_capacity.py), the network, subnet and
+router the stack makes included, plus the members of its fullest server group.
 Keys are the cloud description's (samples/cloud/dev.yaml `quotas`).
 """
 
@@ -29,9 +29,9 @@ ROWS = {
     "floatingIps": ("floating_ips", "floating IPs", "openstack quota set --floating-ips"),
     "volumes": ("volumes", "volumes", "openstack quota set --volumes"),
     "gigabytes": ("gigabytes", "GB of volumes", "openstack quota set --gigabytes"),
-    "networks": (None, "networks", "openstack quota set --networks"),
-    "subnets": (None, "subnets", "openstack quota set --subnets"),
-    "routers": (None, "routers", "openstack quota set --routers"),
+    "networks": ("networks", "networks", "openstack quota set --networks"),
+    "subnets": ("subnets", "subnets", "openstack quota set --subnets"),
+    "routers": ("routers", "routers", "openstack quota set --routers"),
 }
 SIZED = ("cores", "ram")
 
@@ -73,14 +73,7 @@ def quota_needs(
     counts = footprint(config, plan, flavors)
     uses = servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, config.uses_helper)
     sized = all(flavors.get(use.flavor) is not None for use in uses)
-    openstack = config.openstack
-    own_network = int(openstack is not None and openstack.existing_network is None)
-    extra = {
-        "serverGroupMembers": max(plan.master_count, *config.workers.server_group_members(plan.worker_count)),
-        "networks": own_network,
-        "subnets": own_network,
-        "routers": own_network,
-    }
+    extra = {"serverGroupMembers": max(plan.master_count, *config.workers.server_group_members(plan.worker_count))}
     rows = []
     for key, (counted, unit, raise_with) in ROWS.items():
         need = extra[key] if counted is None else counts[counted]

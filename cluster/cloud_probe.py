@@ -7,6 +7,11 @@ program's own virtualenv, where openstacksdk is (requirements.txt). It prints on
 
     {"extensions": [aliases, sorted], "hosts": [hypervisor states, sorted] or null}
 
+and, where OCP_PROBE_NETWORKS names networks and subnets (JSON: {"networks": [name or ID, ...],
+"subnets": [...]}), what each matches: "networks": {ref: [{id, name, portSecurity, subnets, mtu,
+project}, ...]}, "subnets": {ref: [{id, name, network, cidr}, ...]} (pulumi-openstack's network
+data source gives no port security and refuses a name two networks have without naming them).
+
 `hosts` is null where Nova refuses the caller the hypervisors (403: its default policy keeps them
 to admins). Any other failure prints {"error": "why"} instead, with exit status 0 so that the
 preflight reads the reason; never a traceback, never a secret (the credentials stay in clouds.yaml).
@@ -19,7 +24,12 @@ import json
 import logging
 import os
 import sys
+import uuid
+from collections.abc import Iterable
 from typing import Any
+
+# The networks and subnets to read (JSON), as cluster/cloud_facts.py PROBE_NETWORKS names it.
+NETWORKS_VARIABLE = "OCP_PROBE_NETWORKS"
 
 
 class CloudError(Exception):
@@ -30,9 +40,12 @@ class NoEntry(CloudError):
     """clouds.yaml has no such entry (or there is no clouds.yaml)."""
 
 
-def answer(extensions: Any, hosts: Any) -> str:
+def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None) -> str:
     """The probe's line: sorted, so that an unchanged cloud gives the same bytes."""
-    return json.dumps({"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)})
+    line: dict[str, Any] = {"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)}
+    if networks is not None or subnets is not None:
+        line["networks"], line["subnets"] = networks or {}, subnets or {}
+    return json.dumps(line)
 
 
 def failed(why: str) -> str:
@@ -85,8 +98,60 @@ def first_line(error: Exception) -> str:
     return text.splitlines()[0][:300] if text else type(error).__name__
 
 
-def probe(connection: Any) -> str:
-    """The line for this connection's user: Neutron's extensions, and Nova's hypervisors where it lets them be listed."""
+def _is_id(ref: str) -> bool:
+    try:
+        uuid.UUID(ref)
+    except ValueError:
+        return False
+    return True
+
+
+def _by_ref(get: Any, listed: Any, ref: str) -> list[Any]:
+    """What a name or ID matches: an ID the one it names (else, as a name, what has that name)."""
+    from openstack import exceptions
+
+    if _is_id(ref):
+        try:
+            return [get(ref)]
+        except exceptions.NotFoundException:
+            pass
+    return sorted(listed(name=ref), key=lambda found: found.id)
+
+
+def networks_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        ref: [
+            {
+                "id": found.id,
+                "name": found.name or "",
+                # Neutron without the port-security extension has none: every port may carry groups.
+                "portSecurity": found.is_port_security_enabled is not False,
+                "subnets": sorted(found.subnet_ids or ()),
+                "mtu": found.mtu,
+                "project": found.project_id or "",
+            }
+            for found in _by_ref(connection.network.get_network, connection.network.networks, ref)
+        ]
+        for ref in refs
+    }
+
+
+def subnets_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        ref: [
+            {
+                "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
+                "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
+            }
+            for found in _by_ref(connection.network.get_subnet, connection.network.subnets, ref)
+        ]
+        for ref in refs
+    }
+
+
+def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
+    """The line for this connection's user: Neutron's extensions, Nova's hypervisors where it lets
+    them be listed, and the networks and subnets `wanted` names."""
     from openstack import exceptions
 
     extensions = [extension.alias for extension in connection.network.extensions()]
@@ -94,7 +159,11 @@ def probe(connection: Any) -> str:
         hosts = [hypervisor.state or "" for hypervisor in connection.compute.hypervisors()]
     except exceptions.ForbiddenException:
         hosts = None
-    return answer(extensions, hosts)
+    if not wanted:
+        return answer(extensions, hosts)
+    networks = networks_of(connection, wanted.get("networks") or ())
+    subnets = subnets_of(connection, wanted.get("subnets") or ())
+    return answer(extensions, hosts, networks, subnets)
 
 
 def main() -> int:
@@ -110,7 +179,12 @@ def main() -> int:
         print(failed(f"no openstacksdk in {sys.executable}: install the program's requirements.txt into its venv"))
         return 0
     try:
-        line = probe(connect(cloud))
+        wanted = json.loads(os.environ.get(NETWORKS_VARIABLE) or "null")
+    except ValueError:
+        print(failed(f"{NETWORKS_VARIABLE} is not JSON"))
+        return 0
+    try:
+        line = probe(connect(cloud), wanted if isinstance(wanted, dict) else None)
     except CloudError as error:
         line = failed(str(error))
     except Exception as error:  # noqa: BLE001 - a read the cloud refused or failed: one line, no traceback

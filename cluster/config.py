@@ -21,8 +21,9 @@ from pydantic.alias_generators import to_camel
 
 from cluster.config_base import ConfigError
 from cluster.config_fields import pem_bundle_problem
+from cluster.config_openstack import OpenStack
 from cluster.config_rules import Partial, cross_key_problems
-from cluster.config_schema import ClusterConfig, Libvirt, OpenStack, RoleBase
+from cluster.config_schema import ClusterConfig, Libvirt, RoleBase
 
 # Public import paths of the sections and checks, as the program and the tests use them.
 __all__ = [

@@ -1,6 +1,6 @@
 """What a stack edit does to a cluster that already runs. Pure Python.
 
-Every setting a stack file can hold is classified here (a test checks none is missing):
+Every setting a stack file can hold is classified in cluster/day2_effects.py (a test checks none is missing):
 
 - `refuse`: cannot change on a running cluster (a new name, network or control plane size
   means a new cluster). A change stops the program before anything changes.
@@ -23,182 +23,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
-from cluster.manifests import digests, read_extra_manifests
+from cluster.day2_effects import EFFECTS, Effect, Kind, effect_of
 from cluster.installer import MAX_BOOTSTRAP_AGE_HOURS, InstallerAssets, check_assets, installed_settings
+from cluster.manifests import digests, read_extra_manifests
 
-Kind = Literal["refuse", "warn", "apply", "inert"]
-
-
-@dataclass(frozen=True)
-class Effect:
-    kind: Kind
-    # refuse: why, and what to do instead. warn: what the running cluster keeps and how to
-    # change it there. apply/inert: what a change does (the day-2 table, docs/day2.md).
-    text: str
-    # Set where a list may change but not come or go: why setting or emptying it is refused.
-    refused_when_set_or_unset: str | None = None
-
-
-_NEW_CLUSTER = "create a new stack for a new cluster"
-_KEEP_SIZE = "existing {role} keep the size they have; new ones get it; resize existing ones with ocp:{role}.resize"
-_NEW_SERVERS = "only servers created from now on boot from it; running nodes keep theirs (RHCOS updates come from the cluster, not the image)"
-_AGREE = "every node that may hold a VIP must agree on it, and running nodes keep their keepalived.conf"
-_BOOTSTRAP = "applies when a bootstrap is created; a running bootstrap keeps its own"
-_VOLUME_ZONES = "running {role} keep their root volumes where they are; the volumes of new {role} are made in the new zones"
-_OWN_VOLUMES = (
-    "with zones this program makes each root volume as a resource of its own, without them Nova makes it with the "
-    "server: switching would make unused volumes for the running {role}, or delete the volumes they boot from"
-)
-
-EFFECTS: dict[str, Effect] = {
-    "platform": Effect("refuse", f"a cluster cannot move between platforms: {_NEW_CLUSTER}"),
-    "clusterName": Effect("refuse", f"the name is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
-    "baseDomain": Effect("refuse", f"the domain is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
-    "machineNetwork": Effect("refuse", f"every node address and the subnet come from it: {_NEW_CLUSTER}"),
-    "apiVip": Effect("refuse", "the API VIP is in every node's keepalived, haproxy and DNS configuration"),
-    "ingressVip": Effect("refuse", "the Ingress VIP is in every node's keepalived and DNS configuration"),
-    "masters.count": Effect("refuse", "this program does not change etcd membership"),
-    "masters.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running masters"),
-    "workers.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running workers"),
-    "openstack.mode": Effect("refuse", f"the cluster was installed for one mode (cloud provider, VIP handling): {_NEW_CLUSTER}"),
-    "openstack.cloud": Effect("refuse", f"every resource lives in that cloud: {_NEW_CLUSTER}"),
-    "openstack.externalNetwork": Effect("refuse", "the router's gateway and every created floating IP come from it: new floating IPs would mean new addresses"),
-    "openstack.existingNetwork": Effect("refuse", "every node's port is on that network"),
-    "libvirt.uri": Effect("refuse", f"every domain lives on that host: {_NEW_CLUSTER}"),
-    "libvirt.pool": Effect("refuse", "every disk and ignition file lives in that pool"),
-    "libvirt.network": Effect("refuse", "every node's NIC is on that network"),
-    "libvirt.bridge": Effect("refuse", "every node's NIC is on that bridge"),
-    "libvirt.domainType": Effect(
-        "refuse",
-        "the provider cannot change a domain's type or CPU mode in place: every domain would be replaced, all masters "
-        f"at once: {_NEW_CLUSTER}",
-    ),
-    "installer.generation": Effect("refuse", "a new generation means a new PKI and infra ID that the running masters do not have"),
-    "networking.apiVrid": Effect("refuse", _AGREE),
-    "networking.ingressVrid": Effect("refuse", _AGREE),
-    "networking.advertInt": Effect("refuse", _AGREE),
-    "networking.routerNodes": Effect("refuse", "where the routers run and the Ingress VIP may sit was decided at install"),
-    "sshKey": Effect("warn", "the cluster keeps the keys it was installed with, new nodes too (they get them from the cluster). Change them with `oc edit machineconfig 99-master-ssh` and `99-worker-ssh`"),
-    "pullSecret": Effect("warn", "the cluster keeps the pull secret it was installed with. Change it with `oc set data secret/pull-secret -n openshift-config --from-file=.dockerconfigjson=pull-secret.json`"),
-    "proxy": Effect("warn", "the cluster keeps the proxy it was installed with. Change it with `oc edit proxy/cluster`"),
-    "additionalTrustBundle": Effect("warn", "the cluster keeps the CAs it was installed with. Change them in the ConfigMap user-ca-bundle (namespace openshift-config) and `oc edit proxy/cluster` (spec.trustedCA)"),
-    "nameservers": Effect("warn", "the OpenStack subnet's DHCP gets the new ones (integrated mode: nodes take them as their leases renew). Standalone and libvirt: running nodes keep their CoreDNS upstreams, new nodes get the new ones (a libvirt network keeps its forwarders: `virsh net-edit`); change /etc/coredns/Corefile on running nodes with a MachineConfig"),
-    "masters.flavor": Effect("warn", _KEEP_SIZE.format(role="masters")),
-    "masters.vcpus": Effect("warn", _KEEP_SIZE.format(role="masters")),
-    "masters.memoryMib": Effect("warn", _KEEP_SIZE.format(role="masters")),
-    "masters.diskGib": Effect("warn", "running masters keep their disks; only new disks get the size"),
-    "masters.image": Effect("warn", _NEW_SERVERS),
-    "masters.rootVolume": Effect("warn", "running masters keep their root volumes; only new servers get it"),
-    "masters.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="masters"), _OWN_VOLUMES.format(role="masters")),
-    "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
-    "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
-    "workers.count": Effect(
-        "apply",
-        "adds or removes workers (the highest slots first; each is drained and its Node deleted before its server "
-        "goes, see Day 2); nothing else changes. Fewer router nodes than the "
-        "routers set at install warns, with the `oc patch` that lowers them; 0 is refused when the routers run on workers",
-    ),
-    "workers.maxCount": Effect("warn", "running nodes keep the DNS names and addresses reserved at install; workers beyond the old maxCount are not in their CoreDNS hosts"),
-    "workers.flavor": Effect("warn", _KEEP_SIZE.format(role="workers")),
-    "workers.vcpus": Effect("warn", _KEEP_SIZE.format(role="workers")),
-    "workers.memoryMib": Effect("warn", _KEEP_SIZE.format(role="workers")),
-    "workers.diskGib": Effect("warn", "running workers keep their disks; new workers get the size"),
-    "workers.image": Effect("warn", _NEW_SERVERS),
-    "workers.rootVolume": Effect("warn", "running workers keep their root volumes; new workers get it"),
-    "workers.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")),
-    "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
-    "workers.serverGroupSize": Effect(
-        "apply",
-        "workers from then on go into server groups of at most this many (<infraID>-worker, -worker-1, ...); the "
-        "preflight refuses a value under which a running worker would change group (Nova would replace it)",
-    ),
-    "workers.resize": Effect("apply", "the listed workers take workers.flavor / vcpus / memoryMib: one reboot each"),
-    "bootstrap.enabled": Effect("apply", "false removes the bootstrap and where its config is served from (its Glance image, or its helper); true creates them (refused when the configs are too old)"),
-    # Checked in review(): refused only while bootstrap.enabled is true.
-    "bootstrap.configSource": Effect(
-        "inert",
-        "refused while bootstrap.enabled is true: the bootstrap fetches its config from where the install put it, and "
-        "a change would delete that under it (a bootstrap made again uses it too); not read while false. A stack "
-        "installed before the key existed used the helper: write configSource: helper",
-    ),
-    "bootstrap.credential": Effect(
-        "apply",
-        "the running bootstrap keeps the token it booted with (its user_data is read at first boot only); userToken "
-        "deletes the bootstrap's application credential, which revokes its tokens, and is warned on every run; "
-        "applicationCredential makes one for a bootstrap made later",
-    ),
-    "bootstrap.allowHttpImageEndpoint": Effect(
-        "inert", "only decides whether the catalog's image endpoint may be plain http for the bootstrap's fetch; nothing in the cloud changes"
-    ),
-    "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
-    "bootstrap.image": Effect("warn", _BOOTSTRAP),
-    "bootstrap.helper": Effect("warn", _BOOTSTRAP),
-    "openstack.apiFloatingIp": Effect("apply", "creates, associates or releases the API floating IP"),
-    "openstack.ingressFloatingIp": Effect("apply", "creates, associates or releases the Ingress floating IP"),
-    "openstack.sshAllowedCidr": Effect("apply", "replaces the helper's and the bootstrap's SSH rules; nodes are untouched"),
-    "openstack.apiAllowedCidrs": Effect("apply", "adds or removes one 6443 rule per source on the master group; nodes are untouched"),
-    "openstack.ingressAllowedCidrs": Effect("apply", "adds or removes the 80/443 rules of each source on the router nodes' group; nodes are untouched"),
-    "openstack.nodePortAllowedCidrs": Effect("apply", "adds or removes the NodePort rules of each source on both node groups; nodes are untouched"),
-    "libvirt.image": Effect("warn", "every disk stands on the image uploaded at install, new ones too; RHCOS updates come from the cluster"),
-    "tags": Effect("apply", "updates the tags in place"),
-    "protect": Effect(
-        "apply",
-        "only the protect flag of the masters (servers, libvirt disks, ports, root volumes), the network, subnet and "
-        "router and the installer's record changes: nothing is updated or replaced. Lower it to false before a "
-        "deliberate `pulumi destroy`, which refuses while it is true",
-    ),
-    "networking": Effect(
-        "warn",
-        "standalone mode and libvirt (integrated mode refuses these keys but routerNodes: the machine-config-operator "
-        "runs the VIPs): running nodes keep the files they were installed with; new nodes get the new value. Change it "
-        "on running nodes with a MachineConfig. Masters installed while haproxy fronted the machine config server "
-        "(haproxyMcsPort) keep redirecting `<API VIP>:22624` to it, which OVN-Kubernetes breaks: no worker added later "
-        "boots until they get this version's files (docs/networking.md says how)",
-    ),
-    "clusterNetwork": Effect("refuse", "every pod address comes from it: a running cluster's network cannot be re-addressed this way"),
-    "serviceNetwork": Effect("refuse", "every service address comes from it: a running cluster's network cannot be re-addressed this way"),
-    "ntpServers": Effect(
-        "warn",
-        "the MachineConfigs 99-master-chrony and 99-worker-chrony were made at install, and new nodes get them from "
-        "the cluster: change the servers with `oc edit machineconfig 99-master-chrony` and `99-worker-chrony` (the "
-        "MCO rewrites /etc/chrony.conf, one node at a time, each rebooted); a bootstrap made again gets the new ones",
-    ),
-    "fips": Effect("refuse", f"FIPS mode is chosen at install and cannot be switched on a running cluster: {_NEW_CLUSTER}"),
-    "capabilities": Effect("warn", "the cluster keeps the capabilities it was installed with. Enable more with `oc patch clusterversion version --type merge -p '{\"spec\":{\"capabilities\":{\"additionalEnabledCapabilities\":[...]}}}'` (none can be disabled)"),
-    "imageDigestSources": Effect("warn", "the cluster keeps the mirrors it was installed with. Change them with an ImageDigestMirrorSet (`oc apply -f`)"),
-    "openstack.caBundle": Effect("warn", "the cluster keeps the CA it was installed with. Change it in the ConfigMap cloud-provider-config (namespace openshift-config, key ca-bundle.pem) and user-ca-bundle"),
-    "openstack.additionalNetworkIds": Effect("warn", "running servers keep their networks (a change would replace them); each node gets a port on a network added, which a server made from now on boots with; removing one that was there at install is refused (its ports would be taken from the running servers)"),
-    "openstack.skipPreflight": Effect("inert", "only decides whether this run checks the cloud first; nothing in the cloud changes"),
-    "openstack.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every node's port, in place, beside the port's own list: the groups the cluster attached (the cloud controller manager's lb-sg-*) stay; nodes are untouched"),
-    "installer.binary": Effect("inert", "the installer already ran; used again only for a new generation"),
-    "installer.oc": Effect(
-        "apply",
-        "the installer already ran (again only for a new generation); the oc that drains a worker before its server "
-        "goes (each worker's drain command takes it in place, running nothing); integrated 4.19+: reads the pointer of "
-        "workers added once the bootstrap is gone",
-    ),
-    "installer.extraManifests": Effect(
-        "warn",
-        "the installer already consumed them (install time only): the cluster keeps what they made. Apply changes "
-        "with `oc apply -f` (MachineConfigs roll out one node at a time, each rebooted)",
-    ),
-    "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
-    "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
-}
-
-
-def effect_of(key: str) -> Effect | None:
-    """The effect of the most specific classified key that `key` is or lies under."""
-    parts = key.split(".")
-    for end in range(len(parts), 0, -1):
-        found = EFFECTS.get(".".join(parts[:end]))
-        if found is not None:
-            return found
-    return None
+# The catalogue's names, as the program, the tools and the tests import them from here.
+__all__ = ["EFFECTS", "Effect", "Kind", "Review", "effect_of", "installed_plan", "review", "stack_settings"]
 
 
 def stack_settings(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
@@ -270,8 +104,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         if problem.split(":")[1] not in refused
     ]
     problems += _config_source(config, installed)
-    gone = set(installed.get("openstack.additionalNetworkIds") or ()) - set(config.openstack.additional_network_ids if config.openstack else ())
-    problems += [f"ocp:openstack.additionalNetworkIds: {network} was there at install: every node's port on it would be deleted, which takes it from the running server. Put it back" for network in sorted(gone)]
+    problems += _extra_networks_kept(installed, config)
     refused_routers, warned_routers = _routers(config, plan, assets, installed)
     problems += refused_routers
     warnings += warned_routers
@@ -286,16 +119,59 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     return Review(tuple(problems), tuple(warnings))
 
 
+def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) -> list[str]:
+    """A node's port N is on extra network N: the networks there at install keep their places, their
+    pools and their description, so no port is taken from a running server."""
+    was_ids = list(installed.get("openstack.additionalNetworkIds") or ())
+    now_ids = list(config.openstack.additional_network_ids) if config.openstack else []
+    problems = [
+        f"ocp:openstack.additionalNetworkIds: {network} was there at install: every node's port on it would be deleted, "
+        "which takes it from the running server. Put it back"
+        for network in sorted(set(was_ids) - set(now_ids))
+    ]
+    if problems:
+        return problems
+    now = [each.model_dump(mode="json", by_alias=True) for each in (config.openstack.extra_networks if config.openstack else ())]
+    was = [{"network": network, "pools": ["masters", "workers"]} for network in was_ids]
+    was += list(installed.get("openstack.additionalNetworks") or ())
+    for number, before in enumerate(was):
+        after = now[number] if number < len(now) else None
+        key = f"ocp:openstack.additionalNetworks[{number - len(now_ids)}]" if number >= len(now_ids) else f"ocp:openstack.additionalNetworkIds[{number}]"
+        if after is None or after["network"] != before["network"]:
+            where = "is gone" if not any(each["network"] == before["network"] for each in now) else "has moved"
+            problems.append(
+                f"{key}: network {before['network']} was extra network {number + 1} at install and {where}: each node's "
+                f"port {number + 1} is on it, and would be taken from its running server. Keep the networks of the install "
+                "in their order and add new ones at the end (additionalNetworkIds before additionalNetworks)"
+            )
+            break
+        dropped = sorted(set(before.get("pools") or ()) - set(after["pools"]))
+        if dropped:
+            problems.append(
+                f"{key}.pools: {', '.join(dropped)} had a port on {before['network']} at install: it would be taken from "
+                "their running servers. Put the pool back"
+            )
+        for field in ("portSecurity", "vnicType", "securityGroups"):
+            if field in before and before[field] != after[field]:
+                problems.append(
+                    f"{key}.{field}: was {json.dumps(before[field])} at install: the running servers' ports were made so. "
+                    "Set it back (a network described otherwise is a new entry at the end, on another network)"
+                )
+    return problems
+
+
 def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
     then was kvm, so a change to qemu is refused there too. One written before
     ocp:bootstrap.configSource existed is of a bootstrap served by the helper. One written before
-    ocp:ntpServers or ocp:installer.extraManifests existed had neither: setting them warns too."""
+    ocp:ntpServers or ocp:installer.extraManifests existed had neither: setting them warns too. One
+    written before ocp:loadBalancer existed is of keepalived and haproxy on the nodes: UserManaged is refused."""
     if "libvirt.uri" in installed:
         installed.setdefault("libvirt.domainType", "kvm")
     if "openstack.cloud" in installed:
         installed.setdefault("bootstrap.configSource", "helper")
     installed.setdefault("ntpServers", [])
+    installed.setdefault("loadBalancer", "OpenShiftManagedDefault")
     if not any(key.split(".")[:2] == ["installer", "extraManifests"] for key in installed):
         installed["installer.extraManifests"] = None
     return installed

@@ -6,6 +6,11 @@ is the way in). Beyond it only what clients must reach: the API and Ingress from
 `openstack.nodePortAllowedCidrs` (default none), ICMP, and SSH to the bootstrap helper and
 the bootstrap from `openstack.sshAllowedCidr` (both gone with the bootstrap). The helper
 serves its config to the bootstrap's address alone. `exposure_table` lists every rule that reaches beyond the machine network, with its reason.
+
+With `ocp:loadBalancer: UserManaged` no node runs keepalived: no VRRP rule. The user's balancer
+reaches the nodes' 6443, 22623 (22624 in standalone mode), 80, 443 and 1936 (its checks) by the
+same rules as everything else on the machine network; a balancer elsewhere must reach the nodes
+from an address in it (docs/networking.md, "A load balancer of your own").
 """
 
 from __future__ import annotations
@@ -73,9 +78,10 @@ def _open_to(
     return rules
 
 
-def _intra_cluster(cidr: IPv4Network) -> list[Rule]:
+def _intra_cluster(config: ClusterConfig) -> list[Rule]:
+    vrrp = [] if config.user_managed_lb else [("vrrp", None, None, "keepalived VRRP (IP protocol 112)")]
     return _rules(
-        cidr,
+        config.machine_network,
         [
             ("udp", 4789, 4789, "VXLAN"),
             ("udp", 6081, 6081, "Geneve"),
@@ -85,7 +91,7 @@ def _intra_cluster(cidr: IPv4Network) -> list[Rule]:
             ("tcp", 9000, 9999, "host-level services"),
             ("udp", 9000, 9999, "host-level services"),
             ("tcp", 10250, 10250, "kubelet"),
-            ("vrrp", None, None, "keepalived VRRP (IP protocol 112)"),
+            *vrrp,
             ("tcp", 22, 22, "SSH"),
         ],
     )
@@ -112,7 +118,7 @@ def _ingress(config: ClusterConfig) -> list[Rule]:
         extra,
         [("tcp", 80, 80, "ingress HTTP"), ("tcp", 443, 443, "ingress HTTPS")],
         "clients reach the routes: console, OAuth, applications (ocp:openstack.ingressAllowedCidrs)",
-    ) + _rules(cidr, [("tcp", 1936, 1936, "router health (keepalived checks)")])
+    ) + _rules(cidr, [("tcp", 1936, 1936, f"router health ({'the load balancer' if config.user_managed_lb else 'keepalived'} checks)")])
 
 
 def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
@@ -139,7 +145,7 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
                 ("tcp", 2379, 2380, "etcd"),
             ],
         )
-        + _intra_cluster(cidr)
+        + _intra_cluster(config)
     )
     if not config.integrated:
         # First boot fetches the MCS config by VIP over plain HTTP: no DNS yet, and with
@@ -149,7 +155,7 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
 
 
 def worker_rules(config: ClusterConfig) -> list[Rule]:
-    return _node_common(config) + _intra_cluster(config.machine_network)
+    return _node_common(config) + _intra_cluster(config)
 
 
 def ingress_rules(config: ClusterConfig) -> list[Rule]:

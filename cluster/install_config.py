@@ -8,6 +8,7 @@ import yaml
 
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
+from cluster.config_fields import is_openstack_id
 
 
 def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> dict[str, Any]:
@@ -94,6 +95,18 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     }
     if config.openstack.external_network is not None:
         openstack["externalNetwork"] = config.openstack.external_network  # LoadBalancer Services' floating IPs
+    existing = config.openstack.existing_network
+    if existing is not None:
+        # The network the user is given, by ID or name, as the installer takes it: the VIPs and the
+        # nodes are on its subnet (and it names the subnet in the machines' specs).
+        openstack["controlPlanePort"] = {
+            "network": _by_id_or_name(existing.network_id),
+            "fixedIPs": [{"subnet": _by_id_or_name(existing.subnet_id)}],
+        }
+    if config.user_managed_lb:
+        # The user's balancer fronts the VIPs: the MCO renders no keepalived, haproxy or their
+        # nodeip-configuration (platform none has no such key: nothing there is rendered anyway).
+        openstack["loadBalancer"] = {"type": "UserManaged"}
     # An existing Glance image by name: the installer checks it and names it in the Machine
     # manifests (a URL would make it upload one); the image the masters boot.
     openstack["clusterOSImage"] = config.masters.openstack_image
@@ -120,11 +133,19 @@ def _machine_pool(config: ClusterConfig, role: str) -> dict[str, Any]:
         if section.root_volume.availability_zones:
             volume["zones"] = list(section.root_volume.availability_zones)
         pool["rootVolume"] = volume
-    if config.openstack.additional_network_ids:
-        pool["additionalNetworkIDs"] = list(config.openstack.additional_network_ids)
-    if config.openstack.additional_security_group_ids:
-        pool["additionalSecurityGroupIDs"] = list(config.openstack.additional_security_group_ids)
+    # Per pool, as upstream sets them. The installer takes IDs only: a network given by name is
+    # described in the example MachineSet (by name) and not here.
+    networks = [each.network for _, each in config.openstack.networks_of(role) if is_openstack_id(each.network)]
+    if networks:
+        pool["additionalNetworkIDs"] = networks
+    groups = list(dict.fromkeys((*config.openstack.additional_security_group_ids, *section.additional_security_group_ids)))
+    if groups:
+        pool["additionalSecurityGroupIDs"] = groups
     return {"platform": {"openstack": pool}}
+
+
+def _by_id_or_name(reference: str) -> dict[str, str]:
+    return {"id": reference} if is_openstack_id(reference) else {"name": reference}
 
 
 def render_install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, clouds_yaml_ca: str | None = None) -> str:

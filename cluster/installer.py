@@ -31,11 +31,11 @@ from cluster.installer_output import (
     KEPT_BUNDLE,
     MAX_BOOTSTRAP_AGE_HOURS,
     MCS_CA_ROTATION_MINOR,
+    POINTER_SECRETS,
     RECORD_FILE,
     RELEASE_COMPONENTS,
     RELEASE_FILE,
     UPI_REMOVED_MANIFESTS,
-    POINTER_SECRETS,
     WORKER_POINTER_SECRET,
     InstallerAssets,
     InstallRecord,
@@ -295,10 +295,12 @@ def pointer_environment(
 
 def release_lookups(config: ClusterConfig) -> tuple[str, ...]:
     """The payload images the program reads with `oc adm release info`: the on-node networking's
-    (standalone and libvirt), but those ocp:networking.images names, so naming all three needs no oc."""
+    (standalone and libvirt), but those ocp:networking.images names, so naming all three needs no oc.
+    With ocp:loadBalancer: UserManaged the nodes run CoreDNS alone: only its image."""
     if config.integrated:  # the MCO brings them itself
         return ()
-    return tuple(name for name in RELEASE_COMPONENTS if name not in config.networking.images)
+    needed = ("coredns",) if config.user_managed_lb else RELEASE_COMPONENTS
+    return tuple(name for name in needed if name not in config.networking.images)
 
 
 def worker_images_script() -> str:

@@ -13,8 +13,8 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from fnmatch import fnmatch
+from functools import cached_property
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any

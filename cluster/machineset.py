@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from cluster.config import ClusterConfig
+from cluster.config_fields import is_openstack_id
+from cluster.config_openstack import AdditionalNetwork
 
 
 def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
@@ -36,15 +38,24 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
         # The subnet by the tag this program puts on it, as the installer's MachineSets find it.
         "networks": [{"filter": {}, "subnets": [{"filter": {"tags": f"openshiftClusterID={infra_id}"}}]}],
         "securityGroups": [{"name": f"{infra_id}-worker"}]
-        + [{"uuid": group} for group in config.openstack.additional_security_group_ids],
+        + [
+            {"uuid": group}
+            for group in dict.fromkeys((*config.openstack.additional_security_group_ids, *workers.additional_security_group_ids))
+        ],
         "serverGroupName": f"{infra_id}-worker",
         "serverMetadata": {"Name": f"{infra_id}-worker", "openshiftClusterID": infra_id},
         "tags": [f"openshiftClusterID={infra_id}", *config.tags],
         "trunk": False,
         "userDataSecret": {"name": "worker-user-data"},
     }
-    if config.openstack.additional_network_ids:
-        provider["networks"] += [{"uuid": network} for network in config.openstack.additional_network_ids]
+    existing = config.openstack.existing_network
+    if existing is not None:
+        # The subnet the user is given: the Machine API takes the machine's primary address from it.
+        subnet = _by_id_or_name(existing.subnet_id)
+        provider["networks"] = [{**_by_id_or_name(existing.network_id), "subnets": [subnet]}]
+        if "uuid" in subnet:
+            provider["primarySubnet"] = existing.subnet_id
+    provider["networks"] += [_extra_network(each) for _, each in config.openstack.networks_of("workers")]
     if workers.root_volume is not None:
         provider["rootVolume"] = {"diskSize": workers.root_volume.size, "sourceUUID": provider.pop("image")}
         if workers.root_volume.type:
@@ -66,3 +77,17 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
             },
         },
     }
+
+
+def _by_id_or_name(reference: str) -> dict[str, Any]:
+    return {"uuid": reference} if is_openstack_id(reference) else {"filter": {"name": reference}}
+
+
+def _extra_network(network: AdditionalNetwork) -> dict[str, Any]:
+    """A worker's extra network as the Machine API's NetworkParam describes it."""
+    param = _by_id_or_name(network.network)
+    if not network.port_security:
+        param["portSecurity"] = False
+    if network.vnic_type != "normal":
+        param["vnicType"] = network.vnic_type
+    return param

@@ -3,7 +3,8 @@
 components/openstack/preflight.py reads the facts (cluster/cloud_facts.py) with pulumi-openstack
 invokes before any cloud resource registers; the problems (one per shortfall, naming the key as
 the user writes it) stop the program, all at once. The capacity checks (quotas, server groups)
-are in cluster/preflight_capacity.py; libvirt's one check of this machine in cluster/libvirt_host.py.
+are in cluster/preflight_capacity.py, the networks' in cluster/preflight_networks.py; libvirt's one
+check of this machine in cluster/libvirt_host.py.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from cluster.cloud_facts import (
     Existing,
     Flavor,
     Image,
+    Network,
     Probe,
     Quota,
+    Subnet,
     Wanted,
     parse_probe,
     public_endpoint,
@@ -34,6 +37,7 @@ from cluster.cloud_facts import (
 from cluster.config import ClusterConfig
 from cluster.libvirt_host import libvirt_host_problems, libvirt_is_local
 from cluster.preflight_capacity import anti_affinity, footprint, quotas, server_group_members
+from cluster.preflight_networks import mtu_problem, network_problems, network_warnings
 
 # The names the program and the tests import from here.
 __all__ = [
@@ -44,12 +48,18 @@ __all__ = [
     "Existing",
     "Flavor",
     "Image",
+    "Network",
     "Probe",
     "Quota",
+    "Subnet",
     "Wanted",
+    "boot_images",
     "footprint",
+    "image_warnings",
     "libvirt_host_problems",
     "libvirt_is_local",
+    "mtu_problem",
+    "network_warnings",
     "problems",
     "parse_probe",
     "public_endpoint",
@@ -60,7 +70,10 @@ __all__ = [
 def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
-    for check in (_flavors, _images, _image_endpoint, _external_network, _floating_ips, _zones, _volume_zones, _volume_types, _tags, quotas, server_group_members, anti_affinity):
+    for check in (
+        _flavors, _images, _image_endpoint, _external_network, _floating_ips, network_problems, _zones, _volume_zones, _volume_types, _tags,
+        quotas, server_group_members, anti_affinity,
+    ):  # fmt: skip
         found += check(config, plan, facts)
     return list(dict.fromkeys(found))
 
@@ -102,7 +115,8 @@ def _gib(mib: int) -> str:
     return f"{mib / 1024:g} GiB"
 
 
-def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+def _image_keys(config: ClusterConfig, plan: AddressPlan) -> list[tuple[str, str]]:
+    """(key, image name) of each image the stack's servers boot."""
     keyed = [("ocp:masters.image", config.masters.openstack_image)]
     if plan.worker_count:
         keyed.append(("ocp:workers.image", config.workers.openstack_image))
@@ -110,7 +124,33 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
         keyed.append(("ocp:bootstrap.image" if config.bootstrap.image else "ocp:masters.image", config.bootstrap_image))
         if config.uses_helper:
             keyed.append(("ocp:bootstrap.helper.image", config.bootstrap.helper.image))
-    for key, name in dict.fromkeys(keyed):
+    return list(dict.fromkeys(keyed))
+
+
+def boot_images(facts: CloudFacts) -> dict[str, str]:
+    """image name -> the ID the servers boot: of the active images of that name, the newest (the
+    provider's image_name refuses two, so the servers name it by ID). Only names read and found."""
+    return {name: image.ids[0] for name, image in facts.images.items() if image is not None and image.ids}
+
+
+def image_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
+    """One warning per image name that several active images have: which one the servers boot."""
+    warnings, seen = [], set()
+    for key, name in _image_keys(config, plan):
+        image = facts.images.get(name)
+        if image is None or len(image.ids) < 2 or name in seen:
+            continue
+        seen.add(name)
+        newest, others = image.ids[0], ", ".join(image.ids[1:])
+        warnings.append(
+            f'{key}: {len(image.ids)} active images are named "{name}" {where(facts)}: the servers boot the newest, {newest} '
+            f"(not {others}). Delete or rename the others (`openstack image set --name <new name> <ID>`) to make it the only one"
+        )
+    return warnings
+
+
+def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    for key, name in _image_keys(config, plan):
         image = facts.images.get(name)
         if image is None:
             yield f"{key}: image \"{name}\" does not exist {where(facts)}: upload it (`openstack image create`) or name one from `openstack image list`"

@@ -4,9 +4,10 @@ adds), server group members and hard anti-affinity. Pure Python.
 What this stack adds: the cloud's usage already counts the stack's own resources on a later
 run, so the need is the stack's footprint minus the part of it that already exists
 (`Existing`, read from the cloud by the infra ID: its server groups' members, its bootstrap
-and helper ports, its tagged ports). Neutron security groups, rules and floating IPs, and
-Cinder volumes and gigabytes have no usage invoke in pulumi-openstack 5.5.3: for those the
-whole footprint is held against the limit (a necessary condition, day 1 and day 2 alike).
+and helper ports, its tagged ports). Neutron security groups, rules, floating IPs, networks,
+subnets and routers, and Cinder volumes and gigabytes have no usage invoke in pulumi-openstack
+5.5.3: for those the whole footprint is held against the limit (a necessary condition, day 1 and
+day 2 alike).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ QUOTAS = {
     "security_groups": ("security groups", "network"),
     "security_group_rules": ("security group rules", "network"),
     "floating_ips": ("floating IPs", "network"),
+    # The network, subnet and router the stack makes (none for existingNetwork, a router for its
+    # router: true), as the installer's quota check counts them.
+    "networks": ("networks", "network"),
+    "subnets": ("subnets", "network"),
+    "routers": ("routers", "network"),
     "volumes": ("volumes", "volume"),
     "gigabytes": ("GB of volumes", "volume"),
 }
@@ -52,11 +58,20 @@ def footprint(
     created_fips = sum(choice == "create" for choice in (openstack.api_floating_ip, openstack.ingress_floating_ip)) if openstack else 0
     # With a helper floating IP `pulumi up` runs outside: the bootstrap gets one too (for the gather).
     helper_fip = int(helper and config.bootstrap.helper.floating_ip) + int(bootstrap and config.bootstrap.helper.floating_ip)
-    # The nodes' and VIPs' ports carry the infra ID's tag (what `existing` counts); the ports
-    # Nova makes on the extra networks (one per node and network) and the network's own do not.
-    tagged_ports = sum(use.count for use in uses) + (2 if cluster else 0) if existing is None else existing.ports
-    extra_ports = (masters + workers + int(bootstrap)) * len(openstack.additional_network_ids) if openstack else 0
-    network_ports = NETWORK_OWN_PORTS if cluster and openstack and openstack.existing_network is None else 0
+    # The nodes' ports, their ports on the extra networks (one per node and network of its pool;
+    # the bootstrap takes the masters') and the VIPs' carry the infra ID's tag: `existing` counts
+    # them. The network's own ports do not.
+    vip_ports = 2 if cluster and not config.user_managed_lb else 0
+    extra_ports = (
+        sum((masters + int(bootstrap)) * ("masters" in each.pools) + workers * ("workers" in each.pools) for each in openstack.extra_networks)
+        if openstack
+        else 0
+    )
+    tagged_ports = sum(use.count for use in uses) + vip_ports + extra_ports if existing is None else existing.ports
+    own_network = int(cluster and openstack is not None and openstack.existing_network is None)
+    routed = int(cluster and openstack is not None and openstack.routed_by_us())
+    # A router to a given network (existingNetwork.router) holds its interface's port there.
+    network_ports = NETWORK_OWN_PORTS if own_network else routed
     counts = {
         "instances": sum(use.count for use in uses),
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
@@ -65,10 +80,13 @@ def footprint(
         "server_groups": 1 + len(config.workers.server_group_members(workers))
         if existing is None
         else int(masters > 0) + (sum(1 for members in existing.worker_groups if members) if existing.worker_groups else int(workers > 0)),
-        "ports": tagged_ports + extra_ports + network_ports,
+        "ports": tagged_ports + network_ports,
         "security_groups": len(groups) if cluster else 0,
         "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,
         "floating_ips": (created_fips if cluster else 0) + int(helper_fip),
+        "networks": own_network,
+        "subnets": own_network,
+        "routers": routed,
         "volumes": sum(use.count for use in uses if use.volume_gb),
         "gigabytes": sum(use.count * use.volume_gb for use in uses),
     }

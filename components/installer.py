@@ -17,7 +17,6 @@ import pulumi_command as command
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig, ConfigError
 from cluster.day2 import review, stack_settings
-from cluster.manifests import read_extra_manifests
 from cluster.installer import (
     InstallerAssets,
     read_script,
@@ -27,6 +26,7 @@ from cluster.installer import (
     unbundle,
     update_script,
 )
+from cluster.manifests import read_extra_manifests
 from ignition.chrony import machine_configs
 
 # Every input of the command: after the first run, none of them may run it again.

@@ -1,4 +1,9 @@
-"""The stack outputs every platform exports; kubeconfig and kubeadmin password stay secret."""
+"""The stack outputs every platform exports; kubeconfig and kubeadmin password stay secret.
+
+`apiVip` and `ingressVip` are the API's and the routers' addresses whoever holds them: the nodes'
+keepalived, or with `ocp:loadBalancer: UserManaged` the user's own balancer, whose frontends they
+are; `loadBalancerPools` then lists what it must front (cluster/balancer.py).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,10 @@ from typing import Any
 
 import pulumi
 
+from cluster import balancer
 from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
+from cluster.day2 import installed_plan
 from cluster.endpoints import api_url, console_url, etc_hosts
 from cluster.installer import InstallerAssets
 
@@ -31,7 +38,8 @@ class ClusterOutputs:
     ) -> ClusterOutputs:
         """`servers_created`: when each master's and worker's server was made, by the cloud's
         clock, where the platform keeps that (OpenStack): the approver ties client CSRs to it."""
-        # Clients outside reach the cluster by floating IP where there is one, else by VIP.
+        # Clients outside reach the cluster by floating IP where there is one, else by VIP (the
+        # user's balancer's frontend with ocp:loadBalancer: UserManaged).
         reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
             lambda ips: etc_hosts(config, ips[0] or str(plan.api_vip), ips[1] or str(plan.ingress_vip))
         )
@@ -57,6 +65,8 @@ class ClusterOutputs:
                     lambda found: {server_name(config, node, found[0].infra_id): time for node, time in zip(nodes, found[1:])}
                 )
             )
+        if config.user_managed_lb:
+            values["loadBalancerPools"] = pulumi.Output.unsecret(assets.apply(lambda a: _pools(config, plan, a)))
         if bootstrap_gather is not None:
             # While the bootstrap exists: `openshift-install gather bootstrap`, ready to run.
             values["bootstrapGather"] = bootstrap_gather
@@ -64,3 +74,17 @@ class ClusterOutputs:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.values)
+
+
+def _pools(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets) -> dict[str, Any]:
+    """What the user's balancer fronts now, by pool: its frontend, health check and members by
+    server name (the bootstrap while it exists; the routers where the install placed them)."""
+    now = installed_plan(plan, assets)
+    return {
+        pool.name: {
+            "frontend": balancer.frontend(now, pool),
+            "check": pool.check,
+            "members": {server_name(config, node, assets.infra_id): f"{node.ip}:{pool.port}" for node in pool.members},
+        }
+        for pool in balancer.pools(config, now)
+    }

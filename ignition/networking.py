@@ -11,6 +11,10 @@ OVN-Kubernetes rejects every connection a node opens to 22623/22624, so `<API VI
 reaches the holder's own MCS, and the API VIP only sits where one listens. Images come from
 the installer's release payload unless `ocp:networking.images` overrides them (`node_images`).
 
+With `ocp:loadBalancer: UserManaged` the user's own balancer holds both VIPs: no node runs
+keepalived, haproxy or the redirect, and every node keeps CoreDNS and the resolv.conf handling,
+whose records still name the VIPs (docs/networking.md, "A load balancer of your own").
+
 Change isolation: peers, DNS names and backends come from the address plan's reserved
 *slots*, never from the current node counts, so scaling workers or removing the bootstrap
 changes no other node's files. The one exception: with no workers the masters run the
@@ -140,8 +144,11 @@ def node_images(config: ClusterConfig, node: Node, identity: ClusterIdentity) ->
 
 
 def _pods(config: ClusterConfig, node: Node) -> tuple[str, ...]:
-    """The static pods `node` runs."""
+    """The static pods `node` runs: CoreDNS everywhere; keepalived and haproxy only where this
+    program runs the VIPs (not with the user's own balancer)."""
     pods = ["coredns"]
+    if config.user_managed_lb:
+        return tuple(pods)
     if node.role != "worker" or _routes_ingress(config, node):
         pods.append("keepalived")
     if node.role == "master":
@@ -173,6 +180,8 @@ def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identit
     """Every file and unit of the on-node networking for one node."""
     images = {name: ref for name, (ref, _source) in node_images(config, node, identity).items()}
     additions = _dns(config, plan, node, images)
+    if config.user_managed_lb:
+        return additions  # the user's balancer holds the VIPs: DNS and resolv.conf only
     instances = _vrrp_instances(config, plan, node, identity)
     if instances:  # a worker that runs no router holds no VIP
         additions += _keepalived(config, plan, node, instances, images)

@@ -8,7 +8,9 @@
   `http://<API VIP>:22624/config/<role>`: at first boot there is no cluster DNS to resolve
   `api-int`, and the machine config server's certificate names only `api-int`, so HTTPS by
   IP cannot verify. Port 22624 is the MCS's plain-HTTP listener, open to the machine network
-  only. Every node also gets this program's keepalived, haproxy, CoreDNS and resolv.conf.
+  only. Every node also gets this program's keepalived, haproxy, CoreDNS and resolv.conf;
+  with `ocp:loadBalancer: UserManaged` CoreDNS and resolv.conf only, and the user's balancer
+  fronts `<API VIP>:22624` too (docs/networking.md, "A load balancer of your own").
 - The bootstrap's full config (installer's + additions) is about 300 KB, far above Nova's
   user_data limit: on OpenStack it is *served*, as a private Glance image fetched with a Keystone
   token (bootstrap.configSource: glance, as the installer does) or by the bootstrap helper, and

@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from cluster.cloud_facts import MINIMUM_NETWORK_MTU
 from cluster.config import ClusterConfig
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -144,18 +145,38 @@ def dns_records(domain: str, outputs: Mapping[str, Any]) -> list[tuple[str, str]
     return [(f"api.{domain}", str(api)), (f"*.apps.{domain}", str(ingress))]
 
 
-def name_problem(domain: str, outputs: Mapping[str, Any], stack: str) -> str | None:
+def name_problem(domain: str, outputs: Mapping[str, Any], stack: str, openstack: bool = False) -> str | None:
     """Why the install cannot go on to its waits: this machine does not resolve the API's name
-    (`openshift-install wait-for` and the approvals reach the API by it). None when it does."""
+    (`openshift-install wait-for` and the approvals reach the API by it). None when it does.
+    `openstack`: a stack that could have floating IPs, whose absence is said."""
     host = f"api.{domain}"
     if resolves(host):
         return None
     records = "\n".join(f"  {name}  A  {address}" for name, address in dns_records(domain, outputs))
     hosts = "\n".join(f"  {line}" for line in str(outputs.get("etcHosts") or "").splitlines())
+    # No floating IP (a provider network, a subnet routed by its owners): the names lead to the VIPs themselves.
+    direct = "" if outputs.get("apiFloatingIp") or not openstack else (
+        f" (the stack has no API floating IP: the records name the API VIP {outputs.get('apiVip')}, which this machine "
+        "reaches on the machine network or through a route to it)"
+    )
     return (
-        f"nothing here resolves {host}, which the waits and the approvals reach the API by: make these DNS records\n{records}\n"
+        f"nothing here resolves {host}, which the waits and the approvals reach the API by: make these DNS records{direct}\n{records}\n"
         f"or add these lines to /etc/hosts (`pulumi stack output etcHosts --stack {stack} | sudo tee -a /etc/hosts`):\n{hosts}\n"
         "then run the same command again: it goes on from here"
+    )
+
+
+def mtu_problem(outputs: Mapping[str, Any]) -> str | None:
+    """Why the install cannot go on: the machine network's MTU (known once `up` made or read it) is under
+    what OVN-Kubernetes needs. None when it is enough or unknown (libvirt)."""
+    mtu = outputs.get("networkMtu")
+    if not isinstance(mtu, int) or mtu >= MINIMUM_NETWORK_MTU:
+        return None
+    return (
+        f"the machine network's MTU is {mtu}: OVN-Kubernetes needs at least {MINIMUM_NETWORK_MTU} (its Geneve header takes 100 "
+        "bytes, pods need 1280), and the cluster would not come up. Ask the cloud's operators for a larger MTU "
+        "(`openstack network set --mtu` needs an admin), or put the cluster on a network that has one "
+        "(ocp:openstack.existingNetwork), then run `pulumi destroy` and install again"
     )
 
 

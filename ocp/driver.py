@@ -252,8 +252,12 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     up(stack, say, total)
     # What `wait-for` reads, from the state: the installer's directory may be another machine's.
     outputs = {key: value.value for key, value in stack.outputs().items()}
+    # A network the program made: its MTU is known only now (a given one's, the preflight read).
+    too_small = checks.mtu_problem(outputs)
+    if too_small:
+        raise Stop(too_small)
     # Now the API's address is known: a name that does not resolve here would burn every wait below.
-    unresolved = checks.name_problem(config.cluster_domain, outputs, name)
+    unresolved = checks.name_problem(config.cluster_domain, outputs, name, config.platform == "openstack")
     if unresolved:
         raise Stop(unresolved)
     elsewhere = checks.name_elsewhere(config.cluster_domain, outputs)

@@ -6,7 +6,8 @@
 Reads, as the clouds.yaml entry NAME (OS_CLIENT_CONFIG_FILE names another clouds.yaml), with
 openstacksdk and GETs only: flavors, images, networks (which are external), the project's floating
 IPs, compute and volume zones, volume types, Neutron's extensions, the token's service catalog and
-roles, and the project's quotas with what is in use. Writes them in the shape of
+roles, the project's quotas with what is in use, and the networks and subnets in detail (port
+security, MTU, owner, CIDR). Writes them in the shape of
 samples/cloud/dev.yaml, sorted, so that two runs against an unchanged cloud give the same bytes.
 No secret goes into it: the token is a fixed stand-in. An unknown cloud name, refused credentials or
 an unreachable cloud exit 2 with one line.
@@ -54,13 +55,44 @@ def _forbidden(read: Callable[[], Any]) -> Any:
         return None
 
 
-def _images(images: Iterable[Any]) -> dict[str, bool]:
-    """name -> active; of two images of one name, the newest (the preflight asks for most_recent)."""
-    newest: dict[str, Any] = {}
+def _images(images: Iterable[Any]) -> dict[str, Any]:
+    """name -> active; where several images have one name, each ({id, active, created}, newest
+    first): the servers boot the newest active one, and the plan says so."""
+    named: dict[str, list[Any]] = {}
     for image in images:
-        if image.name and (image.name not in newest or (image.created_at or "") > (newest[image.name].created_at or "")):
-            newest[image.name] = image
-    return {name: image.status == "active" for name, image in sorted(newest.items())}
+        if image.name:
+            named.setdefault(image.name, []).append(image)
+    described: dict[str, Any] = {}
+    for name, copies in sorted(named.items()):
+        if len(copies) == 1:
+            described[name] = copies[0].status == "active"
+            continue
+        copies.sort(key=lambda image: (image.created_at or "", image.id), reverse=True)
+        described[name] = [{"id": image.id, "active": image.status == "active", "created": image.created_at or ""} for image in copies]
+    return described
+
+
+def _neutron(network: Any, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The networks and subnets this user sees, as the preflight reads those a stack names; a
+    network's owner written only where it is another project."""
+    networks = []
+    for found in sorted(network.networks(), key=lambda each: each.id):
+        entry: dict[str, Any] = {"id": found.id, "name": found.name or ""}
+        if found.is_port_security_enabled is False:
+            entry["portSecurity"] = False
+        entry["mtu"] = found.mtu
+        if found.project_id and found.project_id != project:
+            entry["project"] = found.project_id
+        entry["subnets"] = sorted(found.subnet_ids or ())
+        networks.append(entry)
+    subnets = [
+        {
+            "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
+            "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
+        }
+        for found in sorted(network.subnets(), key=lambda each: each.id)
+    ]
+    return networks, subnets
 
 
 def _catalog(catalog: Iterable[dict[str, Any]], region: str) -> dict[str, Any]:
@@ -124,6 +156,7 @@ def describe(connection: Any) -> dict[str, Any]:
     for network in connection.network.networks():
         if network.name:
             networks[network.name] = networks.get(network.name, False) or bool(network.is_router_external)
+    neutron_networks, subnets = _neutron(connection.network, project)
     description: dict[str, Any] = {
         "project": access.project_name,
         "region": region,
@@ -137,6 +170,9 @@ def describe(connection: Any) -> dict[str, Any]:
         "volumeZones": sorted(z.name for z in connection.block_storage.availability_zones() if (z.state or {}).get("available")),
         "volumeTypes": sorted(t.name for t in connection.block_storage.types()),
         "networkExtensions": sorted(e.alias for e in connection.network.extensions()),
+        # What ocp:openstack.existingNetwork and the extra networks are held against.
+        "neutronNetworks": neutron_networks,
+        "subnets": subnets,
         "quotas": {
             **compute_quotas,
             **_network_quotas(connection.network, project),

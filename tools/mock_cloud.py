@@ -3,7 +3,10 @@
 The description (samples/cloud/dev.yaml by default; tests pass their own) says what the
 project has: flavors, images, networks, floating IPs, compute and volume zones, volume types, Neutron's
 extensions and quotas, and what comes with the provider's token: its region, the catalog's public
-endpoints and the token itself. What a deployed stack holds (the state a `--from` preview starts
+endpoints and the token itself. Optionally the networks and subnets in detail (`neutronNetworks`,
+`subnets`: what ocp:openstack.existingNetwork and the extra networks are held against; without
+them any network or subnet a stack names is there and fits) and several images of one name
+(`images: {name: [{id, active, created}, ...]}`). What a deployed stack holds (the state a `--from` preview starts
 from) is added: its servers, ports and server groups exist and count as in use. A lookup
 that matches nothing fails as the provider's data sources do.
 """
@@ -23,10 +26,11 @@ from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictIn
 from cluster import machine_yaml
 from cluster.addresses import plan_addresses
 from cluster.bootstrap_credential import TOKEN_COMMAND
-from cluster.cloud_facts import TAG_EXTENSIONS, UNLIMITED, wanted
+from cluster.cloud_facts import PROBE_NETWORKS, TAG_EXTENSIONS, UNLIMITED, wanted
 from cluster.config import load_config
 from cluster.cloud_probe import answer as probe_answer
 from cluster.preflight import PROBE_COMMAND
+from tools.mock_neutron import Answer, NeutronAnswers, fake_id, not_found
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "samples" / "cloud" / "dev.yaml"
@@ -42,7 +46,6 @@ PORT = "openstack:networking/port:Port"
 SERVER_GROUP = "openstack:compute/serverGroup:ServerGroup"
 FIP_ASSOCIATION = "openstack:networking/floatingIpAssociate:FloatingIpAssociate"
 
-Answer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
 
 
 def load(path: Path | str = DEFAULT) -> dict[str, Any]:
@@ -76,10 +79,40 @@ class _Quotas(BaseModel):
     floatingIps: Quotaed
     volumes: Quotaed
     gigabytes: Quotaed
-    # Neutron's, which only the needs table (tools/needs.py) reads: optional.
+    # Neutron's, which the preflight holds as limits and the needs table reads: optional (unlimited).
     networks: Quotaed | None = None
     subnets: Quotaed | None = None
     routers: Quotaed | None = None
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+
+class _ImageCopy(_Strict):
+    """One of several images of one name."""
+
+    id: StrictStr
+    active: StrictBool = True
+    created: StrictStr  # ISO 8601, as Glance gives created_at
+
+
+class _Network(_Strict):
+    id: StrictStr
+    name: StrictStr
+    portSecurity: StrictBool = True
+    mtu: StrictInt | None = None
+    # Its owner's project ID; unset: the description's project.
+    project: StrictStr | None = None
+    subnets: list[StrictStr] = []  # their IDs
+
+
+class _Subnet(_Strict):
+    id: StrictStr
+    name: StrictStr
+    network: StrictStr  # its network's ID
+    cidr: StrictStr
+    pools: list[list[StrictStr]] = []  # DHCP allocation pools: [first, last] each
 
 
 class _Description(BaseModel):
@@ -91,8 +124,11 @@ class _Description(BaseModel):
     catalog: dict[StrictStr, StrictStr | dict[StrictStr, StrictStr] | None] | None = None
     token: StrictStr
     flavors: dict[StrictStr, tuple[StrictInt, StrictInt, StrictInt]]
-    images: dict[StrictStr, StrictBool]
+    images: dict[StrictStr, StrictBool | list[_ImageCopy]]
     networks: dict[StrictStr, StrictBool]
+    # Networks and subnets in detail (tools.describe_cloud writes them); unset: whatever a stack names fits.
+    neutronNetworks: list[_Network] | None = None
+    subnets: list[_Subnet] | None = None
     floatingIps: dict[StrictStr, StrictStr]
     computeZones: list[StrictStr]
     volumeZones: list[StrictStr]
@@ -173,16 +209,9 @@ def described(**changes: Any) -> dict[str, Any]:
     return description
 
 
-def _missing(what: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    return {}, [("name", f"Your query returned no results ({what})")]
-
-
-def _id(kind: str, name: str) -> str:
-    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-
-
-class MockCloud:
+class MockCloud(NeutronAnswers):
     def __init__(self, description: Mapping[str, Any] | None = None, deployed: Iterable[Any] = ()):
+        super().__init__()
         self.d = dict(description if description is not None else load())
         # (type, id, inputs) of each resource a deployed stack holds
         self.deployed = [(item.type, item.id, item.inputs) for item in deployed]
@@ -198,37 +227,50 @@ class MockCloud:
     def _flavor(self, args: Mapping[str, Any]) -> Answer:
         name = args.get("name")
         if name not in self.d["flavors"]:
-            return _missing(f"flavor {name}")
+            return not_found(f"flavor {name}")
         vcpus, ram, disk = self.d["flavors"][name]
-        return {"id": _id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk}
+        return {"id": fake_id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk}
+
+    def _copies(self, name: str) -> list[dict[str, Any]]:
+        """The images of this name, newest first (Glance's created_at:desc, then ID)."""
+        described = self.d["images"][name]
+        if not isinstance(described, list):
+            return [{"id": f"image-{name}", "active": described, "created": "2026-01-01T00:00:00Z"}]
+        return sorted(described, key=lambda copy: (copy["created"], copy["id"]), reverse=True)
 
     def _image(self, args: Mapping[str, Any]) -> Answer:
         name = args.get("name")
         if name not in self.d["images"]:
-            return _missing(f"image {name}")
-        active = self.d["images"][name]
+            return not_found(f"image {name}")
+        copies = self._copies(name)
+        # most_recent: the newest active one, else (as the description has it) the newest
+        newest = next((copy for copy in copies if copy.get("active", True)), copies[0])
+        active = newest.get("active", True)
         return {
-            "id": f"image-{name}",
+            "id": newest["id"],
             "name": name,
+            "createdAt": newest["created"],
             "checksum": hashlib.md5(name.encode()).hexdigest() if active else "",
             "sizeBytes": 2_000_000_000 if active else 0,
         }
 
-    def _network(self, args: Mapping[str, Any]) -> Answer:
+    def _image_ids(self, args: Mapping[str, Any]) -> Answer:
+        """The provider lists active images only; sorted as asked (the preflight asks newest first)."""
         name = args.get("name")
-        if name not in self.d["networks"]:
-            return _missing(f"network {name}")
-        return {"id": f"network-{name}", "name": name, "external": self.d["networks"][name]}
+        if args.get("sort") != "created_at:desc":
+            return {}, [("sort", f"the mock cloud sorts images by created_at:desc only, not {args.get('sort')!r}")]
+        copies = self._copies(name) if name in self.d["images"] else []
+        return {"id": f"images-{name}", "ids": [copy["id"] for copy in copies if copy.get("active", True)]}
 
     def _floating_ip(self, args: Mapping[str, Any]) -> Answer:
         address = str(args.get("address"))
         if address not in self.d["floatingIps"]:
-            return _missing(f"floating IP {address}")
+            return not_found(f"floating IP {address}")
         port = self.d["floatingIps"][address]
         for _, inputs in self._of(FIP_ASSOCIATION):
             if inputs.get("floatingIp") == address:
                 port = inputs.get("portId", "")
-        return {"id": _id("fip", address), "address": address, "portId": port}
+        return {"id": fake_id("fip", address), "address": address, "portId": port}
 
     def _scope(self, args: Mapping[str, Any]) -> Answer:
         region = self.d.get("region", "")
@@ -287,6 +329,10 @@ class MockCloud:
             "securityGroup": self._quota("securityGroups")[0],
             "securityGroupRule": self._quota("securityGroupRules")[0],
             "floatingip": self._quota("floatingIps")[0],
+            **{
+                field: self._quota(key)[0] if self.d["quotas"].get(key) is not None else UNLIMITED
+                for field, key in (("network", "networks"), ("subnet", "subnets"), ("router", "routers"))
+            },
         }
 
     def _volume_quota(self, args: Mapping[str, Any]) -> Answer:
@@ -321,7 +367,7 @@ class MockCloud:
         name = args.get("name")
         groups = [id_ for id_, inputs in self._of(SERVER_GROUP) if inputs.get("name") == name]
         if not groups:
-            return _missing(f"server group {name}")
+            return not_found(f"server group {name}")
         members = [
             id_
             for id_, inputs in self._of(INSTANCE)
@@ -332,7 +378,13 @@ class MockCloud:
     def _run(self, args: Mapping[str, Any]) -> Answer:
         if args.get("command") == PROBE_COMMAND:  # cluster/cloud_probe.py's line; hosts in an admin's view only
             hosts = ["up"] * self.d["computeHosts"] if self.d.get("computeHosts") is not None else None
-            return {"stdout": probe_answer(self.d["networkExtensions"], hosts), "stderr": ""}
+            asked = (args.get("environment") or {}).get(PROBE_NETWORKS)
+            if not asked:
+                return {"stdout": probe_answer(self.d["networkExtensions"], hosts), "stderr": ""}
+            wants = json.loads(asked)
+            networks = {ref: self._networks_named(ref) for ref in wants.get("networks") or ()}
+            subnets = {ref: self._subnets_named(ref) for ref in wants.get("subnets") or ()}
+            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets), "stderr": ""}
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
             token = {"token": f"{self.d['token']}-bootstrap", "read": 200, "listed": 401}
@@ -348,7 +400,9 @@ class MockCloud:
     _HANDLERS = {
         "openstack:compute/getFlavor:getFlavor": _flavor,
         "openstack:images/getImage:getImage": _image,
-        "openstack:networking/getNetwork:getNetwork": _network,
+        "openstack:images/getImageIds:getImageIds": _image_ids,
+        "openstack:networking/getNetwork:getNetwork": NeutronAnswers._network,
+        "openstack:networking/getSubnet:getSubnet": NeutronAnswers._subnet,
         "openstack:networking/getFloatingIp:getFloatingIp": _floating_ip,
         "openstack:identity/getAuthScope:getAuthScope": _scope,
         "openstack:compute/getLimitsV2:getLimitsV2": _limits,

@@ -16,13 +16,10 @@ from typing import Any
 import yaml
 
 from cluster.addresses import AddressPlan
-from cluster.cloud_facts import Flavor, Quota
+from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, Flavor, Quota
 from cluster.cloud_needs import QuotaNeed, quota_needs
 from cluster.config import ClusterConfig
 
-# Pods need IPv6's minimum MTU; OVN-Kubernetes' Geneve overlay takes 100 bytes of the node network's.
-GENEVE_OVERHEAD = 100
-MINIMUM_NETWORK_MTU = 1280 + GENEVE_OVERHEAD
 STREAM_COMMAND = "openshift-install coreos print-stream-json"
 
 
@@ -35,6 +32,13 @@ def _quotas(description: Mapping[str, Any]) -> dict[str, Quota]:
 
 def _flavors(description: Mapping[str, Any] | None) -> dict[str, Flavor | None]:
     return {name: Flavor(*size) for name, size in (description or {}).get("flavors", {}).items()}
+
+
+def _active(described: Any) -> bool:
+    """An image name the description has active: its one image, or any of several ({id, active, created})."""
+    if isinstance(described, list):
+        return any(copy.get("active", True) for copy in described)
+    return bool(described)
 
 
 def _services(settings: ClusterConfig) -> list[tuple[tuple[str, ...], str, bool]]:
@@ -182,7 +186,7 @@ def of_stack(
         ],
         "image": {
             "names": image_names,
-            "have": {name: ("not described" if description is None else "active" if images.get(name) else "not active" if name in images else "missing") for name in image_names},
+            "have": {name: ("not described" if description is None else "active" if _active(images.get(name)) else "not active" if name in images else "missing") for name in image_names},
             "rhcos": dict(stream) if stream else f"run `{STREAM_COMMAND}` with the installer you install with",
             "upload": _upload(settings.masters.openstack_image, stream),
         },

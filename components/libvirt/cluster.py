@@ -14,8 +14,8 @@ from components.libvirt.common import ClusterContext
 from components.libvirt.machines import NodePool, control_plane, workers
 from components.libvirt.network import Network
 from components.libvirt.volumes import BaseVolume
-from components.outputs import ClusterOutputs
 from components.node_configs import NodeConfigs
+from components.outputs import ClusterOutputs
 from components.worker_images import WorkerImages
 
 

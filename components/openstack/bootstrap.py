@@ -46,6 +46,7 @@ from components.openstack.common import ClusterContext, Subnet
 from components.openstack.machines import additional_network_ports, node_port, server
 from components.openstack.preflight import catalog_of
 from components.openstack.security import security_group
+from components.openstack.vips import on_nodes as vips_on_nodes
 from ignition import assembly
 from ignition.nodes import bootstrap_helper_url, glance_file_url, glance_shim
 from ignition.render import render
@@ -117,7 +118,7 @@ class BootstrapHelper(pulumi.ComponentResource):
             f"{name}-server",
             name=cluster.named("bootstrap-helper"),  # unique in the project, as the nodes' names
             flavor_name=helper.flavor,
-            image_name=helper.image,
+            image_id=cluster.image_id(helper.image, self),
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
             # A secret: it holds the helper's private host key.
             user_data=pulumi.Output.secret(host_key.apply(lambda key: helper_cloud_config(config.ssh_key, helper.port, key))),
@@ -126,7 +127,7 @@ class BootstrapHelper(pulumi.ComponentResource):
             # Set up once, at first boot: a running helper keeps what it was created with.
             # Its port is made beforehand: a replacement deletes first (see machines.server).
             opts=pulumi.ResourceOptions(
-                parent=self, ignore_changes=["userData", "imageName", "flavorName", "configDrive"], delete_before_replace=True
+                parent=self, ignore_changes=["userData", "imageName", "imageId", "flavorName", "configDrive"], delete_before_replace=True
             ),
         )
         ssh_host: pulumi.Input[str] = str(plan.helper_ip)
@@ -292,7 +293,7 @@ class Bootstrap(pulumi.ComponentResource):
         if rules:
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
-        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, (plan.api_vip,), self, of_the_cluster=False)
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, plan.api_vip), self, of_the_cluster=False)
         additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network

@@ -22,7 +22,6 @@ from cluster.cleanup import cleanup_script
 from components.installer import RUN_ONCE
 from components.openstack.common import ClusterContext
 
-
 # Every input of the command but its script: none of them may run it again.
 KEEPS_SCRIPT_CURRENT = [name for name in RUN_ONCE if name != "delete"]
 

@@ -10,6 +10,7 @@ from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
 from components.installer import Installer
+from components.node_configs import NodeConfigs
 from components.openstack import preflight
 from components.openstack.bootstrap import Bootstrap
 from components.openstack.cleanup import Cleanup
@@ -21,7 +22,6 @@ from components.openstack.security import SecurityGroups
 from components.openstack.vips import VipPorts
 from components.outputs import ClusterOutputs
 from components.worker_images import WorkerImages
-from components.node_configs import NodeConfigs
 
 
 class OpenStackCluster(pulumi.ComponentResource):
@@ -45,13 +45,13 @@ class OpenStackCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, providers=providers)
         # The infra ID names and tags resources; unlike the rest of the installer's output it is no secret.
         # Every cloud resource waits for it, so the preflight's verdict gates them all.
-        infra_id = preflight.checked(
+        checked = preflight.check(
             config, plan, providers[0], runner, pulumi.Output.unsecret(installer.assets.apply(lambda assets: assets.infra_id))
         )
         router_names = installer.assets.apply(
             lambda assets: tuple(node.name for node in installed_plan(plan, assets).router_slots)
         )
-        cluster = ClusterContext(config, plan, infra_id, router_names)
+        cluster = ClusterContext(config, plan, checked.infra_id, router_names, checked)
         nodes = NodeConfigs(installer.assets, config, plan, "served")
 
         network = Network(f"{name}-network", cluster, child)

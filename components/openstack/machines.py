@@ -15,7 +15,7 @@ from cluster.config import RoleBase
 from cluster.installer import InstallerAssets
 from components.drain import drain_command
 from components.openstack.common import ClusterContext, Subnet
-
+from components.openstack.vips import on_nodes as vips_on_nodes
 
 # Instance inputs that replace (userData, networks, keyPair, blockDevices, availabilityZone,
 # schedulerHints, configDrive) or rebuild (imageName, imageId) a server: read at first boot only.
@@ -36,8 +36,9 @@ FIRST_BOOT_ONLY = (
 # (the provider reads the pairs back on refresh, then puts the program's list in their place):
 # EgressIPs that cloud-network-config-controller appends to allowed_address_pairs, and the
 # lb-sg-* groups the cloud controller manager attaches. The port's own lists are its first
-# boot's: the VIPs and its groups never change on a running cluster, and
-# ocp:openstack.additionalSecurityGroupIds is applied beside them (PortSecGroupAssociate).
+# boot's: the VIPs and its groups never change on a running cluster, and the additional groups
+# (ocp:openstack.additionalSecurityGroupIds, ocp:<pool>.additionalSecurityGroupIds) are applied
+# beside them (PortSecGroupAssociate).
 CLUSTER_KEPT = ("allowedAddressPairs", "securityGroupIds")
 
 
@@ -52,11 +53,13 @@ def node_port(
     protect: bool = False,
     of_the_cluster: bool = True,
 ) -> openstack.networking.Port:
-    """`security_group_ids`: the node's groups at creation, ocp:openstack.additionalSecurityGroupIds included.
+    """`security_group_ids`: the node's groups at creation, the additional ones included.
     Not `of_the_cluster` (the bootstrap, which no controller of the cluster touches): its lists
     follow the program, the SSH group that comes and goes with ocp:openstack.sshAllowedCidr too."""
     fixed_ip = openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))
-    return _port(f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], security_group_ids, vips, parent, protect, of_the_cluster)
+    return _port(
+        f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], _NodeGroups(security_group_ids), vips, parent, protect, of_the_cluster
+    )
 
 
 def additional_network_ports(
@@ -68,42 +71,92 @@ def additional_network_ports(
     protect: bool = False,
     of_the_cluster: bool = True,
 ) -> list[openstack.networking.Port]:
-    """The node's port on each of ocp:openstack.additionalNetworkIds, made as its own is (its groups,
-    tags and name), as the installer's machines have them: a port Nova made for a network given by
-    ID would carry the project's `default` group alone. A server made before these existed keeps
-    Nova's (its networks are read at first boot); its port here waits for the server made again."""
-    return [
-        _port(f"{name}-port-{number}", cluster, node, network, None, security_group_ids, (), parent, protect, of_the_cluster)
-        for number, network in enumerate(cluster.openstack.additional_network_ids, start=1)
-    ]
+    """The node's port on each extra network of its pool (ocp:openstack.additionalNetworkIds, then
+    additionalNetworks), made as the network is described: with the node's groups, tags and name as
+    the installer's machines have them (a port Nova made would carry the project's `default` group
+    alone), or without port security and groups (provider VLANs, storage and L2 networks), or with
+    listed groups; vNIC type as written. Port N is on extra network N whatever the pool, so a
+    network added or moved to another pool renames no other port. A server made before a port
+    existed keeps the networks it booted with; its new port waits for the server made again."""
+    ports = []
+    for number, network in cluster.openstack.networks_of(cluster.pool_of(node)):
+        groups = network.groups
+        read = cluster.extra_network(network.network, parent)
+        ports.append(
+            _port(
+                f"{name}-port-{number}",
+                cluster,
+                node,
+                read.id,
+                None,
+                _NodeGroups(security_group_ids) if groups == "node" else _ListedGroups(() if groups == "none" else groups),
+                (),
+                parent,
+                protect,
+                of_the_cluster,
+                port_security=network.port_security,
+                vnic_type=network.vnic_type,
+                addressless=read.addressless,
+                off_already=cluster.port_security_off_already(network.network),
+            )
+        )
+    return ports
+
+
+@dataclass(frozen=True)
+class _NodeGroups:
+    """The node's own groups on a port (its role's, ingress, the additional ones)."""
+
+    ids: pulumi.Input[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class _ListedGroups:
+    """Exactly these groups on a port (none: no port security or no groups wanted)."""
+
+    ids: tuple[str, ...]
 
 
 def _port(
     name: str,
     cluster: ClusterContext,
     node: Node,
-    network_id: pulumi.Input[str],
+    network: pulumi.Input[str],
     fixed_ips: list[openstack.networking.PortFixedIpArgs] | None,
-    security_group_ids: pulumi.Input[Sequence[str]],
+    groups: _NodeGroups | _ListedGroups,
     vips: Sequence[IPv4Address],
     parent: pulumi.Resource,
     protect: bool,
     of_the_cluster: bool,
+    port_security: bool = True,
+    vnic_type: str = "normal",
+    addressless: pulumi.Input[bool] = False,
+    off_already: bool = False,
 ) -> openstack.networking.Port:
     kept = list(CLUSTER_KEPT) if of_the_cluster else []
+    listed = isinstance(groups, _ListedGroups)
     port = openstack.networking.Port(
         name,
         name=cluster.server_name(node),
-        network_id=network_id,
+        network_id=network,
         fixed_ips=fixed_ips,
-        security_group_ids=security_group_ids,
+        security_group_ids=list(groups.ids) if listed else groups.ids,
+        # No groups at all: without it Neutron gives the port the project's `default` group.
+        no_security_groups=True if listed and not groups.ids else None,
+        # Sent only to turn it off, and not where the network has it off itself (its ports inherit it, and
+        # only the network's owner may say so): a cloud without the port-security extension takes the rest.
+        port_security_enabled=False if not port_security and not off_already else None,
+        binding=openstack.networking.PortBindingArgs(vnic_type=vnic_type) if vnic_type != "normal" else None,
+        # A network without a subnet: the port is made without an address, as Nova requires of a port it boots on
+        # with none (else "Port ... requires a FixedIP in order to be used").
+        no_fixed_ip=pulumi.Output.from_input(addressless).apply(lambda none: True if none else None),
         # Without these, Neutron's anti-spoofing drops traffic to a VIP this node holds.
         allowed_address_pairs=[openstack.networking.PortAllowedAddressPairArgs(ip_address=str(vip)) for vip in vips] or None,
         tags=cluster.tags,
         opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=kept),
     )
-    additional = cluster.openstack.additional_security_group_ids
-    if additional and kept:
+    additional = cluster.additional_groups(node)
+    if additional and kept and not listed:
         # Adds its groups to the port and, when edited or removed, takes away only those it
         # added (enforce false): the groups the cluster attached stay.
         openstack.networking.PortSecGroupAssociate(
@@ -140,7 +193,8 @@ def server(
         name,
         name=cluster.server_name(node),
         flavor_name=role.flavor,
-        image_name=None if block_devices else image,
+        # By the ID the preflight resolved the name to: the provider refuses a name two images share.
+        image_id=None if block_devices else cluster.image_id(image, opts.parent),
         block_devices=block_devices,
         availability_zone=zones[node.index % len(zones)] if zones else None,
         networks=[openstack.compute.InstanceNetworkArgs(port=each.id) for each in (port, *additional_ports)],
@@ -171,10 +225,7 @@ def _root_device(
     Cinder zone, this program makes it (Nova's image-to-volume has no zone of its own)."""
     assert role.root_volume is not None
     root = role.root_volume
-    # After the preflight (the infra ID waits for it), which reports a missing image once.
-    image_id = openstack.images.get_image_output(
-        name=cluster.infra_id.apply(lambda _: image), most_recent=True, opts=pulumi.InvokeOutputOptions(parent=parent)
-    ).id
+    image_id = cluster.image_id(image, parent)
     if not root.availability_zones:
         return openstack.compute.InstanceBlockDeviceArgs(
             source_type="image",
@@ -231,7 +282,7 @@ class PoolRole:
 def control_plane(cluster: ClusterContext) -> PoolRole:
     """Masters: one after the other; they hold the API VIP, and the Ingress VIP when they run the routers."""
     plan = cluster.plan
-    return PoolRole("master", plan.masters, cluster.config.masters, (plan.api_vip, plan.ingress_vip), True)
+    return PoolRole("master", plan.masters, cluster.config.masters, vips_on_nodes(cluster, plan.api_vip, plan.ingress_vip), True)
 
 
 def workers(cluster: ClusterContext) -> PoolRole:
@@ -239,7 +290,7 @@ def workers(cluster: ClusterContext) -> PoolRole:
     plan = cluster.plan
     settings = cluster.config.workers
     return PoolRole(
-        "worker", plan.workers, settings, (plan.ingress_vip,), False,
+        "worker", plan.workers, settings, vips_on_nodes(cluster, plan.ingress_vip), False,
         settings.server_group_of, len(settings.server_group_members()),
     )
 

@@ -1,23 +1,59 @@
-"""Network: the tenant network, subnet and router, or an existing subnet adopted as is."""
+"""Network: the tenant network, subnet and router, or a network and subnet the user is given,
+adopted as they are (a router to them only where asked)."""
 
 from __future__ import annotations
 
 import pulumi
+import pulumi_command as command
 import pulumi_openstack as openstack
 
+from cluster.network_tag import primary_tag, tag_script
+from components.openstack.cleanup import KEEPS_SCRIPT_CURRENT
 from components.openstack.common import ClusterContext, Subnet
 
 
 class Network(pulumi.ComponentResource):
     subnet: Subnet
+    # The machine network's MTU, for the install's check (ocp/checks.py): the given network's as read, the made one's once made.
+    mtu: pulumi.Output[int | None]
 
     def __init__(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ocp:openstack:Network", name, None, opts)
         config, plan = cluster.config, cluster.plan
         existing = cluster.openstack.existing_network
         if existing is not None:
-            # The user's subnet: its DHCP pool is theirs to keep clear of our fixed addresses.
-            self.subnet = Subnet(existing.network_id, existing.subnet_id)
+            # The user's network and subnet, by ID or name: never made, changed or deleted here; its
+            # DHCP pool is theirs to keep clear of our fixed addresses.
+            network_id = cluster.network_id(existing.network_id, self)
+            subnet_id = cluster.subnet_id(existing.subnet_id, network_id, self)
+            routed: tuple[pulumi.Resource, ...] = ()
+            if config.integrated:
+                # As the installer tags a network you bring: the Machine API's fallback for the
+                # primary network (the MachineSets name the subnet). Taken off again on destroy.
+                command.local.Command(
+                    f"{name}-primary-tag",
+                    create=tag_script("add"),
+                    delete=tag_script("remove"),
+                    interpreter=["/bin/bash", "-c"],
+                    environment=cluster.infra_id.apply(
+                        lambda infra_id: {"OS_CLOUD": cluster.openstack.cloud, "NETWORK": existing.network_id, "TAG": primary_tag(infra_id)}
+                    ),
+                    logging=command.local.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, ignore_changes=KEEPS_SCRIPT_CURRENT),
+                )
+            if existing.router:
+                router = self._router(name, cluster, pulumi.ResourceOptions(parent=self, protect=config.protect))
+                routed = (
+                    openstack.networking.RouterInterface(
+                        f"{name}-router-interface", router_id=router.id, subnet_id=subnet_id, opts=pulumi.ResourceOptions(parent=self)
+                    ),
+                )
+            self.subnet = Subnet(network_id, subnet_id, routed)
+            # Read once the preflight passed (the infra ID waits for it), which reports a missing network once.
+            self.mtu = openstack.networking.get_network_output(
+                network_id=pulumi.Output.all(cluster.infra_id, network_id).apply(lambda values: values[1]),
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            ).mtu
         else:
             child = pulumi.ResourceOptions(parent=self)
             # The network, subnet and router carry every node (ocp:protect); the interface is made again in place.
@@ -48,21 +84,25 @@ class Network(pulumi.ComponentResource):
                 tags=cluster.tags,
                 opts=kept,
             )
-            # Looked up once the preflight passed (the infra ID waits for it): a missing network
-            # is then reported once, by the preflight, not again by a failed lookup.
-            external = openstack.networking.get_network_output(
-                name=cluster.infra_id.apply(lambda _: cluster.openstack.external_network),
-                opts=pulumi.InvokeOutputOptions(parent=self),
-            )
-            router = openstack.networking.Router(
-                f"{name}-router",
-                name=cluster.named("external-router"),
-                external_network_id=external.id,
-                tags=cluster.tags,
-                opts=kept,
-            )
+            router = self._router(name, cluster, kept)
             interface = openstack.networking.RouterInterface(
                 f"{name}-router-interface", router_id=router.id, subnet_id=subnet.id, opts=child
             )
             self.subnet = Subnet(network.id, subnet.id, (interface,))
+            self.mtu = network.mtu
         self.register_outputs({"networkId": self.subnet.network_id, "subnetId": self.subnet.subnet_id})
+
+    def _router(self, name: str, cluster: ClusterContext, opts: pulumi.ResourceOptions) -> openstack.networking.Router:
+        # The external network looked up once the preflight passed (the infra ID waits for it): a
+        # missing network is then reported once, by the preflight, not again by a failed lookup.
+        external = openstack.networking.get_network_output(
+            name=cluster.infra_id.apply(lambda _: cluster.openstack.external_network),
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        )
+        return openstack.networking.Router(
+            f"{name}-router",
+            name=cluster.named("external-router"),
+            external_network_id=external.id,
+            tags=cluster.tags,
+            opts=opts,
+        )

@@ -6,17 +6,23 @@ is named from the infra ID, so `checked()` hands the components an infra ID that
 problems: none of them registers. What the cluster already holds is found by its infra ID's tag,
 so that part waits for the infra ID (`when_known`).
 
-pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts: one local.run
-invoke (pulumi-command) runs cluster/cloud_probe.py, openstacksdk in this program's own Python,
-for both, where the stack wants either (the tag extension in integrated mode, the hosts for hard
-anti-affinity).
+pulumi-openstack 5.5.3 has no invoke for Neutron's extensions nor for Nova's hosts, and its network
+data source gives no port security and refuses a name two networks have: one local.run invoke
+(pulumi-command) runs cluster/cloud_probe.py, openstacksdk in this program's own Python, for all
+three, where the stack wants any (the tag extension in integrated mode, the hosts for hard
+anti-affinity, ocp:openstack.existingNetwork and the extra networks).
+
+Of two active Glance images of one name the servers boot the newest, by ID (the provider's
+image_name refuses two matches): `check()` says which, and hands the components each ID.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +31,66 @@ import pulumi_command as command
 import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
+from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet
 from cluster.config import ClusterConfig
-from cluster.preflight import PROBE_COMMAND, CloudFacts, Endpoint, Existing, Flavor, Image, Probe, Quota, parse_probe, problems, wanted
+from cluster.preflight import (
+    PROBE_COMMAND,
+    CloudFacts,
+    Endpoint,
+    Existing,
+    Flavor,
+    Image,
+    Probe,
+    Quota,
+    boot_images,
+    image_warnings,
+    network_warnings,
+    parse_probe,
+    problems,
+    wanted,
+)
+from cluster.preflight_networks import resolved
 
 # Where `python -m cluster.cloud_probe` finds the package: the project directory.
 PROJECT = Path(__file__).resolve().parents[2]
+
+
+# Glance's order for "the newest": creation time, then ID (Glance adds it to any sort), newest first.
+NEWEST_FIRST = "created_at:desc"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the preflight gives the components: the infra ID, failing with every problem of the
+    cloud for this stack, and the Glance image IDs the servers boot."""
+
+    infra_id: pulumi.Output[str]
+    provider: openstack.Provider
+    # image name -> ID: the newest active image of that name, as the preflight read it.
+    images: Mapping[str, str]
+    # The networks and subnets the stack names (existingNetwork's, the extra networks), by the name
+    # or ID written, as the preflight read them: their IDs, port security, MTU, owner. Empty when skipped.
+    networks: Mapping[str, Network] = field(default_factory=dict)
+    subnets: Mapping[str, Subnet] = field(default_factory=dict)
+
+    def image_id(self, name: str, parent: pulumi.Resource | None = None) -> pulumi.Input[str]:
+        """The ID of the image named `name` that servers boot (imageId, a volume's imageId): as the
+        preflight resolved it; else (skipPreflight, or a name it did not read) looked up by the same
+        rule once the infra ID is known, so that a missing image is reported once, by the preflight."""
+        if name in self.images:
+            return self.images[name]
+        ids = openstack.images.get_image_ids_output(
+            name=self.infra_id.apply(lambda _: name),
+            sort=NEWEST_FIRST,
+            opts=pulumi.InvokeOutputOptions(parent=parent, provider=self.provider),
+        ).ids
+        return ids.apply(lambda found: _newest(name, found))
+
+
+def _newest(name: str, ids: list[str] | None) -> str:
+    if not ids:
+        raise pulumi.RunError(f'no active image named "{name}" in the cloud: upload it (`openstack image create`)')
+    return ids[0]
 
 
 def checked(
@@ -39,16 +100,29 @@ def checked(
     runner: command.Provider,
     infra_id: pulumi.Output[str],
 ) -> pulumi.Output[str]:
-    """The infra ID, failing with every problem of the cloud for this stack."""
+    """The infra ID, failing with every problem of the cloud for this stack (`check().infra_id`)."""
+    return check(config, plan, provider, runner, infra_id).infra_id
+
+
+def check(
+    config: ClusterConfig,
+    plan: AddressPlan,
+    provider: openstack.Provider,
+    runner: command.Provider,
+    infra_id: pulumi.Output[str],
+) -> Checked:
+    """The preflight: reads the cloud now, warns of images several share a name, and gates the infra ID on the verdict."""
     assert config.openstack is not None
     if config.openstack.skip_preflight:
         pulumi.log.warn(
             "ocp:openstack.skipPreflight is true: flavors, images, networks, floating IPs, compute and volume zones, volume types, "
             "quotas and Neutron's tag extension are not checked; a shortfall shows up as a failed resource midway"
         )
-        return infra_id
+        return Checked(infra_id, provider, {})
     cloud = _Cloud(provider, runner)
     facts = read_facts(config, plan, cloud)
+    for warning in image_warnings(config, plan, facts) + network_warnings(config, plan, facts):
+        pulumi.log.warn(warning)
 
     def verdict(infra: str | None) -> None:
         found = problems(config, plan, dataclasses.replace(facts, existing=_existing(config, plan, cloud, infra)))
@@ -56,7 +130,7 @@ def checked(
             count = f" ({len(found)} problems)" if len(found) > 1 else ""
             raise pulumi.RunError(f"the cloud cannot hold this stack{count}:\n  " + "\n  ".join(found))
 
-    return when_known(infra_id, verdict)
+    return Checked(when_known(infra_id, verdict), provider, boot_images(facts), resolved(facts.networks), resolved(facts.subnets))  # type: ignore[arg-type]
 
 
 def when_known(infra_id: pulumi.Output[str], check: Callable[[str | None], None]) -> pulumi.Output[str]:
@@ -96,6 +170,8 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     want = wanted(config, plan)
     flavors = [cloud.find(openstack.compute.get_flavor, name=name) for name in want.flavors]
     images = [cloud.find(openstack.images.get_image, name=name, most_recent=True) for name in want.images]
+    # Every active image of each name, newest first: the servers boot the first.
+    image_ids = [cloud.find(openstack.images.get_image_ids, name=name, sort=NEWEST_FIRST) for name in want.images]
     networks = [cloud.find(openstack.networking.get_network, name=name) for name in want.external_networks]
     fips = [cloud.find(openstack.networking.get_floating_ip, address=address) for address in want.floating_ips]
     scope = cloud.get(openstack.identity.get_auth_scope, name="preflight")
@@ -105,13 +181,16 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     project_ports = cloud.get(openstack.networking.get_port_ids, project_id=project)
     zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
-    probe = _probe(config, cloud) if want.extensions or want.hosts else Probe((), None)
+    probe = _probe(config, cloud, want.networks, want.subnets) if want.probe else Probe((), None)
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
             name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0) if f else None for name, f in zip(want.flavors, flavors)
         },
-        images={name: Image(bool(i.checksum) and (i.size_bytes or 0) > 0) if i else None for name, i in zip(want.images, images)},
+        images={
+            name: Image(bool(i.checksum) and (i.size_bytes or 0) > 0, tuple((ids.ids if ids else None) or ())) if i else None
+            for name, i, ids in zip(want.images, images, image_ids)
+        },
         external_networks={name: bool(n.external) if n else None for name, n in zip(want.external_networks, networks)},
         floating_ips={address: (f.port_id or "") if f else None for address, f in zip(want.floating_ips, fips)},
         compute_zones=tuple(zones or ()),
@@ -123,12 +202,21 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         network_extensions=probe.extensions if want.extensions else (),
         compute_hosts=probe.hosts if want.hosts else None,
         probe_failure=probe.failure,
+        project=project or "",
+        admin=any((role.get("role_name") if isinstance(role, dict) else getattr(role, "role_name", None)) == "admin" for role in scope.roles or ()),
+        networks=probe.networks if want.networks or want.subnets else {},
+        subnets=probe.subnets if want.networks or want.subnets else {},
         quotas={
             **_compute_quotas(cloud, project),
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
             "security_groups": Quota(network_quota.security_group),
             "security_group_rules": Quota(network_quota.security_group_rule),
             "floating_ips": Quota(network_quota.floatingip),
+            **{
+                name: Quota(limit)
+                for name, limit in (("networks", network_quota.network), ("subnets", network_quota.subnet), ("routers", network_quota.router))
+                if limit is not None
+            },
             "volumes": Quota(volume_quota.volumes),
             "gigabytes": Quota(volume_quota.gigabytes),
         },
@@ -170,15 +258,19 @@ def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
     }
 
 
-def _probe(config: ClusterConfig, cloud: _Cloud) -> Probe:
-    """Neutron's extensions and Nova's hosts, read by cluster/cloud_probe.py under the program's Python."""
+def _probe(config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = ()) -> Probe:
+    """Neutron's extensions, Nova's hosts and the networks and subnets named, read by
+    cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
+    environment = {"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable}
+    if networks or subnets:
+        environment[PROBE_NETWORKS] = json.dumps({"networks": list(networks), "subnets": list(subnets)})
     try:
         result = cloud.get(
             command.local.run,
             command=PROBE_COMMAND,
             dir=str(PROJECT),
-            environment={"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable},
+            environment=environment,
             logging=command.local.Logging.NONE,  # what it says is in its one line
         )
     except Exception as error:  # noqa: BLE001 - the command did not run (no Python there): reported with the extensions

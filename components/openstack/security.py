@@ -61,7 +61,7 @@ class SecurityGroups(pulumi.ComponentResource):
         """A node's groups: its role's, and the ingress group where the routers run, as decided
         at install (port groups change in place: the node is untouched)."""
         role = self.master if node.role in ("master", "bootstrap") else self.worker
-        extra = list(cluster.openstack.additional_security_group_ids)
+        extra = list(cluster.additional_groups(node))
         return pulumi.Output.all(role.id, self.ingress.id, cluster.router_names).apply(
             lambda ids: ([ids[0], ids[1]] if node.name in ids[2] else [ids[0]]) + extra
         )

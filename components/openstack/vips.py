@@ -1,7 +1,10 @@
 """VipPorts: the two never-attached ports that reserve the API and Ingress VIPs, and their floating IPs.
 
 Each carries the security group of the nodes that may hold its VIP (as IPI and UPI do);
-without one Neutron would attach the project's default group.
+without one Neutron would attach the project's default group. With `ocp:loadBalancer:
+UserManaged` the VIPs are the user's balancer's frontend addresses, not on any node: nothing is
+made (as the installer makes no VIP ports then), and both floating IPs are None (the config
+refuses them).
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ class VipPorts(pulumi.ComponentResource):
         # The API VIP sits on the bootstrap or a master (both in the master group), the
         # Ingress VIP on a router node (in the ingress group, wherever the routers run).
         openstack_config = cluster.openstack
-        floating = {}
-        for vip, address, choice, group in (
+        held_here = (
             ("api", cluster.plan.api_vip, openstack_config.api_floating_ip, security.master),
             ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip, security.ingress),
-        ):
+        )
+        floating: dict[str, pulumi.Output[str | None]] = {}
+        for vip, address, choice, group in () if cluster.config.user_managed_lb else held_here:
             port = openstack.networking.Port(
                 f"{name}-{vip}-port",
                 name=cluster.named(f"{vip}-port"),
@@ -47,8 +51,9 @@ class VipPorts(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             floating[vip] = self._floating_ip(f"{name}-{vip}", choice, port, cluster, subnet)
-        self.api_floating_ip = floating["api"]
-        self.ingress_floating_ip = floating["ingress"]
+        none = pulumi.Output.from_input(None)
+        self.api_floating_ip = floating.get("api", none)
+        self.ingress_floating_ip = floating.get("ingress", none)
         self.register_outputs({"apiFloatingIp": self.api_floating_ip, "ingressFloatingIp": self.ingress_floating_ip})
 
     def _floating_ip(
@@ -71,3 +76,10 @@ class VipPorts(pulumi.ComponentResource):
             f"{name}-fip-association", floating_ip=str(choice), port_id=port.id, opts=child
         )
         return association.floating_ip
+
+
+def on_nodes(cluster: ClusterContext, *vips: IPv4Address) -> tuple[IPv4Address, ...]:
+    """The VIPs a node's port carries as allowed address pairs (Neutron's anti-spoofing would
+    drop their traffic on a node that holds one): `vips`, or none when the user's own balancer
+    holds them (ocp:loadBalancer: UserManaged), as the installer's ports have none then."""
+    return () if cluster.config.user_managed_lb else vips

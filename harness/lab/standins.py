@@ -2,15 +2,15 @@
 
 - api: the kube-apiserver, HTTPS on 6443, `GET /readyz`;
 - mcs: the machine config server's plain-HTTP listener on 22624, any path (`/healthz`,
-  `/config/worker`);
+  `/config/worker`), and where asked its HTTPS one (22623);
 - router: the router's health endpoint, HTTP on 1936 `GET /healthz/ready`, and the ingress
-  port (80) answering any path.
+  port (80) answering any path, and where asked 443 over HTTPS.
 
 Healthy answers 200, unhealthy 500 on every path, stopped closes the ports (connections are
 refused). One process per node namespace, run as a script with the standard library only:
 
     python standins.py --control SOCKET --name NODE --cert CERT --key KEY \\
-        [--api PORT] [--mcs PORT] [--router HEALTH_PORT,INGRESS_PORT]
+        [--api PORT] [--mcs PORT] [--router HEALTH_PORT,INGRESS_PORT] [--mcs-tls PORT] [--router-tls PORT]
 
 The lab switches a service by sending `<service> <state>\\n` to the Unix socket SOCKET (a
 file, so reachable from outside the namespace) and waits for `ok\\n`: the change is in force
@@ -52,16 +52,16 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, service: _Service):
-        self.service = service
+    def __init__(self, port: int, service: _Service, tls: ssl.SSLContext | None):
+        self.service, self.tls = service, tls
         super().__init__(("0.0.0.0", port), _Handler)
 
     def finish_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
         # The TLS handshake happens here, in the request's own thread, so that a slow
         # client never holds up the accept loop.
-        if self.service.tls is not None:
+        if self.tls is not None:
             request.settimeout(2)
-            request = self.service.tls.wrap_socket(request, server_side=True)
+            request = self.tls.wrap_socket(request, server_side=True)
         super().finish_request(request, client_address)
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -69,8 +69,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Service:
-    def __init__(self, node: str, name: str, ports: list[int], tls: ssl.SSLContext | None):
-        self.node, self.name, self.ports, self.tls = node, name, ports, tls
+    """`ports`: each port, and the TLS context it serves with (None: plain HTTP)."""
+
+    def __init__(self, node: str, name: str, ports: list[tuple[int, ssl.SSLContext | None]]):
+        self.node, self.name, self.ports = node, name, ports
         self.state = STOPPED
         self._servers: list[_Server] = []
 
@@ -84,7 +86,7 @@ class _Service:
                 server.server_close()
             self._servers = []
         elif not self._servers:
-            self._servers = [_Server(port, self) for port in self.ports]
+            self._servers = [_Server(port, self, tls) for port, tls in self.ports]
             for server in self._servers:
                 threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.state = state
@@ -99,16 +101,19 @@ def serve(arguments: list[str] | None = None) -> None:
     parser.add_argument("--api", type=int, help="the API's port")
     parser.add_argument("--mcs", type=int, help="the machine config server's HTTP port")
     parser.add_argument("--router", help="HEALTH_PORT,INGRESS_PORT of the router")
+    parser.add_argument("--mcs-tls", type=int, help="the machine config server's HTTPS port (with --mcs)")
+    parser.add_argument("--router-tls", type=int, help="the router's HTTPS ingress port (with --router)")
     args = parser.parse_args(arguments)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(args.cert, args.key)
     services = {}
     if args.api:
-        services[API] = _Service(args.name, API, [args.api], tls)
+        services[API] = _Service(args.name, API, [(args.api, tls)])
     if args.mcs:
-        services[MCS] = _Service(args.name, MCS, [args.mcs], None)
+        services[MCS] = _Service(args.name, MCS, [(args.mcs, None)] + ([(args.mcs_tls, tls)] if args.mcs_tls else []))
     if args.router:
-        services[ROUTER] = _Service(args.name, ROUTER, [int(port) for port in args.router.split(",")], None)
+        ports = [(int(port), None) for port in args.router.split(",")]
+        services[ROUTER] = _Service(args.name, ROUTER, ports + ([(args.router_tls, tls)] if args.router_tls else []))
 
     class Control(socketserver.StreamRequestHandler):
         def handle(self) -> None:

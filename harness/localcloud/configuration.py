@@ -145,8 +145,10 @@ def neutron(layout: Layout) -> str:
 core_plugin = ml2
 # Routers, gateways and floating IPs live in the database: no L3 agent serves them here.
 # Trunks too: the installer's MachineSets put machines on trunks wherever Neutron has them
-# (their driver is the agent-less one's, harness/localcloud/drivers).
-service_plugins = router,trunk
+# (their driver is the agent-less one's, harness/localcloud/drivers). Segments for its ip_allocation
+# extension, as OVN clouds have it: Nova boots on a port without an address (a network without a
+# subnet) only where Neutron shows the port's ip_allocation `none`.
+service_plugins = router,trunk,segments
 auth_strategy = keystone
 api_paste_config = {layout.etc / "neutron" / "api-paste.ini"}
 dhcp_agent_notification = false

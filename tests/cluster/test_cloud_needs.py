@@ -40,3 +40,13 @@ def test_verdicts_hold_the_need_against_what_is_free():
     assert rows["cores"].verdict == "enough (unlimited)" and rows["cores"].free is None
     assert (rows["ports"].free, rows["ports"].verdict) == (8, "short by 2")  # no usage described: the limit is free
     assert rows["routers"].verdict == "short by 1" and rows["volumes"].verdict == "not described"
+
+
+def test_a_given_network_with_a_router_needs_the_router_alone_and_extra_networks_their_ports():
+    given = {"networkId": "11111111-2222-4333-8444-555555555555", "subnetId": "11111111-2222-4333-8444-666666666666", "router": True}
+    rows = _needs(with_section(stack_config("standalone"), "openstack", existingNetwork=given), quotas={"routers": Quota(1, 1), "networks": Quota(0)})
+    assert (rows["networks"].need, rows["subnets"].need, rows["routers"].need) == (0, 0, 1)
+    assert rows["routers"].verdict == "short by 1" and rows["networks"].verdict == "enough"
+    plain = _needs(stack_config("dev"))["ports"].need
+    extra = with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "storage", "pools": ["workers"]}])
+    assert _needs(extra)["ports"].need == plain + 2  # one port per worker on it

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from openstack import exceptions
 
-from cluster.cloud_probe import answer, failed, probe
+from cluster.cloud_facts import Network, Subnet
+from cluster.cloud_probe import NETWORKS_VARIABLE, answer, failed, probe
 from cluster.preflight import PROBE_COMMAND, Probe, parse_probe
 from tests.conftest import ROOT
 
@@ -98,3 +99,41 @@ def test_an_unknown_entry_or_an_unreachable_cloud_is_one_json_line_without_secre
         assert json.loads(done.stdout)["error"].startswith(says), done.stdout
         assert parse_probe(done.stdout).failure.startswith(says)
         assert PASSWORD not in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
+def test_networks_and_subnets_by_id_or_name_with_every_match():
+    net_id, twin_a, twin_b = "a1111111-2222-4333-8444-555555555555", "b1111111-2222-4333-8444-555555555555", "c1111111-2222-4333-8444-555555555555"
+    networks = {
+        net_id: Of(id=net_id, name="nodes", is_port_security_enabled=True, subnet_ids=["s-2", "s-1"], mtu=1450, project_id="p-1"),
+        twin_b: Of(id=twin_b, name="vlan", is_port_security_enabled=False, subnet_ids=[], mtu=1500, project_id="p-admin"),
+        twin_a: Of(id=twin_a, name="vlan", is_port_security_enabled=None, subnet_ids=None, mtu=None, project_id=None),
+    }
+
+    def get_network(ref):
+        if ref not in networks:
+            raise exceptions.NotFoundException("no such network")
+        return networks[ref]
+
+    subnet = Of(id="s-1", name="nodes-v4", network_id=net_id, cidr="10.0.0.0/16", allocation_pools=[{"start": "10.0.200.0", "end": "10.0.200.9"}])
+    connection = _connection(lambda: [])
+    connection.network.get_network = get_network
+    connection.network.networks = lambda name: [n for n in networks.values() if n.name == name]
+    connection.network.get_subnet = lambda ref: subnet
+    connection.network.subnets = lambda name: [subnet] if name == subnet.name else []
+    line = probe(connection, {"networks": [net_id, "vlan", "nowhere"], "subnets": ["nodes-v4"]})
+    read = parse_probe(line)
+    assert read.networks == {
+        net_id: (Network(net_id, "nodes", True, ("s-1", "s-2"), 1450, "p-1"),),
+        # Two of one name, by ID; a Neutron without the port-security extension: every port may carry groups.
+        "vlan": (Network(twin_a, "vlan", True, (), None, ""), Network(twin_b, "vlan", False, (), 1500, "p-admin")),
+        "nowhere": (),
+    }
+    assert read.subnets == {"nodes-v4": (Subnet("s-1", "nodes-v4", net_id, "10.0.0.0/16", (("10.0.200.0", "10.0.200.9"),)),)}
+    # Nothing asked: the line the preflight read before.
+    assert "networks" not in json.loads(probe(connection))
+
+
+def test_networks_asked_in_other_than_json_fail_the_probe_in_one_line():
+    environment = {**os.environ, "OS_CLOUD": "mine", "OCP_PYTHON": sys.executable, NETWORKS_VARIABLE: "storage, vlan"}
+    done = subprocess.run(["bash", "-c", PROBE_COMMAND], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout) == {"error": f"{NETWORKS_VARIABLE} is not JSON"}

@@ -55,3 +55,34 @@ def test_its_server_group_is_the_one_the_stack_keeps_at_any_worker_count():
     provider = worker_machineset(load_config(with_section(stack_config("dev"), "workers", count=0)), infra_id)
     name = provider["spec"]["template"]["spec"]["providerSpec"]["value"]["serverGroupName"]
     assert name == f"{infra_id}-worker" and name in groups
+
+
+def test_machines_land_on_the_given_subnet_with_the_workers_extra_networks_as_described():
+    subnet, storage = "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
+    group = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
+    config = with_section(
+        stack_config("dev"),
+        "openstack",
+        existingNetwork={"networkId": "ocp-vlan-210", "subnetId": subnet},
+        additionalNetworks=[
+            {"network": "storage-vlan-204", "pools": ["workers"], "portSecurity": False},
+            {"network": storage, "vnicType": "direct"},
+            {"network": "masters-only", "pools": ["masters"]},
+        ],
+    )
+    provider = provider_of(with_section(config, "workers", additionalSecurityGroupIds=[group]))
+    # The Machine API takes the machine's address from primarySubnet (the tag is its fallback only).
+    assert provider["primarySubnet"] == subnet
+    assert provider["networks"] == [
+        {"filter": {"name": "ocp-vlan-210"}, "subnets": [{"uuid": subnet}]},
+        {"filter": {"name": "storage-vlan-204"}, "portSecurity": False},
+        {"uuid": storage, "vnicType": "direct"},
+    ]
+    assert provider["securityGroups"] == [{"name": "ocp4-x7k2p-worker"}, {"uuid": group}]
+
+
+def test_a_subnet_given_by_name_is_found_by_name():
+    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "ocp-vlan-210", "subnetId": "ocp-vlan-210-v4"})
+    provider = provider_of(config)
+    assert "primarySubnet" not in provider  # an ID only: the network's primaryClusterNetwork tag is the fallback
+    assert provider["networks"] == [{"filter": {"name": "ocp-vlan-210"}, "subnets": [{"filter": {"name": "ocp-vlan-210-v4"}}]}]

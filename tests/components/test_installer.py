@@ -98,6 +98,21 @@ def test_the_machine_pools_describe_the_nodes_this_program_makes():
     assert document["platform"]["openstack"]["clusterOSImage"] == "rhcos"
 
 
+def test_each_pool_lists_its_own_extra_networks_and_groups():
+    """Per pool, as upstream sets them; the installer takes network IDs only, so one named is left to the MachineSet."""
+    everyone, storage, group = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b", "6c1d7e3f-9b54-4e2f-8a7b-3d8e9f0a1b2c", "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
+    config = with_section(
+        stack_config("dev"),
+        "openstack",
+        additionalNetworkIds=[everyone],
+        additionalNetworks=[{"network": storage, "pools": ["workers"], "portSecurity": False}, {"network": "by-name"}],
+    )
+    document = install_config_of(run(with_section(config, "masters", additionalSecurityGroupIds=[group])))
+    masters, workers = document["controlPlane"]["platform"]["openstack"], document["compute"][0]["platform"]["openstack"]
+    assert masters["additionalNetworkIDs"] == [everyone] and workers["additionalNetworkIDs"] == [everyone, storage]
+    assert masters["additionalSecurityGroupIDs"] == [group] and "additionalSecurityGroupIDs" not in workers
+
+
 def test_the_real_installer_reads_the_root_volume_as_written(tmp_path):
     """`rootVolume.types`, as 4.19 names it: the toolchain's openshift-install reads our pool
     strictly (an unknown or mistyped key makes it retry leniently, saying so). Offline: its next

@@ -49,6 +49,8 @@ INSTANCE = "openstack:compute/instance:Instance"
 VOLUME = "openstack:blockstorage/volume:Volume"
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
 GROUP = "openstack:networking/secGroup:SecGroup"
+COMMAND = "command:local:Command"
+ASSOCIATE = "openstack:networking/portSecGroupAssociate:PortSecGroupAssociate"
 WORLD = "0.0.0.0/0"
 CIDR = "10.0.0.0/16"
 
@@ -231,10 +233,11 @@ def test_servers(dev_helper_run):
         "ocp4-bootstrap", helper, "ocp4-master-0", "ocp4-master-1", "ocp4-master-2",
         "ocp4-worker-0", "ocp4-worker-1",
     }
-    assert servers["ocp4-master-0"]["flavorName"] == "master" and servers["ocp4-master-0"]["imageName"] == "rhcos"
+    assert servers["ocp4-master-0"]["flavorName"] == "master" and servers["ocp4-master-0"]["imageId"] == "image-rhcos"
     assert servers["ocp4-worker-1"]["flavorName"] == "worker"
     assert servers["ocp4-bootstrap"]["flavorName"] == "master"
-    assert servers[helper]["imageName"] == "centos-stream-9"
+    # By ID, as the preflight resolved the names (the provider refuses a name two images share).
+    assert servers[helper]["imageId"] == "image-centos-stream-9" and "imageName" not in servers[helper]
     assert servers[helper]["userData"].startswith("#cloud-config\n")
 
 
@@ -263,7 +266,7 @@ def test_root_volumes_without_zones_are_made_by_nova_with_the_server():
     for index in range(3):
         server = servers[f"ocp4-master-{index}"]
         assert "availabilityZone" not in server
-        assert "imageName" not in server
+        assert "imageName" not in server and "imageId" not in server
         assert server["blockDevices"] == [
             {"bootIndex": 0, "deleteOnTermination": True, "destinationType": "volume", "sourceType": "image",
              "uuid": "image-rhcos", "volumeSize": 120, "volumeType": "ssd"}
@@ -295,7 +298,7 @@ def test_root_volumes_in_cinder_zones_are_made_first_and_kept_for_good():
         assert set(volume.options["ignoreChanges"]) == {"availabilityZone", "imageId", "size", "volumeType"}
     # Without volume zones Nova makes each volume from the image, as before: no volume resources.
     masters = by_input_name(program_run, INSTANCE)["ocp4-master-0"]
-    assert "blockDevices" not in masters and "imageName" in masters
+    assert "blockDevices" not in masters and "imageId" in masters
 
 
 @pytest.mark.parametrize(
@@ -320,13 +323,46 @@ def test_api_floating_ip_choices(choice, expected_type, expected_address):
 
 
 def test_existing_network_creates_no_network():
-    # Standalone mode only: an integrated cluster finds its network by the tag this program sets.
-    config = with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": "net-1", "subnetId": "sub-1"})
+    config = with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": NET, "subnetId": SUBNET})
     program_run = run(config, stack="standalone")
     types = {r.type for r in program_run.resources}
     assert not types & {f"openstack:networking/{t}" for t in ("network:Network", "subnet:Subnet", "router:Router")}
+    assert not [r for r in program_run.of_type(COMMAND) if r.name.endswith("-primary-tag")]  # nothing of the cluster looks for it
     port = by_input_name(program_run, PORT)["ocp4-master-0"]
-    assert port["networkId"] == "net-1" and port["fixedIps"][0]["subnetId"] == "sub-1"
+    assert port["networkId"] == NET and port["fixedIps"][0]["subnetId"] == SUBNET
+
+
+NET, SUBNET = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"
+
+
+def test_an_integrated_cluster_on_a_given_network_tags_it_as_the_installer_does_and_makes_no_router():
+    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": NET, "subnetId": SUBNET})
+    program_run = run(config)
+    types = {r.type for r in program_run.resources}
+    assert not types & {f"openstack:networking/{t}" for t in ("network:Network", "subnet:Subnet", "router:Router", "routerInterface:RouterInterface")}
+    (tag,) = [r for r in program_run.of_type(COMMAND) if r.name.endswith("-primary-tag")]
+    environment = unwrap(tag.inputs["environment"])
+    assert environment == {"OS_CLOUD": "openstack", "NETWORK": NET, "TAG": f"{program_run.outputs['infraId']}-primaryClusterNetwork"}
+    assert "network_tag add" in unwrap(tag.inputs["create"]) and "network_tag remove" in unwrap(tag.inputs["delete"])
+    ports = by_input_name(program_run, PORT)
+    master = ports["ocp4-master-0"]
+    assert master["networkId"] == NET and master["fixedIps"] == [{"subnetId": SUBNET, "ipAddress": "10.0.0.20"}]
+    document = yaml.safe_load(render_install_config(load_config(config), plan_addresses(load_config(config)), PULL_SECRET))
+    assert document["platform"]["openstack"]["controlPlanePort"] == {"network": {"id": NET}, "fixedIPs": [{"subnet": {"id": SUBNET}}]}
+
+
+def test_a_given_network_by_name_is_looked_up_and_routed_only_when_asked():
+    config = with_section(
+        stack_config("dev"), "openstack", existingNetwork={"networkId": "lab-internal", "subnetId": "lab-internal", "router": True}
+    )
+    program_run = run(config)
+    (router,) = program_run.of_type("openstack:networking/router:Router")
+    (interface,) = program_run.of_type("openstack:networking/routerInterface:RouterInterface")
+    port = by_input_name(program_run, PORT)["ocp4-master-0"]
+    assert port["networkId"] != "lab-internal" and port["fixedIps"][0]["subnetId"] == unwrap(interface.inputs["subnetId"])
+    assert unwrap(router.inputs["externalNetworkId"])
+    document = yaml.safe_load(render_install_config(load_config(config), plan_addresses(load_config(config)), PULL_SECRET))
+    assert document["platform"]["openstack"]["controlPlanePort"] == {"network": {"name": "lab-internal"}, "fixedIPs": [{"subnet": {"name": "lab-internal"}}]}
 
 
 def test_outputs(dev_run):
@@ -502,6 +538,57 @@ def test_ports_on_additional_networks_carry_the_nodes_groups_tags_and_name():
             kept = set() if name == "ocp4-bootstrap-node" else {"allowedAddressPairs", "securityGroupIds"}
             assert set(port.options["ignoreChanges"]) == set(primary.options["ignoreChanges"]) == kept
         assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (primary, *additional)]
+
+
+def test_extra_networks_are_made_as_described_per_pool():
+    """Port security off: no groups at all (Neutron refuses them there), not even `default`; a network for the
+    workers only; listed groups; a vNIC type. Port N is on extra network N whatever the pool."""
+    listed = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
+    storage = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
+    program_run = run(
+        with_section(
+            stack_config("dev"),
+            "openstack",
+            additionalNetworks=[
+                {"network": "lab-internal", "portSecurity": False},
+                {"network": storage, "pools": ["workers"], "securityGroups": [listed]},
+                {"network": storage.replace("5b", "7d", 1), "pools": ["masters"], "vnicType": "direct"},
+            ],
+        )
+    )
+    ports = {r.name: r for r in program_run.of_type(PORT)}
+    associations = {r.name for r in program_run.of_type(ASSOCIATE)}
+    assert not associations  # no additional groups: nothing to associate
+    for name, instance in {r.name: r for r in program_run.of_type(INSTANCE)}.items():
+        worker = "-worker-" in name
+        extra = [ports[f"{name}-port-{number}"] for number in ((1, 2) if worker else (1, 3))]
+        assert f"{name}-port-{3 if worker else 2}" not in ports
+        assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (ports[f"{name}-port"], *extra)]
+        l2 = unwrap(extra[0].inputs)
+        assert l2["portSecurityEnabled"] is False and l2["noSecurityGroups"] is True and not l2.get("securityGroupIds")
+        assert unwrap(extra[0].inputs["networkId"]) != "lab-internal"  # looked up by name
+        second = unwrap(extra[1].inputs)
+        if worker:
+            assert second["networkId"] == storage and second["securityGroupIds"] == [listed] and "portSecurityEnabled" not in second
+        else:
+            assert second["binding"] == {"vnicType": "direct"} and second["securityGroupIds"] == unwrap(ports[f"{name}-port"].inputs["securityGroupIds"])
+
+
+def test_pool_security_groups_go_to_that_pools_ports_beside_the_stacks():
+    everyone, masters_only, workers_only = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f", "7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f", "8d2e0f3a-4b5c-4d6e-9f7a-1b2c3d4e5f6a"
+    config = with_section(stack_config("dev"), "openstack", additionalSecurityGroupIds=[everyone])
+    config = with_section(with_section(config, "masters", additionalSecurityGroupIds=[masters_only]), "workers", additionalSecurityGroupIds=[workers_only])
+    program_run = run(config)
+    added = {r.name: unwrap(r.inputs["securityGroupIds"]) for r in program_run.of_type(ASSOCIATE)}
+    assert len(added) == 5 and all(
+        groups == ([everyone, masters_only] if "-master-" in name else [everyone, workers_only]) for name, groups in added.items()
+    ), added
+    bootstrap = by_input_name(program_run, PORT)["ocp4-bootstrap"]["securityGroupIds"]
+    assert bootstrap[-2:] == [everyone, masters_only] or set(bootstrap) >= {everyone, masters_only}
+    document = yaml.safe_load(render_install_config(load_config(config), plan_addresses(load_config(config)), PULL_SECRET))
+    pools = {"masters": document["controlPlane"], "workers": document["compute"][0]}
+    assert pools["masters"]["platform"]["openstack"]["additionalSecurityGroupIDs"] == [everyone, masters_only]
+    assert pools["workers"]["platform"]["openstack"]["additionalSecurityGroupIDs"] == [everyone, workers_only]
 
 
 def test_vip_ports_carry_the_groups_of_the_nodes_that_hold_them(dev_run):

@@ -312,3 +312,161 @@ def test_a_missing_network_or_image_is_reported_once(caplog):
     attempt(config, _cloud({}))  # a fresh run lets the first one's event loop and futures go
     gc.collect()
     assert [record.getMessage() for record in caplog.records if "never retrieved" in record.getMessage()] == []
+
+
+# --------------------------------------------------------------------------- networks and images (issue 41)
+
+NODES, STORAGE, VLAN, SMALL = (f"{n}1111111-2222-4333-8444-555555555555" for n in "abcd")
+NODES_V4, STORAGE_V4, SMALL_V4, SHARED_V4 = (f"{n}1111111-2222-4333-8444-666666666666" for n in "abcd")
+SHARED = "91111111-2222-4333-8444-555555555555"
+DESCRIBED_NETWORKS = {
+    "neutronNetworks": [
+        {"id": NODES, "name": "nodes", "mtu": 1450, "subnets": [NODES_V4]},
+        {"id": STORAGE, "name": "storage", "mtu": 9000, "subnets": [STORAGE_V4]},
+        {"id": VLAN, "name": "vlan", "portSecurity": False, "mtu": 1500, "project": "project-admin"},
+        {"id": SMALL, "name": "small", "mtu": 1300, "subnets": [SMALL_V4]},
+        {"id": SHARED, "name": "shared", "mtu": 1500, "subnets": [SHARED_V4], "project": "project-admin"},
+        {"id": "e1111111-2222-4333-8444-555555555555", "name": "twin", "mtu": 1500},
+        {"id": "f1111111-2222-4333-8444-555555555555", "name": "twin", "mtu": 1500},
+    ],
+    "subnets": [
+        {"id": NODES_V4, "name": "nodes-v4", "network": NODES, "cidr": "10.0.0.0/16"},
+        {"id": STORAGE_V4, "name": "storage-v4", "network": STORAGE, "cidr": "10.9.0.0/24"},
+        {"id": SMALL_V4, "name": "small-v4", "network": SMALL, "cidr": "10.0.0.0/16"},
+        {"id": SHARED_V4, "name": "shared-v4", "network": SHARED, "cidr": "10.0.0.0/16"},
+    ],
+}
+GIVEN = {"existingNetwork": {"networkId": "nodes", "subnetId": "nodes-v4"}}
+
+NETWORK_CASES = [
+    (
+        "port security off",
+        {"openstack": {"additionalNetworks": [{"network": "vlan"}]}},
+        'ocp:openstack.additionalNetworks[0].network: network "vlan" has port security off, and the entry has portSecurity true '
+        "(the default), so its ports carry security groups: Neutron would refuse the node's security groups on its ports "
+        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)",
+    ),
+    (
+        "two of one name",
+        {"openstack": {"additionalNetworks": [{"network": "twin", "portSecurity": False}]}},
+        'ocp:openstack.additionalNetworks[0].network: 2 networks are named "twin" in cloud "openstack" (e1111111-2222-4333-8444-555555555555, '
+        "f1111111-2222-4333-8444-555555555555): write the ID of the one meant",
+    ),
+    ("missing network", {"openstack": {"additionalNetworks": [{"network": "nowhere"}]}}, 'network "nowhere" does not exist in cloud "openstack"'),
+    (
+        "subnet of another network",
+        {"openstack": {"existingNetwork": {"networkId": "nodes", "subnetId": "storage-v4"}}},
+        f'ocp:openstack.existingNetwork.subnetId: subnet "storage-v4" ({STORAGE_V4}) is on network {STORAGE}, not on network "nodes" ({NODES})',
+    ),
+    ("machine network", {"openstack": GIVEN, "": {"machineNetwork": "10.1.0.0/16"}}, 'ocp:machineNetwork: 10.1.0.0/16 is not the CIDR of subnet "nodes-v4" (10.0.0.0/16)'),
+    (
+        "another project's network",
+        {"openstack": {"existingNetwork": {"networkId": "shared", "subnetId": "shared-v4"}}},
+        'ocp:openstack.existingNetwork.networkId: network "shared" belongs to project project-admin, not to this stack\'s (project-lab)',
+    ),
+    (
+        "MTU",
+        {"openstack": {"existingNetwork": {"networkId": "small", "subnetId": "small-v4"}}},
+        'ocp:openstack.existingNetwork.networkId: network "small" has MTU 1300, and OVN-Kubernetes needs at least 1380',
+    ),
+]
+
+
+def _with_networks(changes: dict) -> dict[str, str]:
+    config = _edited({key: value for key, value in changes.items() if key})
+    for key, value in changes.get("", {}).items():
+        config = {**config, f"ocp:{key}": value}
+    return config
+
+
+@pytest.mark.parametrize("config, message", [case[1:] for case in NETWORK_CASES], ids=[case[0] for case in NETWORK_CASES])
+def test_each_network_problem_is_one_message_and_nothing_is_made(config, message):
+    run, error = attempt(_with_networks(config), _cloud(DESCRIBED_NETWORKS))
+    assert error is not None and message in error, error
+    assert error.count("\n  ") == 1, error
+    assert cloud_types(run) == set()
+
+
+def test_networks_that_fit_pass_and_undescribed_ones_are_taken_as_fitting(monkeypatch):
+    from components.openstack import preflight
+
+    checks = []
+    real = preflight.check
+    monkeypatch.setattr(preflight, "check", lambda *args: checks.append(real(*args)) or checks[-1])
+    extra = [{"network": "storage"}, {"network": "vlan", "portSecurity": False, "pools": ["workers"]}]
+    for stack, openstack in (("dev", {"additionalNetworks": extra}), ("standalone", {**GIVEN, "additionalNetworks": extra})):
+        run, error = attempt(with_section(stack_config(stack), "openstack", **openstack), _cloud(DESCRIBED_NETWORKS), stack=stack)
+        assert error is None, error
+        assert "openstack:compute/instance:Instance" in cloud_types(run)
+    # What the preflight read, handed on by the name written.
+    networks, subnets = checks[-1].networks, checks[-1].subnets
+    assert {ref: (n.id, n.port_security) for ref, n in networks.items()} == {"nodes": (NODES, True), "storage": (STORAGE, True), "vlan": (VLAN, False)}
+    assert {ref: s.id for ref, s in subnets.items()} == {"nodes-v4": NODES_V4}
+    # The sample cloud describes no networks in detail: any a stack names is there and fits.
+    undescribed = with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": "n", "subnetId": "s"}, additionalNetworks=[{"network": "x"}])
+    assert attempt(undescribed, stack="standalone")[1] is None
+
+
+def test_a_network_without_a_subnet_whose_ports_carry_groups_is_warned_of():
+    config = with_section(stack_config("dev"), "openstack", additionalNetworkIds=["e1111111-2222-4333-8444-555555555555"])
+    run, error = attempt(config, _cloud(DESCRIBED_NETWORKS))
+    assert error is None, error
+    assert [w for w in run.warnings if "has no subnet" in w] == [
+        'ocp:openstack.additionalNetworkIds[0]: network "twin" has no subnet, and additionalNetworkIds gives its ports the '
+        "node's security groups: Neutron makes such a port with no address, and the groups' rules, which admit traffic by "
+        "address, drop whatever else the network carries: list it under ocp:openstack.additionalNetworks with portSecurity: "
+        "false instead (its ports carry no groups), unless that is meant"
+    ]
+
+
+def test_a_probe_that_does_not_run_leaves_standalone_networks_unread(monkeypatch):
+    from tools import mock_cloud
+
+    monkeypatch.setattr(mock_cloud, "PROBE_COMMAND", "something else")
+    config = with_section(stack_config("standalone"), "openstack", additionalNetworks=[{"network": "storage"}])
+    run, error = attempt(config, _cloud(DESCRIBED_NETWORKS), stack="standalone")
+    assert error is not None and cloud_types(run) == set()
+    assert 'ocp:openstack.additionalNetworks[0].network: reading the networks in cloud "openstack" failed (' in error
+
+
+def test_routers_networks_and_subnets_count_against_their_quotas():
+    _, error = attempt(_edited({}), _cloud({"quotas": {"routers": 0, "networks": 0, "subnets": 1}}))
+    assert error is not None and error.startswith("the cloud cannot hold this stack (2 problems):")
+    assert 'the stack needs 1 routers and the network quota in cloud "openstack" allows 0: raise it (`openstack quota set --routers 1 <project>`)' in error
+    assert "the stack needs 1 networks" in error
+    # existingNetwork: no network, subnet or router made (router: true makes one).
+    given = with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": "n", "subnetId": "s"})
+    assert attempt(given, _cloud({"quotas": {"routers": 0, "networks": 0, "subnets": 0}}), stack="standalone")[1] is None
+    routed = with_section(given, "openstack", existingNetwork={"networkId": "n", "subnetId": "s", "router": True})
+    _, error = attempt(routed, _cloud({"quotas": {"routers": 0, "networks": 0, "subnets": 0}}), stack="standalone")
+    assert error is not None and "the stack needs 1 routers" in error and "networks" not in error
+
+
+TWIN_IMAGES = {"images": {"rhcos": [
+    {"id": "image-rhcos-old", "created": "2026-10-01T00:00:00Z"},
+    {"id": "image-rhcos-new", "created": "2026-11-01T00:00:00Z"},
+    {"id": "image-rhcos-queued", "active": False, "created": "2026-11-20T00:00:00Z"},
+]}}
+
+
+def test_of_two_images_of_one_name_the_newest_active_is_said_and_handed_on(monkeypatch):
+    from components.openstack import preflight
+
+    checks = []
+    real = preflight.check
+    monkeypatch.setattr(preflight, "check", lambda *args: checks.append(real(*args)) or checks[-1])
+    run, error = attempt(stack_config("dev"), _cloud(TWIN_IMAGES))
+    assert error is None, error
+    assert [w for w in run.warnings if "active images" in w] == [
+        'ocp:masters.image: 2 active images are named "rhcos" in cloud "openstack": the servers boot the newest, image-rhcos-new '
+        "(not image-rhcos-old). Delete or rename the others (`openstack image set --name <new name> <ID>`) to make it the only one"
+    ]
+    assert [dict(check.images) for check in checks] == [{"rhcos": "image-rhcos-new"}]
+    # One image of a name: no warning; its ID handed on all the same.
+    checks.clear()
+    run, _ = attempt(stack_config("dev"))
+    assert not [w for w in run.warnings if "active images" in w] and checks[0].images == {"rhcos": "image-rhcos"}
+    # skipPreflight: nothing read, the components look the image up by the same rule.
+    checks.clear()
+    attempt(with_section(stack_config("dev"), "openstack", skipPreflight=True))
+    assert checks[0].images == {}

@@ -94,6 +94,7 @@ def installing(monkeypatch, tmp_path):
             bootstrap=SimpleNamespace(enabled=True),
             cluster_domain="kvm4.lab.local",
             capabilities=None,
+            platform="libvirt",
             integrated=False,
             openstack=None,
         )
@@ -313,6 +314,24 @@ def test_a_name_that_does_not_resolve_stops_the_install_right_after_the_first_up
         "  203.0.113.7 console-openshift-console.apps.kvm4.lab.local\n"
         "then run the same command again: it goes on from here"
     )
+
+
+def test_a_machine_network_mtu_under_ovn_kubernetes_needs_stops_the_install_right_after_the_first_up(installing):
+    stack = FakeStack([step("create", "openstack:networking/network:Network", "dev-network-network")], {**UP_OUTPUTS, "networkMtu": 1350})
+    ran = installing(stack, {})
+    with pytest.raises(driver.Stop, match=r"^the machine network's MTU is 1350: OVN-Kubernetes needs at least 1380"):
+        driver.install("kvm", [].append)
+    assert stack.ups == 1 and ran == []
+    assert checks.mtu_problem({"networkMtu": 1380}) is None and checks.mtu_problem({"networkMtu": None}) is None
+
+
+def test_a_stack_without_floating_ips_is_told_its_names_lead_to_the_vips():
+    """A provider network, or a subnet its owners route: clients reach the VIPs themselves."""
+    outputs = {**UP_OUTPUTS, "apiFloatingIp": None, "ingressFloatingIp": None, "etcHosts": "10.0.0.5 api.ocp4.lab api-int.ocp4.lab\n"}
+    said = checks.name_problem("ocp4.lab", outputs, "dev", openstack=True)
+    assert said is not None and "  api.ocp4.lab  A  10.0.0.5\n" in said
+    assert "(the stack has no API floating IP: the records name the API VIP 10.0.0.5, which this machine reaches on the machine network" in said
+    assert "floating IP" not in checks.name_problem("ocp4.lab", outputs, "kvm")
 
 
 def test_a_name_resolving_elsewhere_is_said_and_the_install_waits(installing, monkeypatch):

@@ -48,7 +48,12 @@ class _Compute:
 def _connection(admin: bool = False) -> Of:
     quota = {"limit": 500, "used": 6}
     network = Of(
-        networks=lambda: [Of(name="public", is_router_external=True), Of(name="lab", is_router_external=False), Of(name="", is_router_external=False)],
+        networks=lambda: [
+            Of(id="n-3", name="public", is_router_external=True, is_port_security_enabled=True, mtu=1500, project_id="p-admin", subnet_ids=["s-3"]),
+            Of(id="n-1", name="lab", is_router_external=False, is_port_security_enabled=True, mtu=1450, project_id="p-1", subnet_ids=["s-1"]),
+            Of(id="n-2", name="", is_router_external=False, is_port_security_enabled=False, mtu=9000, project_id="p-1", subnet_ids=[]),
+        ],
+        subnets=lambda: [Of(id="s-3", name="public-v4", network_id="n-3", cidr="198.51.100.0/24", allocation_pools=[]), Of(id="s-1", name="", network_id="n-1", cidr="10.0.0.0/16", allocation_pools=[{"start": "10.0.200.0", "end": "10.0.200.99"}])],
         ips=lambda project_id: [Of(floating_ip_address="198.51.100.8", port_id=None), Of(floating_ip_address="192.0.2.50", port_id="port-1")],
         extensions=lambda: [Of(alias="standard-attr-tag"), Of(alias="router")],
         get_quota=lambda project, details=False: Of(
@@ -58,9 +63,9 @@ def _connection(admin: bool = False) -> Of:
         ),
     )
     images = [
-        Of(name="rhcos", status="queued", created_at="2026-11-02T00:00:00Z"),
-        Of(name="rhcos", status="active", created_at="2026-11-01T00:00:00Z"),
-        Of(name="centos", status="active", created_at="2026-10-01T00:00:00Z"),
+        Of(id="i-2", name="rhcos", status="active", created_at="2026-11-01T00:00:00Z"),
+        Of(id="i-3", name="rhcos", status="queued", created_at="2026-11-02T00:00:00Z"),
+        Of(id="i-1", name="centos", status="active", created_at="2026-10-01T00:00:00Z"),
     ]
     catalog = [
         {"type": "image", "endpoints": [{"interface": "internal", "region_id": "RegionOne", "url": "http://glance.internal"},
@@ -88,7 +93,21 @@ def test_the_description_is_what_the_sdk_reads_sorted_and_without_secrets(tmp_pa
     described = describe(_connection())
     assert described["flavors"] == {"master": [4, 16384, 40], "worker": [2, 8192, 40]}
     assert list(described["flavors"]) == ["master", "worker"]
-    assert described["images"] == {"centos": True, "rhcos": False}  # the newest of a name, as the preflight picks it
+    # Several images of one name: each, newest first (the servers boot the newest active one).
+    assert described["images"] == {
+        "centos": True,
+        "rhcos": [{"id": "i-3", "active": False, "created": "2026-11-02T00:00:00Z"}, {"id": "i-2", "active": True, "created": "2026-11-01T00:00:00Z"}],
+    }
+    # Every network and subnet, the owner only where it is another project.
+    assert described["neutronNetworks"] == [
+        {"id": "n-1", "name": "lab", "mtu": 1450, "subnets": ["s-1"]},
+        {"id": "n-2", "name": "", "portSecurity": False, "mtu": 9000, "subnets": []},
+        {"id": "n-3", "name": "public", "mtu": 1500, "project": "p-admin", "subnets": ["s-3"]},
+    ]
+    assert described["subnets"] == [
+        {"id": "s-1", "name": "", "network": "n-1", "cidr": "10.0.0.0/16", "pools": [["10.0.200.0", "10.0.200.99"]]},
+        {"id": "s-3", "name": "public-v4", "network": "n-3", "cidr": "198.51.100.0/24", "pools": []},
+    ]
     assert described["networks"] == {"lab": False, "public": True}
     assert described["floatingIps"] == {"192.0.2.50": "port-1", "198.51.100.8": ""}
     assert (described["computeZones"], described["volumeZones"], described["volumeTypes"]) == (["az1", "nova"], ["nova", "storage-1"], ["__DEFAULT__", "ssd"])

@@ -69,14 +69,14 @@ def test_the_dev_plan_says_what_the_cloud_must_give(tmp_path):
 
 def test_a_short_cloud_gets_a_short_verdict_with_its_figures(tmp_path):
     description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
-    description["quotas"]["routers"] = [10, 10]  # optional in a description: the plan's preflight does not read it
+    description["quotas"]["routers"] = [10, 10]  # the preflight holds the router against the limit alone (no usage invoke)
     description["quotas"]["securityGroups"] = [20, 18]
     description["roles"] = ["reader"]
     description["catalog"].pop("volumev3")
     cloud = tmp_path / "cloud.yaml"
     cloud.write_text(yaml.safe_dump(description))
     result = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "p"))
-    assert result.returncode == 0, result.stderr  # the preflight reads none of these
+    assert result.returncode == 0, result.stderr  # the preflight sees no usage of any of these
     needs = yaml.safe_load((tmp_path / "p/needs.yaml").read_text())
     assert needs["quotas"]["routers"]["verdict"] == "short by 1"
     # Neutron's groups: the preflight holds the footprint against the limit (no usage invoke); the table, against what is free.

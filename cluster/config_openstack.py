@@ -1,0 +1,110 @@
+"""The stack file's `ocp:openstack` section: the mode, the cloud, the networks the nodes join
+(made, given, extra), floating IPs and who may reach what. Pure Python (pydantic v2), no Pulumi;
+cluster/config_schema.py holds the rest of the stack file."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from cluster.config_base import Model
+from cluster.config_fields import (
+    Cidr,
+    CidrList,
+    FloatingIpChoice,
+    NeutronRef,
+    NonEmpty,
+    OpenStackId,
+    PemBundle,
+    distinct,
+)
+
+PoolName = Literal["masters", "workers"]
+VnicType = Literal["normal", "direct", "macvtap"]
+
+
+class ExistingNetwork(Model):
+    """A network and subnet the user is given (the installer's controlPlanePort): the nodes' ports
+    and the VIPs are made on it; nothing of it is made or deleted. Each by ID or by name."""
+
+    network_id: NeutronRef
+    subnet_id: NeutronRef
+    # A router from this network's subnet to externalNetwork: only where the subnet is not routed
+    # already and floating IPs are wanted (a provider network needs none).
+    router: bool = False
+
+
+class AdditionalNetwork(Model):
+    """One more network on the nodes of some pools, described as it is (the Machine API's
+    per-network portSecurity and vnicType, the installer's per-pool additionalNetworkIDs)."""
+
+    # By ID or by name (a name must match one network).
+    network: NeutronRef
+    pools: Annotated[tuple[PoolName, ...], Field(min_length=1), AfterValidator(distinct)] = ("masters", "workers")
+    # false: the port has no security groups and no anti-spoofing (provider VLANs, storage and
+    # Multus L2 networks, SR-IOV); Neutron refuses groups on such a port.
+    port_security: bool = True
+    vnic_type: VnicType = "normal"
+    # node: the node's own groups (its role's, and every additional one); none; or these IDs.
+    # Unset: node with port security, none without.
+    security_groups: Literal["node", "none"] | tuple[OpenStackId, ...] | None = None
+
+    @property
+    def groups(self) -> Literal["node", "none"] | tuple[str, ...]:
+        """The groups the port carries, unset resolved by portSecurity."""
+        if self.security_groups is None:
+            return "node" if self.port_security else "none"
+        return self.security_groups
+
+    @model_validator(mode="after")
+    def _groups_need_port_security(self) -> AdditionalNetwork:
+        if not self.port_security and self.security_groups not in (None, "none", ()):
+            raise ValueError(
+                "securityGroups with portSecurity false: Neutron refuses security groups on a port without port "
+                "security (PortSecurityAndIPRequiredForSecurityGroups). Remove securityGroups (or write none), or "
+                "set portSecurity true"
+            )
+        return self
+
+
+class OpenStack(Model):
+    # integrated: `platform: openstack` (cloud provider, Cinder, Machine API; the MCO runs the
+    # VIPs). standalone: `platform: none` with this program's own keepalived/haproxy/CoreDNS.
+    mode: Literal["integrated", "standalone"] = "integrated"
+    # A private CA of the cloud's APIs (integrated mode: the cluster talks to them).
+    ca_bundle: PemBundle | None = None
+    # More networks and security groups on every node, by ID (the installer's additionalNetworkIDs,
+    # additionalSecurityGroupIDs). additionalNetworks describes each network on its own.
+    additional_network_ids: tuple[OpenStackId, ...] = ()
+    additional_security_group_ids: tuple[OpenStackId, ...] = ()
+    additional_networks: tuple[AdditionalNetwork, ...] = ()
+    cloud: NonEmpty = "openstack"
+    # Skip the checks against the cloud before anything is made (cluster/preflight.py); warned every run.
+    skip_preflight: bool = False
+    external_network: NonEmpty | None = None
+    api_floating_ip: FloatingIpChoice = "none"
+    ingress_floating_ip: FloatingIpChoice = "none"
+    existing_network: ExistingNetwork | None = None
+    # Who may reach what beyond the machine network (cluster/firewall.py). The machine network
+    # itself is always admitted; a list replaces the default, [] admits nobody else.
+    api_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    ingress_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
+    node_port_allowed_cidrs: CidrList = ()
+    # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
+    ssh_allowed_cidr: Cidr | None = None
+
+    @property
+    def extra_networks(self) -> tuple[AdditionalNetwork, ...]:
+        """Every extra network in port order: additionalNetworkIds (every node, its groups) first,
+        then additionalNetworks. A node's port N is on network N, whatever its pool."""
+        return (*(AdditionalNetwork(network=network) for network in self.additional_network_ids), *self.additional_networks)
+
+    def networks_of(self, pool: PoolName) -> tuple[tuple[int, AdditionalNetwork], ...]:
+        """(port number from 1, network) of each extra network on `pool`'s nodes."""
+        return tuple((number, each) for number, each in enumerate(self.extra_networks, start=1) if pool in each.pools)
+
+    def routed_by_us(self) -> bool:
+        """Whether the program makes a router (its own network, or existingNetwork.router)."""
+        return self.existing_network is None or self.existing_network.router

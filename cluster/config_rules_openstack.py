@@ -1,0 +1,178 @@
+"""The rules across keys that concern OpenStack alone: the external network, SSH to the bootstrap,
+integrated mode's needs, floating IPs, the networks the nodes join, the user's balancer. Pure
+Python; cluster/config_rules.py runs them with the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from ipaddress import IPv4Address
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+
+def _external_network(c: Any) -> Iterable[str]:
+    if c.platform != "openstack" or c.openstack is None or c.openstack.external_network is not None:
+        return
+    needs_external = [
+        key
+        for key, needed in (
+            ("router (no existingNetwork, or existingNetwork.router)", c.openstack.routed_by_us()),
+            ("apiFloatingIp", c.openstack.api_floating_ip != "none"),
+            ("ingressFloatingIp", c.openstack.ingress_floating_ip != "none"),
+            ("bootstrap.helper.floatingIp", c.bootstrap.helper.floating_ip and c.bootstrap.enabled),
+        )
+        if needed
+    ]
+    if needs_external:
+        yield (
+            "ocp:openstack.externalNetwork is required for " + ", ".join(needs_external)
+            + ": write the name of the external network, e.g. externalNetwork: external"
+        )
+
+
+def _helper_ssh(c: Any) -> Iterable[str]:
+    reached_from_outside = c.bootstrap.enabled and c.bootstrap.helper.floating_ip
+    if c.platform == "openstack" and c.openstack is not None and reached_from_outside:
+        if c.openstack.ssh_allowed_cidr is None:
+            why = (
+                "the bootstrap helper has a floating IP: `pulumi up` copies the bootstrap config onto it over SSH"
+                if c.bootstrap.config_source == "helper"
+                else "the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default): "
+                "`openshift-install gather bootstrap` reaches it over SSH"
+            )
+            yield (
+                f"ocp:openstack.sshAllowedCidr is required when {why} from outside the machine network. Write the "
+                "address Pulumi runs from, e.g. sshAllowedCidr: 203.0.113.7/32 (or set ocp:bootstrap.helper.floatingIp "
+                "false and run Pulumi inside the machine network)"
+            )
+
+
+# The widest source SSH may come from: a stack file that names half the Internet (or all of it)
+# is a mistake the pack (policy/) would otherwise meet only at `pulumi preview`.
+SSH_WIDEST_PREFIX = 8
+
+
+def _ssh_cidr_narrow(c: Any) -> Iterable[str]:
+    cidr = c.openstack.ssh_allowed_cidr if c.platform == "openstack" and c.openstack is not None else None
+    if cidr is not None and cidr.prefixlen < SSH_WIDEST_PREFIX:
+        yield (
+            f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH to the bootstrap (and its helper) from {cidr.num_addresses:,} "
+            f"addresses; /{SSH_WIDEST_PREFIX} is the widest allowed. Write the address Pulumi and `openshift-install "
+            "gather bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"
+        )
+
+
+def _integrated_only(c: Any) -> Iterable[str]:
+    if c.openstack is None or c.openstack.mode == "integrated":
+        return
+    if c.openstack.ca_bundle is not None:
+        yield (
+            "ocp:openstack.caBundle is for the cluster's own calls to the cloud (mode integrated); in "
+            "standalone mode the cluster does not talk to OpenStack: remove it"
+        )
+
+
+def _what_integrated_mode_needs(c: Any) -> Iterable[str]:
+    if c.openstack is None or c.openstack.mode != "integrated":
+        return
+    if c.user_managed_lb and c.openstack.existing_network is None:
+        yield (
+            "ocp:loadBalancer: UserManaged in integrated mode needs ocp:openstack.existingNetwork (the installer's "
+            "controlPlanePort): your balancer fronts the VIPs on a subnet you bring; name its network and subnet there"
+        )
+    for name in sorted(c.networking.model_fields_set - {"router_nodes"}):
+        yield (
+            f"ocp:networking.{to_camel(name)} sets this program's own keepalived, haproxy or CoreDNS (standalone "
+            "mode, libvirt); in integrated mode the machine-config-operator runs them: remove it"
+        )
+    for role in ("masters", "workers"):
+        volume = getattr(c, role).root_volume
+        if volume is not None and volume.type is None:
+            yield (
+                f"ocp:{role}.rootVolume.type is required in integrated mode (the installer refuses a root "
+                "volume without one): name a volume type from `openstack volume type list`"
+            )
+
+
+def _floating_ips(c: Any) -> Iterable[str]:
+    if c.openstack is None:
+        return
+    chosen = {
+        key: address
+        for key, address in (("apiFloatingIp", c.openstack.api_floating_ip), ("ingressFloatingIp", c.openstack.ingress_floating_ip))
+        if isinstance(address, IPv4Address)
+    }
+    for key, address in chosen.items():
+        if address in c.machine_network:
+            yield (
+                f"ocp:openstack.{key}: {address} is in ocp:machineNetwork {c.machine_network}: a floating IP is an "
+                "address of the external network (`openstack floating ip list`), or write 'create'"
+            )
+    if len(chosen) == 2 and chosen["apiFloatingIp"] == chosen["ingressFloatingIp"]:
+        yield (
+            f"ocp:openstack.ingressFloatingIp: {chosen['ingressFloatingIp']} is also apiFloatingIp: a floating IP "
+            "maps to one port, so each VIP needs its own; write another address or 'create'"
+        )
+
+
+def _extra_networks(c: Any) -> Iterable[str]:
+    if c.openstack is None:
+        return
+    seen: dict[str, str] = {}
+    for key, network in (
+        *((f"additionalNetworkIds[{i}]", each) for i, each in enumerate(c.openstack.additional_network_ids)),
+        *((f"additionalNetworks[{i}].network", each.network) for i, each in enumerate(c.openstack.additional_networks)),
+    ):
+        if network in seen:
+            yield (
+                f"ocp:openstack.{key}: {network} is also ocp:openstack.{seen[network]}: a node gets one port per "
+                "network; list it once (in additionalNetworks, with the pools it goes to)"
+            )
+        seen.setdefault(network, key)
+    existing = c.openstack.existing_network
+    if existing is not None and existing.network_id in seen:
+        yield (
+            f"ocp:openstack.{seen[existing.network_id]}: {existing.network_id} is ocp:openstack.existingNetwork's "
+            "network, which every node is on already: remove it from the extra networks"
+        )
+
+
+def _existing_network_router(c: Any) -> Iterable[str]:
+    existing = c.openstack.existing_network if c.openstack is not None else None
+    if existing is not None and existing.router and c.openstack.external_network is None:
+        yield (
+            "ocp:openstack.existingNetwork.router: true needs ocp:openstack.externalNetwork, the router's gateway: "
+            "name it, or leave router out where the subnet is routed already or needs no floating IPs"
+        )
+
+
+def _user_managed_lb(c: Any) -> Iterable[str]:
+    if not c.user_managed_lb:
+        return
+    for name in sorted(c.networking.model_fields_set & {"api_vrid", "ingress_vrid", "advert_int"}):
+        yield (
+            f"ocp:networking.{to_camel(name)} sets this program's keepalived, and with ocp:loadBalancer: UserManaged "
+            "your balancer holds the VIPs and the nodes run no keepalived: remove it"
+        )
+    if c.openstack is not None:
+        for key in ("apiFloatingIp", "ingressFloatingIp"):
+            choice = getattr(c.openstack, key.replace("FloatingIp", "_floating_ip"))
+            if choice != "none":
+                yield (
+                    f"ocp:openstack.{key}: with ocp:loadBalancer: UserManaged no VIP port is made here for a "
+                    "floating IP to point at: give your balancer its own public address, and write none"
+                )
+
+
+OPENSTACK_CHECKS = (
+    _external_network,
+    _helper_ssh,
+    _ssh_cidr_narrow,
+    _floating_ips,
+    _integrated_only,
+    _what_integrated_mode_needs,
+    _extra_networks,
+    _existing_network_router,
+    _user_managed_lb,
+)

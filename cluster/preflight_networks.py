@@ -1,0 +1,220 @@
+"""The preflight's network checks: ocp:openstack.existingNetwork and the extra networks, each read
+by name or ID (cluster/cloud_probe.py), held against what Neutron and OVN-Kubernetes take. Pure Python.
+
+Neutron refuses security groups on a port of a network without port security
+(PortSecurityAndIPRequiredForSecurityGroups): a node's port on an extra network carries groups
+unless its entry says portSecurity: false, and its own port on existingNetwork always does. On a
+network without a subnet it takes them (the program names no fixed IP, so Neutron checks for none),
+and the port has groups but no address: a warning. A member's port on another project's network may
+carry groups, but no fixed address, address pairs nor port_security_enabled (Neutron's default
+policy: the network's owner or an admin); all seen against the local cloud.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from ipaddress import ip_address
+from typing import Any
+
+from cluster import address_layout
+from cluster.addresses import AddressPlan
+from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, CloudFacts, Network, Subnet, where
+from cluster.config import ClusterConfig
+from cluster.config_openstack import AdditionalNetwork
+
+# Neutron's extension that shows a port's ip_allocation, which Nova reads to boot on a port without an address.
+IP_ALLOCATION = "ip_allocation"
+GROUPS_REFUSED = "Neutron would refuse the node's security groups on its ports (PortSecurityAndIPRequiredForSecurityGroups)"
+
+
+def mtu_problem(key: str, name: str, mtu: int | None) -> str | None:
+    """Why OVN-Kubernetes cannot run over a node network of this MTU, or None (also for an unknown MTU)."""
+    if mtu is None or mtu >= MINIMUM_NETWORK_MTU:
+        return None
+    return (
+        f'{key}: network "{name}" has MTU {mtu}, and OVN-Kubernetes needs at least {MINIMUM_NETWORK_MTU} on the nodes\' '
+        f"network: its Geneve overlay takes {GENEVE_OVERHEAD} bytes of it and pods need IPv6's minimum of 1280. Ask the "
+        f"network's owner to raise it (`openstack network set --mtu {MINIMUM_NETWORK_MTU} {name}`) or name a network with a larger MTU"
+    )
+
+
+def resolved(found: Mapping[str, tuple[Network, ...]] | Mapping[str, tuple[Subnet, ...]] | None) -> dict[str, Network | Subnet]:
+    """Each name or ID that names one network (or subnet), with it: what the components may use by ID."""
+    return {ref: matches[0] for ref, matches in (found or {}).items() if len(matches) == 1}
+
+
+def extra_network_keys(config: ClusterConfig) -> list[tuple[str, AdditionalNetwork]]:
+    """(key as the user writes it, entry) of each extra network, in port order."""
+    openstack = config.openstack
+    assert openstack is not None
+    keys = [f"ocp:openstack.additionalNetworkIds[{i}]" for i in range(len(openstack.additional_network_ids))]
+    keys += [f"ocp:openstack.additionalNetworks[{i}].network" for i in range(len(openstack.additional_networks))]
+    return list(zip(keys, openstack.extra_networks))
+
+
+def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    openstack = config.openstack
+    assert openstack is not None
+    wants = bool(openstack.existing_network or openstack.extra_networks)
+    if not wants:
+        return
+    if facts.networks is None or facts.subnets is None:
+        # In integrated mode the extensions' message says the same of the same probe.
+        if not config.integrated:
+            key = "ocp:openstack.existingNetwork" if openstack.existing_network else extra_network_keys(config)[0][0]
+            yield (
+                f"{key}: reading the networks {where(facts)} failed ({facts.probe_failure or 'no reason given'}): the preflight runs "
+                f"`OS_CLOUD={facts.cloud} venv/bin/python -m cluster.cloud_probe` in the project (run it to see), which needs "
+                f"openstacksdk in the program's venv (pip install -r requirements.txt) and \"{facts.cloud}\" in clouds.yaml"
+            )
+        return
+    yield from _existing_network(config, plan, facts, facts.networks, facts.subnets)
+    for key, entry in extra_network_keys(config):
+        network, problem = _one(key, "network", entry.network, facts.networks.get(entry.network, ()), facts)
+        if problem:
+            yield problem
+        elif network is not None and entry.port_security and entry.groups != "none":
+            yield from _needs_groups(key, network)
+        if network is not None and not network.subnets and facts.network_extensions is not None and IP_ALLOCATION not in facts.network_extensions:
+            yield (
+                f'{key}: network "{network.name or network.id}" has no subnet, and Nova boots a server on a port without an '
+                f"address only where Neutron shows the port's ip_allocation (its {IP_ALLOCATION} extension, which the "
+                f"segments service plugin brings) {where(facts)}: Nova would refuse every node (\"requires a FixedIP\"). Give "
+                "the network a subnet, or ask the cloud's operators to enable the segments plugin"
+            )
+        elif network is not None and not entry.port_security and network.port_security and _not_ours(network, facts):
+            name = network.name or network.id
+            yield (
+                f'{key}: network "{name}" belongs to project {network.project} and has port security on: portSecurity: false '
+                "turns it off on each port, which Neutron's default policy allows only the network's owner or an admin. Ask "
+                f"its owner to turn it off on the network (`openstack network set --disable-port-security {name}`), or write "
+                "portSecurity: true"
+            )
+
+
+def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, subnet: Subnet) -> Iterable[str]:
+    """The subnet's DHCP pools hold none of the planned addresses: Neutron would hand them to any port
+    (and the installer refuses VIPs inside them)."""
+    planned = {
+        plan.api_vip: "the API VIP",
+        plan.ingress_vip: "the Ingress VIP",
+        **address_layout.reserved_addresses(config.machine_network, config.cluster_name, config.workers.max_count),
+    }
+    planned.pop(address_layout.gateway(config.machine_network), None)  # the subnet's own gateway, wherever it is
+    for first, last in subnet.pools:
+        start, end = ip_address(first), ip_address(last)
+        inside = sorted(address for address in planned if start <= address <= end)
+        if inside:
+            shown = ", ".join(f"{address} ({planned[address]})" for address in inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
+            yield (
+                f'{key}: subnet "{ref}" hands out {first}-{last} by DHCP, which holds addresses this stack plans for itself: '
+                f"{shown}. Ask its owner to keep the pool clear of them (`openstack subnet set --no-allocation-pool "
+                f"--allocation-pool start=...,end=...`), or move the VIPs (ocp:apiVip, ocp:ingressVip) and lower "
+                "ocp:workers.maxCount (the nodes take the 10th host on, workers from the 30th)"
+            )
+
+
+def _not_ours(network: Network, facts: CloudFacts) -> bool:
+    """Another project's network, to a member (an admin may do on it what its owner may)."""
+    return bool(facts.project and network.project and network.project != facts.project and not facts.admin)
+
+
+def _one(key: str, kind: str, ref: str, found: tuple[Any, ...], facts: CloudFacts) -> tuple[Any, str | None]:
+    """The one thing `ref` names, or the problem: none, or several of that name."""
+    if not found:
+        listing = "`openstack network list`" if kind == "network" else "`openstack subnet list`"
+        return None, f'{key}: {kind} "{ref}" does not exist {where(facts)}: name one from {listing}'
+    if len(found) > 1:
+        ids = ", ".join(each.id for each in found)
+        return None, f'{key}: {len(found)} {kind}s are named "{ref}" {where(facts)} ({ids}): write the ID of the one meant'
+    return found[0], None
+
+
+def _advice(key: str) -> tuple[str, str]:
+    """(what the entry gives its ports, what to write instead), for an entry by its key."""
+    if "additionalNetworkIds" in key:
+        return (
+            "additionalNetworkIds gives its ports the node's security groups",
+            "list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups)",
+        )
+    return "the entry has portSecurity true (the default), so its ports carry security groups", "write portSecurity: false for it (its ports carry no groups)"
+
+
+def _needs_groups(key: str, network: Network) -> Iterable[str]:
+    """An extra network whose ports would carry security groups Neutron refuses there."""
+    entry, instead = _advice(key)
+    if not network.port_security:
+        yield f'{key}: network "{network.name or network.id}" has port security off, and {entry}: {GROUPS_REFUSED}: {instead}'
+
+
+def network_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
+    """What Neutron takes but the cluster would not want: an extra network without a subnet whose
+    ports carry security groups. Neutron makes such a port (the program names no fixed IP, so Neutron
+    does not check for one: seen against the local cloud), with no address and the node's groups,
+    whose rules admit traffic by address: whatever else the network carries is dropped."""
+    warnings = []
+    for key, entry in extra_network_keys(config) if config.openstack and facts.networks else ():
+        found = facts.networks.get(entry.network, ()) if facts.networks else ()
+        if len(found) == 1 and found[0].port_security and not found[0].subnets and entry.port_security and entry.groups != "none":
+            what, instead = _advice(key)
+            warnings.append(
+                f'{key}: network "{found[0].name or found[0].id}" has no subnet, and {what}: Neutron makes such a port with no '
+                f"address, and the groups' rules, which admit traffic by address, drop whatever else the network carries: {instead}, "
+                "unless that is meant"
+            )
+    return warnings
+
+
+def _existing_network(
+    config: ClusterConfig, plan: AddressPlan, facts: CloudFacts, networks: Mapping[str, tuple[Network, ...]], subnets: Mapping[str, tuple[Subnet, ...]]
+) -> Iterable[str]:
+    openstack = config.openstack
+    assert openstack is not None
+    existing = openstack.existing_network
+    if existing is None:
+        return
+    network_key, subnet_key = "ocp:openstack.existingNetwork.networkId", "ocp:openstack.existingNetwork.subnetId"
+    network, problem = _one(network_key, "network", existing.network_id, networks.get(existing.network_id, ()), facts)
+    if problem:
+        yield problem
+    found = subnets.get(existing.subnet_id, ())
+    if network is not None and len(found) > 1:  # a name several subnets have: the one on that network, where one is
+        found = tuple(each for each in found if each.network == network.id) or found
+    subnet, problem = _one(subnet_key, "subnet", existing.subnet_id, found, facts)
+    if problem:
+        yield problem
+    if network is None:
+        return
+    name = network.name or network.id
+    if subnet is not None and subnet.network and subnet.network != network.id:
+        yield (
+            f'{subnet_key}: subnet "{existing.subnet_id}" ({subnet.id}) is on network {subnet.network}, not on network '
+            f'"{existing.network_id}" ({network.id}): name one of its subnets (`openstack subnet list --network {network.id}`)'
+        )
+    elif subnet is not None and subnet.cidr is not None and subnet.cidr != str(config.machine_network):
+        yield (
+            f'ocp:machineNetwork: {config.machine_network} is not the CIDR of subnet "{existing.subnet_id}" ({subnet.cidr}), '
+            f"where the nodes' addresses and the VIPs are planned: write machineNetwork: {subnet.cidr}"
+        )
+    elif subnet is not None:
+        yield from _pools_clear(config, plan, subnet_key, existing.subnet_id, subnet)
+    if not network.port_security:
+        yield (
+            f'{network_key}: network "{name}" has port security off, and the nodes\' ports on it carry the cluster\'s '
+            "security groups, which Neutron refuses there (PortSecurityAndIPRequiredForSecurityGroups): ask its owner to "
+            "enable port security on it (`openstack network set --enable-port-security`), or name another network"
+        )
+    if _not_ours(network, facts):
+        tags = (
+            ", and in integrated mode the program tags it <infraID>-primaryClusterNetwork as the installer does"
+            if config.integrated
+            else ""
+        )
+        yield (
+            f'{network_key}: network "{name}" belongs to project {network.project}, not to this stack\'s ({facts.project}): the '
+            f"nodes' ports on it take fixed addresses and address pairs{tags}, which Neutron's default policy allows only the "
+            "network's owner or an admin. Ask the cloud's admin to create it in your project"
+        )
+    problem = mtu_problem(network_key, name, network.mtu)
+    if problem:
+        yield problem

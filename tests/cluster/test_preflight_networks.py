@@ -1,0 +1,307 @@
+"""cluster.preflight's network, image and quota verdicts, pure: ocp:openstack.existingNetwork and the
+extra networks as the probe read them, images several share a name, and the network, subnet and
+router the stack makes, from facts given by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from cluster.addresses import plan_addresses
+from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet, parse_probe
+from cluster.cloud_probe import NETWORKS_VARIABLE, answer
+from cluster.config import load_config
+from cluster.preflight import (
+    CloudFacts,
+    Existing,
+    Flavor,
+    Image,
+    Quota,
+    boot_images,
+    footprint,
+    image_warnings,
+    mtu_problem,
+    network_warnings,
+    problems,
+    wanted,
+)
+from tests.conftest import stack_config, with_section
+
+OURS, THEIRS = "project-ours", "project-theirs"
+NET, STORAGE, VLAN, L2 = (f"{n}1111111-2222-4333-8444-555555555555" for n in "abcd")
+SUBNET, STORAGE_SUBNET, ELSEWHERE = (f"{n}1111111-2222-4333-8444-666666666666" for n in "abc")
+NETWORKS = {
+    "nodes": (Network(NET, "nodes", True, (SUBNET,), 1450, OURS),),
+    NET: (Network(NET, "nodes", True, (SUBNET,), 1450, OURS),),
+    "storage": (Network(STORAGE, "storage", True, (STORAGE_SUBNET,), 9000, OURS),),
+    "vlan": (Network(VLAN, "vlan", False, (), 1500, THEIRS),),
+    "l2": (Network(L2, "l2", True, (), 1500, OURS),),
+    VLAN: (Network(VLAN, "vlan", False, (), 1500, THEIRS),),
+}
+SUBNETS = {
+    "nodes-v4": (Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/16"),),
+    SUBNET: (Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/16"),),
+    "storage-v4": (Subnet(STORAGE_SUBNET, "storage-v4", STORAGE, "10.9.0.0/24"),),
+}
+
+
+def facts(networks=None, subnets=None, **changes) -> CloudFacts:
+    base = CloudFacts(
+        cloud="openstack",
+        flavors={"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40)},
+        images={"rhcos": Image(True, ("image-1",))},
+        external_networks={"external": True},
+        floating_ips={},
+        compute_zones=("nova",),
+        volume_zones=("nova",),
+        volume_types=(),
+        network_extensions=("ip_allocation", "standard-attr-tag"),
+        quotas={},
+        project=OURS,
+        networks={**NETWORKS, **(networks or {})},
+        subnets={**SUBNETS, **(subnets or {})},
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def verdict(stack: str = "dev", cloud: CloudFacts | None = None, **openstack) -> list[str]:
+    config = load_config(with_section(stack_config(stack), "openstack", **openstack))
+    return problems(config, plan_addresses(config), cloud or facts())
+
+
+def test_a_network_without_a_subnet_needs_neutrons_ip_allocation_for_nova_to_boot_on_it():
+    """Nova takes a port without an address only where Neutron shows its ip_allocation `none` (the
+    segments plugin's extension): else "Port ... requires a FixedIP", seen against the local cloud."""
+    without = facts(network_extensions=("standard-attr-tag",))
+    assert verdict(cloud=without, additionalNetworks=[{"network": "l2", "portSecurity": False}]) == [
+        'ocp:openstack.additionalNetworks[0].network: network "l2" has no subnet, and Nova boots a server on a port without an '
+        "address only where Neutron shows the port's ip_allocation (its ip_allocation extension, which the segments service "
+        'plugin brings) in cloud "openstack": Nova would refuse every node ("requires a FixedIP"). Give the network a subnet, '
+        "or ask the cloud's operators to enable the segments plugin"
+    ]
+    assert verdict(cloud=without, additionalNetworks=[{"network": "storage"}]) == []  # a subnet: addresses as ever
+
+
+def test_a_given_subnets_dhcp_pool_must_hold_none_of_the_planned_addresses():
+    pooled = {"nodes-v4": (Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/16", (("10.0.0.2", "10.0.0.25"), ("10.0.200.0", "10.0.200.99"))),)}
+    found = verdict(cloud=facts(subnets=pooled), existingNetwork={"networkId": "nodes", "subnetId": "nodes-v4"})
+    assert len(found) == 1 and found[0].startswith(
+        'ocp:openstack.existingNetwork.subnetId: subnet "nodes-v4" hands out 10.0.0.2-10.0.0.25 by DHCP, which holds addresses '
+        "this stack plans for itself: 10.0.0.5 (the API VIP), 10.0.0.7 (the Ingress VIP), 10.0.0.10 (ocp4-bootstrap) and 6 more. "
+    ), found
+    clear = {"nodes-v4": (Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/16", (("10.0.200.0", "10.0.200.99"),)),)}
+    assert verdict(cloud=facts(subnets=clear), existingNetwork={"networkId": "nodes", "subnetId": "nodes-v4"}) == []
+
+
+def test_networks_that_fit_pass():
+    assert verdict(existingNetwork={"networkId": "nodes", "subnetId": "nodes-v4"}) == []
+    assert verdict(existingNetwork={"networkId": NET, "subnetId": SUBNET}, additionalNetworks=[{"network": "storage"}]) == []
+    # A network without port security or without a subnet carries ports without groups.
+    assert verdict(additionalNetworks=[{"network": "vlan", "portSecurity": False}, {"network": "l2", "portSecurity": False}]) == []
+
+
+def test_port_security_off_needs_portsecurity_false():
+    assert verdict(additionalNetworks=[{"network": "storage"}, {"network": "vlan", "pools": ["workers"]}]) == [
+        'ocp:openstack.additionalNetworks[1].network: network "vlan" has port security off, and the entry has portSecurity '
+        "true (the default), so its ports carry security groups: Neutron would refuse the node's security groups on its "
+        "ports (PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)"
+    ]
+    # additionalNetworkIds has no portSecurity to write: the entry moves to additionalNetworks.
+    (problem,) = verdict(additionalNetworkIds=[VLAN])
+    assert problem.startswith(
+        'ocp:openstack.additionalNetworkIds[0]: network "vlan" has port security off, and additionalNetworkIds gives its '
+        "ports the node's security groups: Neutron would refuse"
+    )
+    assert problem.endswith("list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups)")
+    # securityGroups: none asks for no groups: nothing for Neutron to refuse.
+    assert verdict(additionalNetworks=[{"network": "vlan", "securityGroups": "none"}]) == []
+
+
+def test_a_network_without_a_subnet_with_groups_is_warned_of():
+    assert verdict(additionalNetworks=[{"network": "l2"}]) == []
+    config = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "storage"}, {"network": "l2"}]))
+    assert network_warnings(config, plan_addresses(config), facts()) == [
+        'ocp:openstack.additionalNetworks[1].network: network "l2" has no subnet, and the entry has portSecurity true (the '
+        "default), so its ports carry security groups: Neutron makes such a port with no address, and the groups' rules, "
+        "which admit traffic by address, drop whatever else the network carries: write portSecurity: false for it (its "
+        "ports carry no groups), unless that is meant"
+    ]
+    quiet = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "l2", "portSecurity": False}]))
+    assert network_warnings(quiet, plan_addresses(quiet), facts()) == []
+
+
+def test_a_name_matching_no_network_or_two():
+    twins = (Network(STORAGE, "data", True, (STORAGE_SUBNET,), 1500, OURS), Network(L2, "data", True, (), 1500, OURS))
+    found = verdict(cloud=facts({"data": twins, "nowhere": ()}), additionalNetworks=[{"network": "data"}, {"network": "nowhere"}])
+    assert found == [
+        f'ocp:openstack.additionalNetworks[0].network: 2 networks are named "data" in cloud "openstack" ({STORAGE}, {L2}): '
+        "write the ID of the one meant",
+        'ocp:openstack.additionalNetworks[1].network: network "nowhere" does not exist in cloud "openstack": name one from '
+        "`openstack network list`",
+    ]
+
+
+def test_the_existing_network_and_subnet():
+    missing = facts({"gone": ()}, {"gone-v4": ()})
+    assert verdict(cloud=missing, existingNetwork={"networkId": "gone", "subnetId": "gone-v4"}) == [
+        'ocp:openstack.existingNetwork.networkId: network "gone" does not exist in cloud "openstack": name one from `openstack network list`',
+        'ocp:openstack.existingNetwork.subnetId: subnet "gone-v4" does not exist in cloud "openstack": name one from `openstack subnet list`',
+    ]
+    assert verdict(existingNetwork={"networkId": "nodes", "subnetId": "storage-v4"}) == [
+        f'ocp:openstack.existingNetwork.subnetId: subnet "storage-v4" ({STORAGE_SUBNET}) is on network {STORAGE}, not on '
+        f'network "nodes" ({NET}): name one of its subnets (`openstack subnet list --network {NET}`)'
+    ]
+    narrow = facts(subnets={"nodes-v4": (Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/24"),)})
+    assert verdict(cloud=narrow, existingNetwork={"networkId": "nodes", "subnetId": "nodes-v4"}) == [
+        'ocp:machineNetwork: 10.0.0.0/16 is not the CIDR of subnet "nodes-v4" (10.0.0.0/24), where the nodes\' addresses '
+        "and the VIPs are planned: write machineNetwork: 10.0.0.0/24"
+    ]
+    # A subnet name two networks have: the one on the network named.
+    twins = facts(subnets={"v4": (Subnet(ELSEWHERE, "v4", STORAGE, "10.0.0.0/16"), Subnet(SUBNET, "v4", NET, "10.0.0.0/16"))})
+    assert verdict(cloud=twins, existingNetwork={"networkId": "nodes", "subnetId": "v4"}) == []
+    assert verdict(cloud=twins, existingNetwork={"networkId": "l2", "subnetId": "v4"})[0] == (
+        f'ocp:openstack.existingNetwork.subnetId: 2 subnets are named "v4" in cloud "openstack" ({ELSEWHERE}, {SUBNET}): '
+        "write the ID of the one meant"
+    )
+
+
+def test_another_projects_network_is_refused_to_a_member():
+    shared = facts({"shared": (Network(NET, "shared", True, (SUBNET,), 1450, THEIRS),)})
+    (problem,) = verdict(cloud=shared, existingNetwork={"networkId": "shared", "subnetId": SUBNET})
+    assert problem == (
+        f'ocp:openstack.existingNetwork.networkId: network "shared" belongs to project {THEIRS}, not to this stack\'s ({OURS}): '
+        "the nodes' ports on it take fixed addresses and address pairs, and in integrated mode the program tags it "
+        "<infraID>-primaryClusterNetwork as the installer does, which Neutron's default policy allows only the network's "
+        "owner or an admin. Ask the cloud's admin to create it in your project"
+    )
+    (problem,) = verdict("standalone", cloud=shared, existingNetwork={"networkId": "shared", "subnetId": SUBNET})
+    assert "take fixed addresses and address pairs, which Neutron's default policy allows only" in problem and "tags" not in problem
+    # An admin may.
+    assert verdict(cloud=dataclasses.replace(shared, admin=True), existingNetwork={"networkId": "shared", "subnetId": SUBNET}) == []
+
+
+def test_port_security_off_on_a_port_of_another_projects_network():
+    theirs = facts({"provider": (Network(STORAGE, "provider", True, (STORAGE_SUBNET,), 1500, THEIRS),)})
+    assert verdict(cloud=theirs, additionalNetworks=[{"network": "provider", "portSecurity": False}]) == [
+        f'ocp:openstack.additionalNetworks[0].network: network "provider" belongs to project {THEIRS} and has port security '
+        "on: portSecurity: false turns it off on each port, which Neutron's default policy allows only the network's owner "
+        "or an admin. Ask its owner to turn it off on the network (`openstack network set --disable-port-security provider`), "
+        "or write portSecurity: true"
+    ]
+    # With groups, a port on it is any member's to make; off on the network already, the port has none to turn off.
+    assert verdict(cloud=theirs, additionalNetworks=[{"network": "provider"}]) == []
+    assert verdict(additionalNetworks=[{"network": "vlan", "portSecurity": False}]) == []
+
+
+def test_the_existing_network_needs_port_security():
+    off = facts({"flat": (Network(NET, "flat", False, (SUBNET,), 1500, OURS),)})
+    assert verdict("standalone", cloud=off, existingNetwork={"networkId": "flat", "subnetId": SUBNET}) == [
+        'ocp:openstack.existingNetwork.networkId: network "flat" has port security off, and the nodes\' ports on it carry '
+        "the cluster's security groups, which Neutron refuses there (PortSecurityAndIPRequiredForSecurityGroups): ask its "
+        "owner to enable port security on it (`openstack network set --enable-port-security`), or name another network"
+    ]
+
+
+def test_mtu_under_what_ovn_kubernetes_needs():
+    small = facts({"small": (Network(NET, "small", True, (SUBNET,), 1300, OURS),)})
+    expected = (
+        'ocp:openstack.existingNetwork.networkId: network "small" has MTU 1300, and OVN-Kubernetes needs at least 1380 on '
+        "the nodes' network: its Geneve overlay takes 100 bytes of it and pods need IPv6's minimum of 1280. Ask the "
+        "network's owner to raise it (`openstack network set --mtu 1380 small`) or name a network with a larger MTU"
+    )
+    assert verdict(cloud=small, existingNetwork={"networkId": "small", "subnetId": SUBNET}) == [expected]
+    # The lead's call for the network the stack makes, once its MTU is known.
+    assert mtu_problem("ocp:openstack.existingNetwork.networkId", "small", 1300) == expected
+    assert mtu_problem("k", "n", 1380) is None and mtu_problem("k", "n", None) is None
+    # An extra network carries no Geneve: its MTU is its own business.
+    assert verdict(cloud=small, additionalNetworks=[{"network": "small"}]) == []
+
+
+def test_a_probe_that_failed_leaves_the_networks_unread():
+    unread = facts(networks=None, subnets=None, probe_failure="no openstacksdk")
+    unread = dataclasses.replace(unread, networks=None, subnets=None)
+    (problem,) = verdict("standalone", cloud=unread, additionalNetworks=[{"network": "storage"}])
+    assert problem.startswith('ocp:openstack.additionalNetworks[0].network: reading the networks in cloud "openstack" failed (no openstacksdk): ')
+    # In integrated mode the probe's failure is said once, with the tag extension.
+    found = verdict(cloud=dataclasses.replace(unread, network_extensions=None), additionalNetworks=[{"network": "storage"}])
+    assert len(found) == 1 and "reading Neutron's extensions" in found[0]
+
+
+def test_what_the_probe_is_asked_and_what_it_answers():
+    config = load_config(
+        with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "nodes", "subnetId": "nodes-v4"}, additionalNetworkIds=[STORAGE], additionalNetworks=[{"network": "vlan", "portSecurity": False}])
+    )
+    want = wanted(config, plan_addresses(config))
+    assert (want.networks, want.subnets, want.probe) == (("nodes", STORAGE, "vlan"), ("nodes-v4",), True)
+    assert wanted(*(lambda c: (c, plan_addresses(c)))(load_config(stack_config("standalone")))).probe is False
+    assert PROBE_NETWORKS == NETWORKS_VARIABLE
+    line = answer(["router"], None, {"vlan": [{"id": VLAN, "name": "vlan", "portSecurity": False, "subnets": [], "mtu": 1500, "project": THEIRS}]}, {"nodes-v4": []})
+    probe = parse_probe(line)
+    assert probe.networks == {"vlan": (Network(VLAN, "vlan", False, (), 1500, THEIRS),)} and probe.subnets == {"nodes-v4": ()}
+    assert parse_probe(answer(["router"], None)).networks is None
+    broken = parse_probe(json.dumps({"extensions": [], "hosts": None, "networks": {"x": [{"name": "no id"}]}}))
+    assert broken.networks is None and "networks or subnets it cannot have read" in broken.failure
+
+
+def test_of_two_images_of_one_name_the_newest_active_is_booted_and_said():
+    config = load_config(stack_config("dev"))
+    plan = plan_addresses(config)
+    twins = facts(images={"rhcos": Image(True, ("image-new", "image-old"))})
+    assert problems(config, plan, twins) == []
+    assert boot_images(twins) == {"rhcos": "image-new"}
+    assert image_warnings(config, plan, twins) == [
+        'ocp:masters.image: 2 active images are named "rhcos" in cloud "openstack": the servers boot the newest, image-new '
+        "(not image-old). Delete or rename the others (`openstack image set --name <new name> <ID>`) to make it the only one"
+    ]
+    assert image_warnings(config, plan, facts()) == [] and boot_images(facts(images={"rhcos": None})) == {}
+
+
+@pytest.mark.parametrize(
+    "openstack, counts",
+    [
+        ({}, (1, 1, 1)),
+        ({"existingNetwork": {"networkId": NET, "subnetId": SUBNET}}, (0, 0, 0)),
+        ({"existingNetwork": {"networkId": NET, "subnetId": SUBNET, "router": True}}, (0, 0, 1)),
+    ],
+)
+def test_the_network_subnet_and_router_the_stack_makes_count(openstack, counts):
+    config = load_config(with_section(stack_config("standalone"), "openstack", **openstack))
+    plan = plan_addresses(config)
+    flavors = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40)}
+    made = footprint(config, plan, flavors)
+    assert (made["networks"], made["subnets"], made["routers"]) == counts
+    none_left = {name: Quota(0) for name in ("networks", "subnets", "routers")}
+    found = problems(config, plan, facts(quotas=none_left))
+    assert len(found) == sum(counts)
+    if counts[2]:
+        assert (
+            'ocp:openstack.cloud: the stack needs 1 routers and the network quota in cloud "openstack" allows 0: raise it '
+            "(`openstack quota set --routers 1 <project>`) or make the stack smaller"
+        ) in found
+
+
+def test_extra_networks_count_a_port_per_node_of_their_pools():
+    config = load_config(
+        with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "storage", "pools": ["workers"]}, {"network": "vlan", "portSecurity": False}])
+    )
+    flavors = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40)}
+    plain = footprint(load_config(stack_config("dev")), plan_addresses(config), flavors)["ports"]
+    # storage: 2 workers; vlan: 3 masters, the bootstrap (a master's networks) and 2 workers.
+    assert footprint(config, plan_addresses(config), flavors)["ports"] == plain + 2 + 6
+    # UserManaged: no VIP ports.
+    given = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": NET, "subnetId": SUBNET}, apiFloatingIp="none", ingressFloatingIp="none")
+    managed = load_config({**given, "ocp:loadBalancer": "UserManaged"})
+    assert footprint(managed, plan_addresses(managed), flavors)["ports"] == 6
+    assert footprint(managed, plan_addresses(managed), flavors, Existing(masters=3, workers=2, ports=5))["ports"] == 5
+
+
+def test_a_router_to_a_given_network_holds_its_interfaces_port():
+    flavors = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40)}
+
+    def ports(**given):
+        config = load_config(with_section(stack_config("standalone"), "openstack", existingNetwork={"networkId": NET, "subnetId": SUBNET, **given}))
+        return footprint(config, plan_addresses(config), flavors)["ports"]
+
+    assert ports(router=True) == ports() + 1

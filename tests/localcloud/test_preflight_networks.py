@@ -1,0 +1,173 @@
+"""The preflight's network and image checks against the real local Neutron and Glance, through the
+real engine (`pulumi preview` of the dev stack, which stops before any resource): networks made
+here as the tenant (port security off, no subnet, MTU 1300, two of one name) and as the admin
+(another project's shared one), and images of one name. Neutron's own answers ground the
+messages. Everything made here is deleted by its ID."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.localcloud.conftest import sdk
+from tests.localcloud.engine import structured
+from tests.localcloud.openstack_stack import openstack_stack
+
+MAKE = """
+import time
+made = {"networks": [], "admin_networks": [], "images": []}
+def net(conn, key, **fields):
+    network = conn.network.create_network(**fields)
+    made[key].append(network.id)
+    return network
+nosec = net(tenant, "networks", name="pf-nosec", port_security_enabled=False)
+tenant.network.create_subnet(network_id=nosec.id, name="pf-nosec-v4", ip_version=4, cidr="10.91.0.0/24")
+net(tenant, "networks", name="pf-nosubnet")
+small = net(tenant, "networks", name="pf-small", mtu=1300)
+tenant.network.create_subnet(network_id=small.id, name="pf-small-v4", ip_version=4, cidr="10.0.0.0/16")
+dups = [net(tenant, "networks", name="pf-dup") for _ in range(2)]
+shared = net(admin, "admin_networks", name="pf-shared", shared=True)
+shared_v4 = admin.network.create_subnet(network_id=shared.id, name="pf-shared-v4", ip_version=4, cidr="10.0.0.0/16")
+shared_nosec = net(admin, "admin_networks", name="pf-shared-nosec", shared=True, port_security_enabled=False)
+admin.network.create_subnet(network_id=shared_nosec.id, name="pf-shared-nosec-v4", ip_version=4, cidr="10.92.0.0/24")
+# Two active images of one name a second apart (Glance's created_at counts seconds), then a newer queued one.
+for data in (b"older", b"newer", None):
+    fields = dict(name="pf-twin", disk_format="raw", container_format="bare", visibility="private", allow_duplicates=True)
+    image = tenant.image.create_image(data=data, wait=True, **fields) if data else tenant.image.create_image(**fields)
+    made["images"].append(image.id)
+    time.sleep(1.1)
+made["small_mtu"] = tenant.network.get_network(small.id).mtu
+made["dup_ids"] = sorted(d.id for d in dups)
+made["shared"], made["shared_v4"] = shared.id, shared_v4.id
+made["project"] = tenant.current_project_id
+result = made
+"""
+
+# What Neutron answers the ports the preflight refuses before they are asked for.
+NEUTRON = """
+from openstack import exceptions
+group = tenant.network.find_security_group("default", project_id=tenant.current_project_id)
+answers = {}
+def attempt(key, conn, **fields):
+    try:
+        port = conn.network.create_port(**fields)
+    except exceptions.HttpException as error:
+        answers[key] = f"{error.status_code} {error.details or error}"
+    else:
+        answers[key] = "made"
+        conn.network.delete_port(port)
+attempt("groups, no port security", tenant, network_id=ids["nosec"], security_group_ids=[group.id])
+attempt("groups, no subnet", tenant, network_id=ids["nosubnet"], security_group_ids=[group.id])
+attempt("fixed address, another project's network", tenant, network_id=ids["shared"], fixed_ips=[{"subnet_id": ids["shared_v4"], "ip_address": "10.0.0.50"}])
+attempt("address pairs, another project's network", tenant, network_id=ids["shared"], allowed_address_pairs=[{"ip_address": "10.0.0.5"}])
+attempt("groups, another project's network", tenant, network_id=ids["shared"], security_group_ids=[group.id])
+attempt("port security off, another project's network", tenant, network_id=ids["shared"], port_security_enabled=False)
+attempt("port security off, another project's network without it", tenant, network_id=ids["shared_nosec"], port_security_enabled=False)
+attempt("no field, another project's network without it", tenant, network_id=ids["shared_nosec"])
+result = answers
+"""
+
+REMOVE = """
+for image in made["images"]:
+    tenant.image.delete_image(image, ignore_missing=True)
+for network in made["networks"]:
+    tenant.network.delete_network(network, ignore_missing=True)
+for network in made["admin_networks"]:
+    admin.network.delete_network(network, ignore_missing=True)
+result = {
+    "networks": [n.id for n in admin.network.networks() if n.id in made["networks"] + made["admin_networks"]],
+    "images": [i.id for i in tenant.image.images() if i.id in made["images"]],
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def made(cloud):
+    found = sdk(cloud, MAKE)
+    try:
+        yield found
+    finally:
+        assert sdk(cloud, REMOVE, made=found) == {"networks": [], "images": []}
+
+
+@pytest.fixture(scope="module")
+def dev_stack(cloud, cloud_env, tmp_path_factory):
+    yield from openstack_stack("dev", tmp_path_factory.mktemp("dev-networks"), cloud, cloud_env)
+
+
+def _preview(stack, **sections):
+    edited = dict(stack.base)
+    for section, fields in sections.items():
+        edited[f"ocp:{section}"] = json.dumps({**structured(stack.base[f"ocp:{section}"]), **fields})
+    stack.write_config(edited)
+    try:
+        done = stack.pulumi("preview")
+    finally:
+        stack.write_config(stack.base)
+    assert done.returncode != 0 and stack.state() == [], done.stdout[-3000:]
+    return done.stdout + done.stderr
+
+
+def test_neutron_refuses_what_the_preflight_refuses(cloud, made):
+    ids = {
+        "nosec": made["networks"][0], "nosubnet": made["networks"][1], "shared": made["admin_networks"][0],
+        "shared_nosec": made["admin_networks"][1], "shared_v4": made["shared_v4"],
+    }
+    answers = sdk(cloud, NEUTRON, ids=ids)
+    print(json.dumps(answers, indent=1))
+    # PortSecurityAndIPRequiredForSecurityGroups for a network without port security. A port with groups on a
+    # network without a subnet is made (no fixed IP asked for, none checked): the preflight warns of that one.
+    assert answers["groups, no port security"].startswith("400"), answers
+    assert "port security must be enabled and port must have an ip address" in answers["groups, no port security"].lower()
+    assert answers["groups, no subnet"] == "made", answers
+    # Neutron's default policy on another project's (shared) network: a member's port may carry groups, but
+    # neither a fixed address, nor address pairs, nor port_security_enabled, whatever its value.
+    assert answers["groups, another project's network"] == "made", answers
+    for case in ("fixed address", "address pairs", "port security off"):
+        assert answers[f"{case}, another project's network"].startswith("403"), answers
+    assert answers["port security off, another project's network without it"].startswith("403"), answers
+    assert answers["no field, another project's network without it"] == "made", answers
+
+
+def test_the_real_preflight_refuses_each_network_and_names_the_image_it_boots(dev_stack, made):
+    assert made["small_mtu"] == 1300
+    output = _preview(
+        dev_stack,
+        openstack={
+            "existingNetwork": {"networkId": "pf-small", "subnetId": "pf-small-v4"},
+            "additionalNetworks": [{"network": "pf-nosec"}, {"network": "pf-nosubnet"}, {"network": "pf-dup", "portSecurity": False}],
+        },
+        masters={"image": "pf-twin"},
+    )
+    lines = [" ".join(line.split()) for line in output.splitlines()]
+    expected = [
+        'ocp:openstack.additionalNetworks[0].network: network "pf-nosec" has port security off, and the entry has portSecurity '
+        "true (the default), so its ports carry security groups: Neutron would refuse the node's security groups on its ports "
+        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)",
+        # a warning, beside the refusals
+        'ocp:openstack.additionalNetworks[1].network: network "pf-nosubnet" has no subnet, and the entry has portSecurity true '
+        "(the default), so its ports carry security groups: Neutron makes such a port with no address, and the groups' rules, "
+        "which admit traffic by address, drop whatever else the network carries: write portSecurity: false for it (its ports "
+        "carry no groups), unless that is meant",
+        f'ocp:openstack.additionalNetworks[2].network: 2 networks are named "pf-dup" in cloud "openstack" ({", ".join(made["dup_ids"])}): '
+        "write the ID of the one meant",
+        'ocp:openstack.existingNetwork.networkId: network "pf-small" has MTU 1300, and OVN-Kubernetes needs at least 1380 on '
+        "the nodes' network: its Geneve overlay takes 100 bytes of it and pods need IPv6's minimum of 1280. Ask the network's "
+        "owner to raise it (`openstack network set --mtu 1380 pf-small`) or name a network with a larger MTU",
+    ]
+    for message in expected:
+        assert any(message in line for line in lines), (message, output[-4000:])
+    older, newer, queued = made["images"]
+    warning = (
+        f'ocp:masters.image: 2 active images are named "pf-twin" in cloud "openstack": the servers boot the newest, {newer} '
+        f"(not {older}). Delete or rename the others"
+    )
+    assert any(warning in line for line in lines), output[-4000:]
+    assert queued not in output
+
+
+def test_the_real_preflight_refuses_another_projects_network_in_integrated_mode(dev_stack, made):
+    output = " ".join(_preview(dev_stack, openstack={"existingNetwork": {"networkId": "pf-shared", "subnetId": "pf-shared-v4"}}).split())
+    assert 'ocp:openstack.existingNetwork.networkId: network "pf-shared" belongs to project ' in output, output[-4000:]
+    assert f"not to this stack's ({made['project']}): the nodes' ports on it take fixed addresses and address pairs, and in integrated mode" in output
