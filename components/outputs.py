@@ -35,9 +35,11 @@ class ClusterOutputs:
         ingress_floating_ip: pulumi.Input[str | None] = None,
         bootstrap_gather: pulumi.Input[str] | None = None,
         servers_created: Mapping[Node, pulumi.Output[str]] | None = None,
+        network_mtu: pulumi.Input[int | None] | None = None,
     ) -> ClusterOutputs:
         """`servers_created`: when each master's and worker's server was made, by the cloud's
-        clock, where the platform keeps that (OpenStack): the approver ties client CSRs to it."""
+        clock, where the platform keeps that (OpenStack): the approver ties client CSRs to it.
+        `network_mtu`: the machine network's (OpenStack), which `python -m ocp install` checks."""
         # Clients outside reach the cluster by floating IP where there is one, else by VIP (the
         # user's balancer's frontend with ocp:loadBalancer: UserManaged).
         reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
@@ -65,6 +67,8 @@ class ClusterOutputs:
                     lambda found: {server_name(config, node, found[0].infra_id): time for node, time in zip(nodes, found[1:])}
                 )
             )
+        if network_mtu is not None:
+            values["networkMtu"] = network_mtu
         if config.user_managed_lb:
             values["loadBalancerPools"] = pulumi.Output.unsecret(assets.apply(lambda a: _pools(config, plan, a)))
         if bootstrap_gather is not None:

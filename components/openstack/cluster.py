@@ -97,6 +97,6 @@ class OpenStackCluster(pulumi.ComponentResource):
             )
             servers_created |= {node: server.created for node, server in zip(role.nodes, pool.servers)}
         self.outputs = ClusterOutputs.build(
-            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created
+            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created, network.mtu
         )
         self.register_outputs(self.outputs.as_dict())

@@ -407,6 +407,19 @@ def test_networks_that_fit_pass_and_undescribed_ones_are_taken_as_fitting(monkey
     assert attempt(undescribed, stack="standalone")[1] is None
 
 
+def test_ports_on_a_network_without_subnet_or_port_security_take_it_as_it_is():
+    """No address asked for (Nova boots on an address-less port only when it was made so), and port security
+    not turned off again on a network that has it off itself: only its owner may say so (403 to a member)."""
+    extra = [{"network": "vlan", "portSecurity": False, "pools": ["workers"]}, {"network": "storage", "portSecurity": False}]
+    run, error = attempt(with_section(stack_config("dev"), "openstack", additionalNetworks=extra), _cloud(DESCRIBED_NETWORKS))
+    assert error is None, error
+    ports = {r.name: unwrap(r.inputs) for r in run.of_type("openstack:networking/port:Port")}
+    vlan, storage = ports["ocp4-workers-worker-0-port-1"], ports["ocp4-workers-worker-0-port-2"]
+    assert vlan["networkId"] == VLAN and vlan["noFixedIp"] is True and "portSecurityEnabled" not in vlan and vlan["noSecurityGroups"] is True
+    assert storage["networkId"] == STORAGE and "noFixedIp" not in storage and storage["portSecurityEnabled"] is False
+    assert "ocp4-control-plane-master-0-port-1" not in ports and ports["ocp4-control-plane-master-0-port-2"]["networkId"] == STORAGE
+
+
 def test_a_network_without_a_subnet_whose_ports_carry_groups_is_warned_of():
     config = with_section(stack_config("dev"), "openstack", additionalNetworkIds=["e1111111-2222-4333-8444-555555555555"])
     run, error = attempt(config, _cloud(DESCRIBED_NETWORKS))

@@ -138,6 +138,10 @@ def test_a_cluster_on_given_networks_is_made_as_they_are_described_and_leaves_th
     outputs = stack.outputs()
     assert outputs.get("apiFloatingIp") is None and outputs.get("ingressFloatingIp") is None, outputs
     assert "10.30.0.5 api." in outputs["etcHosts"] and "10.30.0.7 " in outputs["etcHosts"], outputs["etcHosts"]
+    # The given network's MTU, which the install holds against OVN-Kubernetes' needs; what the user's balancer fronts.
+    assert outputs["networkMtu"] == before["given-provider"]["mtu"], outputs
+    pools = outputs["loadBalancerPools"]
+    assert pools["api"]["frontend"] == "10.30.0.5:6443" and set(pools["api"]["members"].values()) == {"10.30.0.10:6443", "10.30.0.20:6443"}, pools
     destroyed = stack.destroy()
     assert destroyed.returncode == 0, (destroyed.stdout + destroyed.stderr)[-6000:]
     assert sdk(cloud, SEEN, ids=given) == before
