@@ -30,6 +30,8 @@ from tools.mock_run import deployed_from, run_program
 
 COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:providers:command", "pulumi:providers:libvirt"}
 PEM = TEST_CA
+# A network added by ID (the local cloud's previews put lab-internal's ID in its place: the preflight reads it).
+ADDED_NETWORK = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
 # A network of the local cloud's (samples/cloud/dev.yaml), its ports without port security, as on a provider VLAN.
 L2_NETWORK = {"network": "lab-internal", "pools": ["workers"], "portSecurity": False}
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWDyWO1rE/fl49jrKS1Fa4yVR+WLJ3/X3Eak21nuHtR other@lab"
@@ -92,8 +94,8 @@ DEV_EDITS = [
     Edit("imageDigestSources", key("imageDigestSources", [{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror.lab/ocp"]}]), warns=("imageDigestSources",)),
     Edit("openstack.caBundle", section("openstack", caBundle=PEM), warns=("openstack.caBundle",)),
     # Running servers keep their networks; each node's port on it waits for a server made again (a new node boots with it).
-    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), warns=("openstack.additionalNetworkIds",), expect={"ocp4-*-port-1": "create"}),
-    Edit("openstack.additionalNetworkIds removed", section("openstack", additionalNetworkIds=[]), base=section("openstack", additionalNetworkIds=["5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"]), refused="ocp:openstack.additionalNetworkIds: 5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b was there at install: every node's port on it would be deleted"),
+    Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=[ADDED_NETWORK]), warns=("openstack.additionalNetworkIds",), expect={"ocp4-*-port-1": "create"}),
+    Edit("openstack.additionalNetworkIds removed", section("openstack", additionalNetworkIds=[]), base=section("openstack", additionalNetworkIds=[ADDED_NETWORK]), refused=f"ocp:openstack.additionalNetworkIds: {ADDED_NETWORK} was there at install: every node's port on it would be deleted"),
     # Beside each port, never through it: an update of the port's own list would drop the lb-sg-* groups the cluster attached.
     Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
     Edit("openstack.additionalSecurityGroupIds another", section("openstack", additionalSecurityGroupIds=["7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "update", "ocp4-bootstrap-node-port": "update"}),

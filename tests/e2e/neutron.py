@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -100,6 +101,15 @@ class Cloud(BaseHTTPRequestHandler):
             return 201, token(port), {"X-Subject-Token": "fake-token-" + uuid.uuid4().hex}
         if path == "/network" and method == "GET":
             return 200, {"versions": [{"id": "v2.0", "status": "CURRENT", "links": []}]}, None
+        if path == "/network/v2.0/networks" and method == "GET":
+            # The network a port is made on, as the provider's lookup by ID or name reads it: one, with a subnet.
+            asked = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            network = {
+                "id": asked.get("id", ["net-additional"])[0], "name": asked.get("name", ["additional"])[0], "subnets": ["subnet-additional"],
+                "admin_state_up": True, "status": "ACTIVE", "mtu": 1500, "shared": False, "router:external": False,
+                "port_security_enabled": True, "tags": [], "tenant_id": PROJECT, "project_id": PROJECT,
+            }
+            return 200, {"networks": [network]}, None
         if path == "/network/v2.0/ports" and method == "POST":
             new = {**PORT_DEFAULTS, **body["port"], "id": str(uuid.uuid4()), "tenant_id": PROJECT, "project_id": PROJECT}
             new["mac_address"] = "fa:16:3e:00:00:%02x" % (len(ports) + 1)

@@ -65,6 +65,7 @@ result = {
     "servers": {s.name: {
         "id": s.id, "status": s.status, "flavor": s.flavor.get("original_name") or s.flavor.get("name"),
         "image": images[s.image["id"]].name if s.image and s.image.get("id") in images else None,
+        "image_id": s.image.get("id") if s.image else None,
         "zone": s.availability_zone, "config_drive": str(s.has_config_drive).lower() in ("true", "1"),
         "tags": sorted(s.tags or []), "volumes": sorted(v["id"] for v in (s.attached_volumes or [])),
         "ports": sorted(p.id for p in tenant.network.ports(device_id=s.id)),
