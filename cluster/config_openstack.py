@@ -101,6 +101,12 @@ class OpenStack(Model):
         then additionalNetworks. A node's port N is on network N, whatever its pool."""
         return (*(AdditionalNetwork(network=network) for network in self.additional_network_ids), *self.additional_networks)
 
+    def keyed_extra_networks(self) -> tuple[tuple[str, AdditionalNetwork], ...]:
+        """(key as the user writes it, entry) of each extra network, in port order."""
+        keys = [f"ocp:openstack.additionalNetworkIds[{i}]" for i in range(len(self.additional_network_ids))]
+        keys += [f"ocp:openstack.additionalNetworks[{i}].network" for i in range(len(self.additional_networks))]
+        return tuple(zip(keys, self.extra_networks))
+
     def networks_of(self, pool: PoolName) -> tuple[tuple[int, AdditionalNetwork], ...]:
         """(port number from 1, network) of each extra network on `pool`'s nodes."""
         return tuple((number, each) for number, each in enumerate(self.extra_networks, start=1) if pool in each.pools)

@@ -120,20 +120,17 @@ def _extra_networks(c: Any) -> Iterable[str]:
     if c.openstack is None:
         return
     seen: dict[str, str] = {}
-    for key, network in (
-        *((f"additionalNetworkIds[{i}]", each) for i, each in enumerate(c.openstack.additional_network_ids)),
-        *((f"additionalNetworks[{i}].network", each.network) for i, each in enumerate(c.openstack.additional_networks)),
-    ):
-        if network in seen:
+    for key, entry in c.openstack.keyed_extra_networks():
+        if entry.network in seen:
             yield (
-                f"ocp:openstack.{key}: {network} is also ocp:openstack.{seen[network]}: a node gets one port per "
+                f"{key}: {entry.network} is also {seen[entry.network]}: a node gets one port per "
                 "network; list it once (in additionalNetworks, with the pools it goes to)"
             )
-        seen.setdefault(network, key)
+        seen.setdefault(entry.network, key)
     existing = c.openstack.existing_network
     if existing is not None and existing.network_id in seen:
         yield (
-            f"ocp:openstack.{seen[existing.network_id]}: {existing.network_id} is ocp:openstack.existingNetwork's "
+            f"{seen[existing.network_id]}: {existing.network_id} is ocp:openstack.existingNetwork's "
             "network, which every node is on already: remove it from the extra networks"
         )
 

@@ -20,7 +20,6 @@ from cluster import address_layout
 from cluster.addresses import AddressPlan
 from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, CloudFacts, Network, Subnet, where
 from cluster.config import ClusterConfig
-from cluster.config_openstack import AdditionalNetwork
 
 # Neutron's extension that shows a port's ip_allocation, which Nova reads to boot on a port without an address.
 IP_ALLOCATION = "ip_allocation"
@@ -43,15 +42,6 @@ def resolved(found: Mapping[str, tuple[Network, ...]] | Mapping[str, tuple[Subne
     return {ref: matches[0] for ref, matches in (found or {}).items() if len(matches) == 1}
 
 
-def extra_network_keys(config: ClusterConfig) -> list[tuple[str, AdditionalNetwork]]:
-    """(key as the user writes it, entry) of each extra network, in port order."""
-    openstack = config.openstack
-    assert openstack is not None
-    keys = [f"ocp:openstack.additionalNetworkIds[{i}]" for i in range(len(openstack.additional_network_ids))]
-    keys += [f"ocp:openstack.additionalNetworks[{i}].network" for i in range(len(openstack.additional_networks))]
-    return list(zip(keys, openstack.extra_networks))
-
-
 def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
     openstack = config.openstack
     assert openstack is not None
@@ -61,7 +51,7 @@ def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
     if facts.networks is None or facts.subnets is None:
         # In integrated mode the extensions' message says the same of the same probe.
         if not config.integrated:
-            key = "ocp:openstack.existingNetwork" if openstack.existing_network else extra_network_keys(config)[0][0]
+            key = "ocp:openstack.existingNetwork" if openstack.existing_network else openstack.keyed_extra_networks()[0][0]
             yield (
                 f"{key}: reading the networks {where(facts)} failed ({facts.probe_failure or 'no reason given'}): the preflight runs "
                 f"`OS_CLOUD={facts.cloud} venv/bin/python -m cluster.cloud_probe` in the project (run it to see), which needs "
@@ -69,7 +59,7 @@ def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
             )
         return
     yield from _existing_network(config, plan, facts, facts.networks, facts.subnets)
-    for key, entry in extra_network_keys(config):
+    for key, entry in openstack.keyed_extra_networks():
         network, problem = _one(key, "network", entry.network, facts.networks.get(entry.network, ()), facts)
         if problem:
             yield problem
@@ -153,7 +143,7 @@ def network_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
     does not check for one: seen against the local cloud), with no address and the node's groups,
     whose rules admit traffic by address: whatever else the network carries is dropped."""
     warnings = []
-    for key, entry in extra_network_keys(config) if config.openstack and facts.networks else ():
+    for key, entry in config.openstack.keyed_extra_networks() if config.openstack and facts.networks else ():
         found = facts.networks.get(entry.network, ()) if facts.networks else ()
         if len(found) == 1 and found[0].port_security and not found[0].subnets and entry.port_security and entry.groups != "none":
             what, instead = _advice(key)

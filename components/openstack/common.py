@@ -75,15 +75,20 @@ class ClusterContext:
         return tuple(dict.fromkeys((*self.openstack.additional_security_group_ids, *pool.additional_security_group_ids)))
 
     def extra_network(self, reference: str, parent: pulumi.Resource) -> ExtraNetwork:
-        """An extra network as its ports need it, read once per stack run: its ID, and whether it has
-        subnets (Nova boots on a port without an address only when the port was made without one)."""
+        """An extra network as its ports need it: its ID, and whether it has subnets (Nova boots on a
+        port without an address only when the port was made without one). As the preflight read it;
+        where none ran (skipPreflight), looked up once per stack run."""
         if reference not in self.read_networks:
-            found = openstack.networking.get_network_output(
-                **{"network_id" if is_openstack_id(reference) else "name": self.infra_id.apply(lambda _: reference)},
-                opts=pulumi.InvokeOutputOptions(parent=parent),
-            )
-            network_id = reference if is_openstack_id(reference) else found.id
-            self.read_networks[reference] = ExtraNetwork(network_id, found.subnets.apply(lambda subnets: not subnets))
+            read = self.checked.networks.get(reference) if self.checked is not None else None
+            if read is not None:
+                self.read_networks[reference] = ExtraNetwork(read.id, pulumi.Output.from_input(not read.subnets))
+            else:
+                found = openstack.networking.get_network_output(
+                    **{"network_id" if is_openstack_id(reference) else "name": self.infra_id.apply(lambda _: reference)},
+                    opts=pulumi.InvokeOutputOptions(parent=parent),
+                )
+                network_id = reference if is_openstack_id(reference) else found.id
+                self.read_networks[reference] = ExtraNetwork(network_id, found.subnets.apply(lambda subnets: not subnets))
         return self.read_networks[reference]
 
     def image_id(self, name: str, parent: pulumi.Resource | None) -> pulumi.Input[str]:
