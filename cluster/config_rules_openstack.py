@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from ipaddress import IPv4Address
 from typing import Any
 
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
+
+from cluster.exposure import too_wide, world_port
 
 
 def _external_network(c: Any) -> Iterable[str]:
@@ -61,6 +63,33 @@ def _ssh_cidr_narrow(c: Any) -> Iterable[str]:
             f"addresses; /{SSH_WIDEST_PREFIX} is the widest allowed. Write the address Pulumi and `openshift-install "
             "gather bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"
         )
+
+
+# What each key opens beyond the machine network (cluster/firewall.py; tests/cluster/test_firewall.py
+# holds them equal). sshAllowedCidr has its own, stricter rule above (a /8 by prefix).
+OPENED_BY = {
+    "apiAllowedCidrs": (("tcp", 6443, 6443),),
+    "ingressAllowedCidrs": (("tcp", 80, 80), ("tcp", 443, 443)),
+    "nodePortAllowedCidrs": (("tcp", 30000, 32767), ("udp", 30000, 32767)),
+}
+
+
+def _allowed_cidrs_measured(c: Any) -> Iterable[str]:
+    """A key that opens a port clients need not reach from anywhere may not, added up, admit the
+    world: measured (cluster/exposure.py), not spelt, so 0.0.0.0/1 is refused as 0.0.0.0/0 is."""
+    if c.platform != "openstack" or c.openstack is None:
+        return
+    for key, opened in OPENED_BY.items():
+        ports = [f"{protocol.upper()} {low}-{high}" for protocol, low, high in opened if not world_port(protocol, low, high)]
+        sources = getattr(c.openstack, to_snake(key))
+        wide = too_wide(sources) if ports else []
+        if wide:
+            yield (
+                f"ocp:openstack.{key}: [{', '.join(map(str, sources))}] admits {' and '.join(wide)} to "
+                f"{' and '.join(ports)}: only TCP 6443, 80, 443 and ICMP may be open that wide (the policy pack "
+                f"refuses it too). Name your clients' networks, e.g. {key}: [203.0.113.0/24], or leave {key} out "
+                "(the machine network only)"
+            )
 
 
 def _integrated_only(c: Any) -> Iterable[str]:
@@ -166,6 +195,7 @@ OPENSTACK_CHECKS = (
     _external_network,
     _helper_ssh,
     _ssh_cidr_narrow,
+    _allowed_cidrs_measured,
     _floating_ips,
     _integrated_only,
     _what_integrated_mode_needs,

@@ -3,12 +3,16 @@ world but the API, Ingress and ICMP, one rule at a time and all of a group's rul
 only from the machine network and the configured allowed CIDR, or from the cluster's own node
 groups; every OpenStack resource that can carry tags tagged with the cluster (infra) ID. A
 protocol the pack does not know (or `any`, `0`, none) counts as every protocol. Only `openstack:`
-types are judged: libvirt stacks and the program's own components pass untouched."""
+types are judged: libvirt stacks and the program's own components pass untouched.
+
+"The world" is measured as the program measures it (cluster/exposure.py, issue 42): sources that
+admit more than a /8 of public IPv4 space (a /32 of IPv6 global unicast), such as 0.0.0.0/1."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
-from ipaddress import collapse_addresses, ip_network
+from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +29,12 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
+# The pack runs from policy/venv, which does not hold the project: its one measurement of the
+# world comes from the project directory above (standard library only).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from cluster.exposure import ICMP, WORLD_TCP, too_wide, world_port  # noqa: E402
+
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
-# What clients must reach from anywhere: the Kubernetes API and the routes (FACTS section 2).
-WORLD_TCP = (6443, 80, 443)
-ICMP = ("icmp", "ipv6-icmp", "icmpv6")
 # Neutron takes a protocol by name or by number; a name not here (or `any`, `0`, none) is judged as every protocol.
 PROTOCOLS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "50": "esp", "51": "ah", "112": "vrrp", "47": "gre", "132": "sctp"}
 KNOWN_PROTOCOLS = frozenset({*PROTOCOLS.values(), "icmpv6"})
@@ -96,11 +102,14 @@ def _source(props: Mapping[str, Any]) -> str:
     return prefix or (f"security group {group}" if group else "anywhere (no remote prefix, no remote group)")
 
 
-def _is_world(props: Mapping[str, Any]) -> bool:
+def _world_by_measure(props: Mapping[str, Any]) -> list[str]:
+    """Why the rule's one source is the world ([]: it is not, or it is a group's members)."""
     prefix = props.get("remoteIpPrefix")
     if not prefix:
-        return not props.get("remoteGroupId")
-    return ip_network(prefix, strict=False).prefixlen == 0
+        if props.get("remoteGroupId"):
+            return []
+        return too_wide([_world(6 if str(props.get("ethertype") or "IPv4").lower() == "ipv6" else 4)])
+    return too_wide([ip_network(prefix, strict=False)])
 
 
 def _within(prefix: str, networks: list[str]) -> bool:
@@ -114,13 +123,14 @@ def _within(prefix: str, networks: list[str]) -> bool:
 
 def validate_world_open(args: ResourceValidationArgs, report: ReportViolation) -> None:
     props = args.props
-    if args.resource_type != RULE or props.get("direction") != "ingress" or not _is_world(props):
+    if args.resource_type != RULE or props.get("direction") != "ingress":
         return
+    wide = _world_by_measure(props)
     protocol, ports = _protocol(props), _ports(props)
-    if protocol in ICMP or (protocol == "tcp" and ports is not None and ports[0] == ports[1] and ports[0] in WORLD_TCP):
+    if not wide or protocol in ICMP or (protocol == "tcp" and ports is not None and ports[0] == ports[1] and ports[0] in WORLD_TCP):
         return
     report(
-        f"{args.name} opens {_describe(protocol, ports)} to the world (from {_source(props)}): only TCP 6443, 80, 443 "
+        f"{args.name} opens {_describe(protocol, ports)} to the world (from {_source(props)}: {', '.join(wide)}): only TCP 6443, 80, 443 "
         "and ICMP may be. Name the clients instead in the stack's ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, "
         "nodePortAllowedCidrs or sshAllowedCidr."
     )
@@ -206,17 +216,10 @@ def _world(version: int) -> Any:
     return ip_network("0.0.0.0/0" if version == 4 else "::/0")
 
 
-def _allowed_to_world(protocol: str | None, low: int, high: int) -> bool:
-    """Whether every port low..high of the protocol may be open to the world."""
-    if protocol in ICMP:
-        return True
-    return protocol == "tcp" and high - low < len(WORLD_TCP) and all(port in WORLD_TCP for port in range(low, high + 1))
-
-
 def validate_world_open_together(args: StackValidationArgs, report: ReportViolation) -> None:
     """A group's rules added up: for each protocol and port, the union of the sources of every rule
-    that admits it (a rule of every protocol admits them all), collapsed; the world there is refused
-    as one rule open to the world would be (0.0.0.0/1 and 128.0.0.0/1 are the world)."""
+    that admits it (a rule of every protocol admits them all), measured; the world there is refused
+    as one rule open to the world would be (0.0.0.0/2 and 64.0.0.0/2 are the world)."""
     groups: dict[str, list[tuple[str, str | None, int, int, Any]]] = {}
     urns: dict[str, str] = {}
     for rule in _ingress_rules(args.resources):
@@ -239,9 +242,10 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
                 here = [e for e in covering if e[2] <= low <= e[3]]
                 for version in (4, 6):
                     sources = [e[4] for e in here if e[4].version == version]
-                    if len(sources) < 2 or any(s.prefixlen == 0 for s in sources):
+                    if len(sources) < 2 or any(too_wide([s]) for s in sources):
                         continue  # one rule alone: no-world-open-ports judges it
-                    if _world(version) not in collapse_addresses(sources) or _allowed_to_world(protocol, low, after - 1):
+                    wide = too_wide(sources)
+                    if not wide or world_port(protocol, low, after - 1):
                         continue
                     names = frozenset(e[0] for e in here if e[4].version == version)
                     if names in reported:
@@ -250,7 +254,7 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
                     report(
                         f"{', '.join(sorted(names))} (security group {group.rsplit('::', 1)[-1]}) together open "
                         f"{_describe(protocol, (low, after - 1) if protocol not in ICMP and protocol else None)} to the world "
-                        f"(from {', '.join(str(s) for s in sources)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
+                        f"(from {', '.join(str(s) for s in sources)}: {', '.join(wide)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
                         "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr.",
                         urns[min(names)],
                     )
@@ -289,7 +293,7 @@ def validate_ssh_from_groups(args: StackValidationArgs, report: ReportViolation)
 POLICIES = [
     ResourceValidationPolicy(
         name="no-world-open-ports",
-        description="No security group rule open to the world (0.0.0.0/0, ::/0, or no source) but TCP 6443, 80, 443 and ICMP.",
+        description="No security group rule open to the world (more than a /8 of public IPv4 space, a /32 of IPv6, or no source) but TCP 6443, 80, 443 and ICMP.",
         enforcement_level=EnforcementLevel.MANDATORY,
         validate=validate_world_open,
     ),

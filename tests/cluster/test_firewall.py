@@ -10,6 +10,7 @@ import pytest
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
+from cluster.config_rules_openstack import OPENED_BY
 from cluster.firewall import WORLD, exposure_table, security_groups
 from tests.conftest import ROOT, stack_config, with_helper, with_section
 
@@ -114,3 +115,12 @@ def test_the_pure_core_imports_no_pulumi():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_what_each_allowed_cidrs_key_opens_is_what_the_config_rules_measure():
+    """cluster/config_rules_openstack.py OPENED_BY measures each key by the ports it opens here."""
+    sources = {key: f"{11 + i}.0.0.0/24" for i, key in enumerate(OPENED_BY)}
+    _, _, groups = groups_of(with_section(stack_config("dev"), "openstack", **{key: [cidr] for key, cidr in sources.items()}))
+    for key, cidr in sources.items():
+        opened = {(r.protocol, r.port_min, r.port_max) for rules in groups.values() for r in rules if str(r.source) == cidr}
+        assert opened == set(OPENED_BY[key]), key

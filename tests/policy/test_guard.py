@@ -51,44 +51,93 @@ def violations(validate, props: dict) -> list[str]:
 
 
 NODE_PORTS = {"portRangeMin": 30000, "portRangeMax": 32767}
+# A /8 and a /9 of public space: each alone passes (a /8 is the widest), together they are the world.
+SLASH_8, SLASH_9 = "11.0.0.0/8", "12.0.0.0/9"
 
 
-def test_node_ports_from_two_halves_of_the_world_are_the_world():
-    halves = [
-        rule("np-low", protocol="tcp", remoteIpPrefix="0.0.0.0/1", **NODE_PORTS),
-        rule("np-high", protocol="tcp", remoteIpPrefix="128.0.0.0/1", **NODE_PORTS),
+def test_node_ports_from_a_slash_8_and_a_slash_9_are_the_world():
+    parts = [
+        rule("np-low", protocol="tcp", remoteIpPrefix=SLASH_8, **NODE_PORTS),
+        rule("np-high", protocol="tcp", remoteIpPrefix=SLASH_9, **NODE_PORTS),
     ]
     # Each alone passes the one-rule check.
-    assert [violations(guard.validate_world_open, r.props) for r in halves] == [[], []]
-    assert stack_violations(guard.validate_world_open_together, [MASTER, *halves]) == [
+    assert [violations(guard.validate_world_open, r.props) for r in parts] == [[], []]
+    assert stack_violations(guard.validate_world_open_together, [MASTER, *parts]) == [
         "np-high, np-low (security group ocp4-security-master) together open tcp 30000-32767 to the world "
-        "(from 0.0.0.0/1, 128.0.0.0/1): only TCP 6443, 80, 443 and ICMP may be. Name the clients instead in "
-        "ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr."
+        "(from 11.0.0.0/8, 12.0.0.0/9: 25,165,824 public IPv4 addresses, more than a /8 (16,777,216)): only TCP 6443, 80, "
+        "443 and ICMP may be. Name the clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, "
+        "nodePortAllowedCidrs or sshAllowedCidr."
     ]
+
+
+EVERY_UNICAST = ("0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/3")
+
+
+def test_every_unicast_address_in_three_rules_is_the_world():
+    """The finding of issue 42: three rules that leave out only multicast and reserved space passed."""
+    rules = [rule(f"np-{i}", protocol="tcp", remoteIpPrefix=cidr, **NODE_PORTS) for i, cidr in enumerate(EVERY_UNICAST)]
+    # Each is refused alone, /1, /2 and /3 alike; the stack rule leaves them to that one.
+    for each, cidr in zip(rules, EVERY_UNICAST):
+        [refused] = violations(guard.validate_world_open, each.props)
+        assert refused.startswith(f"r opens tcp 30000-32767 to the world (from {cidr}: "), refused
+    assert stack_violations(guard.validate_world_open_together, [MASTER, *rules]) == []
+
+
+@pytest.mark.parametrize(
+    ("prefix", "ethertype", "reported"),
+    [
+        ("0.0.0.0/1", "IPv4", True),
+        ("0.0.0.0/0", "IPv4", True),
+        ("10.0.0.0/8", "IPv4", False),
+        ("172.16.0.0/12", "IPv4", False),
+        ("192.168.0.0/16", "IPv4", False),
+        ("100.64.0.0/10", "IPv4", False),
+        ("11.0.0.0/9", "IPv4", False),
+        ("::/0", "IPv6", True),
+        ("2000::/3", "IPv6", True),
+        ("2001:db8:1::/48", "IPv6", False),
+        ("2a01:4f8:c0c::/48", "IPv6", False),
+        ("fc00::/7", "IPv6", False),
+        (None, "IPv6", True),  # no prefix, no group: anyone
+    ],
+)
+def test_one_rule_is_the_world_by_measure(prefix, ethertype, reported):
+    props = {"protocol": "udp", "ethertype": ethertype, **NODE_PORTS, **({"remoteIpPrefix": prefix} if prefix else {})}
+    found = violations(guard.validate_world_open, props)
+    assert bool(found) is reported, found
+    # TCP 443 may be open that wide.
+    assert violations(guard.validate_world_open, {**props, "protocol": "tcp", "portRangeMin": 443, "portRangeMax": 443}) == []
 
 
 @pytest.mark.parametrize(
     ("rules", "reported"),
     [
-        # Halves in two groups: neither group is open to the world.
-        ([("a", MASTER, "tcp", 30000, 32767, "0.0.0.0/1"), ("b", WORKER, "tcp", 30000, 32767, "128.0.0.0/1")], False),
+        # A /8 and a /9 in two groups: neither group is open to the world.
+        ([("a", MASTER, "tcp", 30000, 32767, SLASH_8), ("b", WORKER, "tcp", 30000, 32767, SLASH_9)], False),
         # Overlapping ranges: 50-100 is open to the world.
-        ([("a", MASTER, "tcp", 1, 100, "0.0.0.0/1"), ("b", MASTER, "udp", 50, 200, "128.0.0.0/1")], False),
-        ([("a", MASTER, "tcp", 1, 100, "0.0.0.0/1"), ("b", MASTER, "tcp", 50, 200, "128.0.0.0/1")], True),
+        ([("a", MASTER, "tcp", 1, 100, SLASH_8), ("b", MASTER, "udp", 50, 200, SLASH_9)], False),
+        ([("a", MASTER, "tcp", 1, 100, SLASH_8), ("b", MASTER, "tcp", 50, 200, SLASH_9)], True),
         # A rule of every protocol (`any`) adds to a TCP rule.
-        ([("a", MASTER, "tcp", 8000, 8000, "0.0.0.0/1"), ("b", MASTER, "any", None, None, "128.0.0.0/1")], True),
-        # Four quarters, 443 and 444: 444 is no world port.
-        ([(f"q{i}", MASTER, "tcp", 443, 444, f"{i * 64}.0.0.0/2") for i in range(4)], True),
-        # The API from two halves is allowed, as from 0.0.0.0/0.
-        ([("a", MASTER, "tcp", 6443, 6443, "0.0.0.0/1"), ("b", MASTER, "tcp", 6443, 6443, "128.0.0.0/1")], False),
-        ([("a", MASTER, "icmp", None, None, "0.0.0.0/1"), ("b", MASTER, "icmp", None, None, "128.0.0.0/1")], False),
-        # Not the whole world.
-        ([("a", MASTER, "tcp", 22, 22, "0.0.0.0/1"), ("b", MASTER, "tcp", 22, 22, "128.0.0.0/2")], False),
+        ([("a", MASTER, "tcp", 8000, 8000, SLASH_8), ("b", MASTER, "any", None, None, SLASH_9)], True),
+        # Three /9s, 443 and 444: 444 is no world port.
+        ([(f"q{i}", MASTER, "tcp", 443, 444, f"{11 + i}.0.0.0/9") for i in range(3)], True),
+        # The API from a /8 and a /9 is allowed, as from 0.0.0.0/0.
+        ([("a", MASTER, "tcp", 6443, 6443, SLASH_8), ("b", MASTER, "tcp", 6443, 6443, SLASH_9)], False),
+        ([("a", MASTER, "icmp", None, None, SLASH_8), ("b", MASTER, "icmp", None, None, SLASH_9)], False),
+        # Private space beside a /8 of public space: not the world; two /9s make a /8, not more.
+        ([("a", MASTER, "tcp", 22, 22, "10.0.0.0/8"), ("b", MASTER, "tcp", 22, 22, SLASH_8)], False),
+        ([("a", MASTER, "tcp", 22, 22, "12.0.0.0/9"), ("b", MASTER, "tcp", 22, 22, "12.128.0.0/9")], False),
+        # IPv6: two /33s are a /32, a /32 and a /48 more.
+        ([("a", MASTER, "tcp", 22, 22, "2a01::/33"), ("b", MASTER, "tcp", 22, 22, "2a01:0:8000::/33")], False),
+        ([("a", MASTER, "tcp", 22, 22, "2a01::/32"), ("b", MASTER, "tcp", 22, 22, "2a02::/48")], True),
     ],
 )
 def test_rules_added_up_per_group(rules, reported):
     resources = [
-        rule(name, group, protocol=protocol, remoteIpPrefix=source, **({"portRangeMin": low, "portRangeMax": high} if low else {}))
+        rule(
+            name, group, protocol=protocol, remoteIpPrefix=source, ethertype="IPv6" if ":" in source else "IPv4",
+            **({"portRangeMin": low, "portRangeMax": high} if low else {}),
+        )
         for name, group, protocol, low, high, source in rules
     ]
     found = stack_violations(guard.validate_world_open_together, [MASTER, WORKER, *resources])

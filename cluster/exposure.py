@@ -1,0 +1,96 @@
+"""How much of the Internet a set of sources opens a port to: measured, not spelt.
+
+A source list is the world when what it admits of the public Internet is, not when it reads
+`0.0.0.0/0`: `[0.0.0.0/1, 128.0.0.0/2, 192.0.0.0/3]` (every unicast address) or a lone
+`0.0.0.0/1` is as open as `/0`. So the sources are collapsed, the space no client on the
+Internet comes from is taken away (NOT_PUBLIC), and what is left is counted: more than a /8's
+worth of IPv4 addresses (a /32's of IPv6 global unicast) is too wide, for every port but the
+ones clients must reach from anywhere (WORLD_TCP, ICMP).
+
+Standard library only: the config rules (cluster/config_rules_openstack.py), the preflight's
+reading of the user's own security groups and the policy pack (policy/guard.py, in its own
+virtualenv) all measure with this one module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from ipaddress import IPv4Network, IPv6Network, collapse_addresses, ip_network
+
+Network = IPv4Network | IPv6Network
+
+# What clients must reach from anywhere: the Kubernetes API and the routes (FACTS section 2).
+WORLD_TCP = (6443, 80, 443)
+ICMP = ("icmp", "ipv6-icmp", "icmpv6")
+
+# Space no Internet client comes from (IANA's special-purpose registries): taken away before counting.
+NOT_PUBLIC = {
+    4: tuple(
+        IPv4Network(cidr)
+        for cidr in (
+            "0.0.0.0/8",  # "this network"
+            "10.0.0.0/8",  # private (RFC 1918)
+            "100.64.0.0/10",  # carrier-grade NAT (RFC 6598)
+            "127.0.0.0/8",  # loopback
+            "169.254.0.0/16",  # link-local
+            "172.16.0.0/12",  # private (RFC 1918)
+            "192.0.0.0/24",  # IETF protocol assignments
+            "192.0.2.0/24",  # documentation (TEST-NET-1)
+            "192.168.0.0/16",  # private (RFC 1918)
+            "198.18.0.0/15",  # benchmarking
+            "198.51.100.0/24",  # documentation (TEST-NET-2)
+            "203.0.113.0/24",  # documentation (TEST-NET-3)
+            "224.0.0.0/4",  # multicast
+            "240.0.0.0/4",  # reserved, and the broadcast address
+        )
+    ),
+    # Everything outside global unicast (2000::/3: loopback, ULA, link-local, multicast...), and
+    # the documentation ranges inside it.
+    6: tuple(
+        IPv6Network(cidr)
+        for cidr in ("::/3", "4000::/2", "8000::/1", "2001:db8::/32", "3fff::/20")
+    ),
+}
+# The widest public space a port other than the world's may be open to: a /8 of IPv4, a /32 of IPv6.
+WIDEST_PREFIX = {4: 8, 6: 32}
+WIDEST = {version: 2 ** ((32 if version == 4 else 128) - prefix) for version, prefix in WIDEST_PREFIX.items()}
+
+
+def public_addresses(sources: Iterable[Network]) -> dict[int, int]:
+    """How many public addresses the sources admit together, per IP version (4, 6)."""
+    counted = {4: 0, 6: 0}
+    for version in (4, 6):
+        for source in collapse_addresses(s for s in sources if s.version == version):
+            private = sum(
+                min(source.num_addresses, other.num_addresses)
+                for other in NOT_PUBLIC[version]
+                if source.overlaps(other)  # collapsed and aligned: one holds the other
+            )
+            counted[version] += source.num_addresses - private
+    return counted
+
+
+def too_wide(sources: Iterable[Network]) -> list[str]:
+    """Why the sources together are the world, one phrase per IP version that is too wide ([] when none is),
+    e.g. "2,092,957,696 public IPv4 addresses, more than a /8 (16,777,216)"."""
+    counted = public_addresses(list(sources))
+    found = []
+    if counted[4] > WIDEST[4]:
+        found.append(f"{counted[4]:,} public IPv4 addresses, more than a /8 ({WIDEST[4]:,})")
+    if counted[6] > WIDEST[6]:
+        # IPv6 counted in /32s: its addresses run to 39 digits.
+        whole, rest = divmod(counted[6], WIDEST[6])
+        found.append(f"{whole:,}{'+' if rest else ''} /32s of public IPv6 space, more than one /32")
+    return found
+
+
+def world_port(protocol: str | None, low: int, high: int) -> bool:
+    """Whether every port low..high of the protocol (None: every protocol) may be open to the world."""
+    if protocol in ICMP:
+        return True
+    return protocol == "tcp" and high - low < len(WORLD_TCP) and all(port in WORLD_TCP for port in range(low, high + 1))
+
+
+def network(text: str) -> Network:
+    """A source as Neutron and the stack file write it (host bits allowed)."""
+    return ip_network(text, strict=False)
