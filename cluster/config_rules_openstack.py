@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel, to_snake
 
-from cluster.exposure import too_wide, world_port
+from cluster.exposure import public_addresses, too_wide, world_port
 
 
 def _external_network(c: Any) -> Iterable[str]:
@@ -82,10 +82,12 @@ def _allowed_cidrs_measured(c: Any) -> Iterable[str]:
     for key, opened in OPENED_BY.items():
         ports = [f"{protocol.upper()} {low}-{high}" for protocol, low, high in opened if not world_port(protocol, low, high)]
         sources = getattr(c.openstack, to_snake(key))
-        wide = too_wide(sources) if ports else []
+        # The machine network is always admitted too (cluster/firewall.py), as the pack counts it.
+        wide = too_wide([c.machine_network, *sources]) if ports else []
         if wide:
+            machine = f" with ocp:machineNetwork {c.machine_network}" if public_addresses([c.machine_network])[4] else ""
             yield (
-                f"ocp:openstack.{key}: [{', '.join(map(str, sources))}] admits {' and '.join(wide)} to "
+                f"ocp:openstack.{key}: [{', '.join(map(str, sources))}]{machine} admits {' and '.join(wide)} to "
                 f"{' and '.join(ports)}: only TCP 6443, 80, 443 and ICMP may be open that wide (the policy pack "
                 f"refuses it too). Name your clients' networks, e.g. {key}: [203.0.113.0/24], or leave {key} out "
                 "(the machine network only)"

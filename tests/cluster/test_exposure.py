@@ -99,3 +99,12 @@ def test_the_api_and_ingress_may_stay_open_to_the_world():
     """They open only TCP 6443, 80 and 443, which clients reach from anywhere."""
     recorded, error = run_recording(with_section(DEV, "openstack", apiAllowedCidrs=["0.0.0.0/0"], ingressAllowedCidrs=EVERY_UNICAST))
     assert error is None, error
+
+
+def test_a_public_machine_network_counts_with_the_node_port_sources():
+    """The machine network is always admitted beside them (cluster/firewall.py), and the pack adds it up too."""
+    config = {**with_section(DEV, "openstack", nodePortAllowedCidrs=["12.0.0.0/8"]), "ocp:machineNetwork": "11.0.0.0/16"}
+    recorded, error = run_recording(config)
+    assert isinstance(error, pulumi.RunError) and recorded.resources == []
+    assert "ocp:openstack.nodePortAllowedCidrs: [12.0.0.0/8] with ocp:machineNetwork 11.0.0.0/16 admits 16,842,752 public IPv4" in str(error)
+    assert run_recording(with_section(DEV, "openstack", nodePortAllowedCidrs=["12.0.0.0/8"]))[1] is None
