@@ -3,8 +3,8 @@
 The Machine API's approver approves only CSRs that match a Machine it knows; this program makes
 its nodes outside the Machine API, so it judges against what it made: the stack's `nodes`
 output (name -> address) and, where the platform has them, its servers' creation times
-(`nodeCreated`: OpenStack's; libvirt's domains keep none). Approved, as the machine approver
-(openshift/cluster-machine-approver) does for Machines:
+(`nodeCreated`: OpenStack's; libvirt's domains keep none). Every request is checked as the machine
+approver (openshift/cluster-machine-approver) checks it for Machines:
 
 - a client CSR (signer kubernetes.io/kube-apiserver-client-kubelet) asked for by the node
   bootstrapper service account, for `CN=system:node:<name>, O=system:nodes` where `<name>` is
@@ -18,11 +18,19 @@ output (name -> address) and, where the platform has them, its servers' creation
   for that same subject, with the kubelet's usages, DNS names within the node's hostname and IP
   addresses within its addresses in the stack.
 
+Whoever holds the node-bootstrapper token (served to the machine network) can ask for a new
+node's client certificate before its kubelet does, so a client CSR that passes is approved
+automatically only when it is a worker's, its server's creation time is known (or `untimed` is
+None: libvirt during `ocp install`'s own wait), it has waited SETTLE, and no other client request
+for that node came from the bootstrapper since its server was made (approved, denied or
+pending). A master's client CSR, and any the rules above hold back, is approved only when the
+user names it (`named`), after every check but the settling and the duplicates. Two or more
+serving requests that would pass for one node approve none of them.
+
 The request is read as Kubernetes reads it (one PEM block, type CERTIFICATE REQUEST, with nothing
-but whitespace around it: see `read_request`), so what is judged is what the signer signs. Two or
-more requests of one kind that would pass for one node approve none of them: which is the
-kubelet's is not for the approver to guess. Everything else stays pending, with its reason; what
-a requester wrote is shown with its control characters escaped.
+but whitespace around it: see `read_request`), so what is judged is what the signer signs.
+Everything else stays pending, with its reason; what a requester wrote is shown with its control
+characters escaped.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import base64
 import binascii
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -56,6 +64,18 @@ CLOCK_SKEW = timedelta(seconds=10)
 # client CSR, which Kubernetes' CSR cleaner removes 1 h after its approval: a Node deleted in the
 # window's second hour is not noticed (the requester must also hold the bootstrapper token).
 CLIENT_WINDOW = timedelta(hours=2)
+# How long a worker's client request must stay its node's only one before it is approved. A
+# forger asks as soon as a new server answers; the kubelet only after RHCOS's first boot (Ignition,
+# then machine-config-daemon-firstboot rebases onto the release's OS image and reboots before
+# kubelet-dependencies.target: openshift/machine-config-operator, units/
+# machine-config-daemon-firstboot.service.yaml), which OpenShift expects to give a Node within
+# 10 min (openshift/machine-api-operator, MachineHealthCheck defaultNodeStartupTimeout). It must
+# end before 15 min: a kubelet whose request is not signed by then asks again with a new key
+# (k8s.io/client-go util/certificate/certificate_manager.go, certificateWaitTimeout), a second
+# request that stops its node's automatic approval.
+SETTLE = timedelta(minutes=10)
+# Why client requests wait for a name where the stack gives no creation times (the default).
+UNTIMED = "the stack gives no creation times for its servers"
 
 # The one request Kubernetes' ParseCSR and this approver both read. Go's pem.Decode takes a block
 # whose `-----BEGIN ` starts the data or a line, ending in `-----` (spaces, tabs, a CR may follow
@@ -156,6 +176,7 @@ class Verdict:
     reason: str
     subject: str = ""  # what was judged, where the request could be read: its attributes (RFC 4514), sorted
     names: tuple[str, ...] = ()  # its alternative names, `DNS:...`, `IP:...`, sorted
+    by_name: bool = False  # passes every check but those of automatic approval: the user may name it
 
 
 def review(
@@ -165,49 +186,121 @@ def review(
     domain: str = "",
     created: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    *,
+    settle: timedelta = SETTLE,
+    untimed: str | None = UNTIMED,
+    named: Collection[str] | None = None,
 ) -> list[Verdict]:
     """A verdict for every undecided request. `nodes`: the stack's nodes (name -> IP address);
     `registered`: the Node objects there are; `domain`: the cluster's domain (a node's FQDN);
     `created`: when each node's server was made (name -> time, as the stack's `nodeCreated`
-    says; None where the platform keeps no such time); `now`: the time of this pass."""
+    says; None where the stack has no such times); `now`: the time of this pass; `settle`: how
+    long a worker's client request waits alone; `untimed`: why client requests wait for a name
+    when `created` is None (None: they do not); `named`: the requests the user named, the only
+    ones judged then, without the settling and duplicate rules."""
     requests = sorted(requests, key=lambda r: r.name)
     known = set(registered)
     joined = _approved_clients(requests)
+    judged = [r for r in requests if not r.decided and (named is None or r.name in named)]
+    verdicts = [_verdict(request, nodes, known, domain, created, now, joined) for request in judged]
+    if named is not None:
+        return verdicts
+    claims = _client_claims(requests)
     verdicts = [
-        _verdict(request, nodes, known, domain, created, now, joined)
-        for request in requests
-        if not request.decided
+        _automatic(verdict, request, created, now, settle, untimed, claims) if verdict.approve and verdict.kind == "client" else verdict
+        for verdict, request in zip(verdicts, judged)
     ]
-    # Two that would pass for one node and kind: which is the kubelet's is not ours to guess.
-    claims: dict[tuple[str | None, str], list[str]] = {}
+    # Two serving requests that would pass for one node: which is the kubelet's is not ours to guess.
+    serving: dict[str | None, list[str]] = {}
     for verdict in verdicts:
-        if verdict.approve:
-            claims.setdefault((verdict.node, verdict.kind), []).append(verdict.csr)
+        if verdict.approve and verdict.kind == "serving":
+            serving.setdefault(verdict.node, []).append(verdict.csr)
     return [
-        _refused(verdict, f"{len(claims[verdict.node, verdict.kind])} pending {verdict.kind} requests claim {verdict.node} "
-                 f"({', '.join(claims[verdict.node, verdict.kind])}): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
-        if verdict.approve and len(claims[verdict.node, verdict.kind]) > 1
+        _refused(verdict, f"{len(serving[verdict.node])} pending serving requests claim {verdict.node} "
+                 f"({', '.join(serving[verdict.node])}): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
+        if verdict.approve and verdict.kind == "serving" and len(serving[verdict.node]) > 1
         else verdict
         for verdict in verdicts
     ]
 
 
-def _refused(verdict: Verdict, reason: str) -> Verdict:
-    return Verdict(verdict.csr, verdict.node, verdict.kind, False, reason, verdict.subject, verdict.names)
+def role(node: str) -> str:
+    """master, worker or bootstrap, from a node's name (`<prefix>-<role>-<index>`, `<prefix>-bootstrap`); '' if none."""
+    found = re.search(r"-(master|worker)-\d+$", node)
+    return found[1] if found else "bootstrap" if node.endswith("-bootstrap") else ""
+
+
+def _automatic(
+    verdict: Verdict,
+    request: Request,
+    created: Mapping[str, str] | None,
+    now: datetime | None,
+    settle: timedelta,
+    untimed: str | None,
+    claims: Mapping[str, list[Request]],
+) -> Verdict:
+    """A client request that passed every check, held back unless automatic approval is safe (module docstring)."""
+    node = verdict.node or ""
+    if role(node) != "worker":
+        what = "a master" if role(node) == "master" else "no worker"
+        return _refused(verdict, f"{node} is {what}: its client certificate is never approved automatically", by_name=True)
+    made = parse_time(created[node]) if created is not None else None  # _verdict read it already
+    if created is None and untimed is not None:
+        return _refused(verdict, f"{untimed}: a client certificate is approved automatically only where its server's creation time is known", by_name=True)
+    others = [r.name for r in claims.get(node, ()) if r.name != request.name and (made is None or r.created is None or r.created >= made - CLOCK_SKEW)]
+    if others:
+        since = "since its server was made" if made is not None else "in the API"
+        return _refused(
+            verdict,
+            f"{len(others) + 1} client requests for {node} {since} ({', '.join(sorted([request.name, *others]))}): none is approved "
+            f"automatically, as one may be a forger's",
+            by_name=True,
+        )
+    if now is None or request.created is None or now < request.created + settle:
+        until = f" until {request.created + settle:%Y-%m-%d %H:%M:%S}Z" if request.created is not None else ""
+        return _refused(verdict, f"settling{until}: a worker's client request is approved once it has stayed {node}'s only one for {_span(settle)}")
+    return verdict
+
+
+def _span(period: timedelta) -> str:
+    seconds = int(period.total_seconds())
+    return f"{seconds // 60} min" if seconds % 60 == 0 and seconds else f"{seconds} s"
+
+
+def _refused(verdict: Verdict, reason: str, by_name: bool = False) -> Verdict:
+    return Verdict(verdict.csr, verdict.node, verdict.kind, False, reason, verdict.subject, verdict.names, by_name)
+
+
+def _client_node(request: Request) -> str | None:
+    """The node a client request names (`CN=system:node:<name>`), where it can be read."""
+    if request.signer != CLIENT_SIGNER:
+        return None
+    try:
+        common = read_request(request.request).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    except ValueError:
+        return None
+    if len(common) == 1 and str(common[0].value).startswith(NODE_PREFIX):
+        return str(common[0].value).removeprefix(NODE_PREFIX)
+    return None
+
+
+def _client_claims(requests: Iterable[Request]) -> dict[str, list[Request]]:
+    """node -> every client request the node bootstrapper made for it (any state)."""
+    claims: dict[str, list[Request]] = {}
+    for request in requests:
+        node = _client_node(request) if request.username == NODE_BOOTSTRAPPER else None
+        if node is not None:
+            claims.setdefault(node, []).append(request)
+    return claims
 
 
 def _approved_clients(requests: Iterable[Request]) -> dict[str, list[Request]]:
     """node -> its approved client requests still in the API (the CSR cleaner keeps them 1 h)."""
     joined: dict[str, list[Request]] = {}
     for request in requests:
-        if not (request.approved and request.signer == CLIENT_SIGNER):
-            continue
-        try:
-            common = read_request(request.request).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-        except ValueError:
-            continue
-        if len(common) == 1 and str(common[0].value).startswith(NODE_PREFIX):
-            joined.setdefault(str(common[0].value).removeprefix(NODE_PREFIX), []).append(request)
+        node = _client_node(request) if request.approved else None
+        if node is not None:
+            joined.setdefault(node, []).append(request)
     return joined
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import timedelta
 
+from cluster.csr import SETTLE
 from ocp import checks, driver
 from ocp.version import VERSION
 
@@ -20,8 +22,12 @@ the Pulumi CLI (the SDK's version or later), openshift-install (ocp:installer.bi
 or kubectl (ocp:installer.oc): each is checked first. Stopped or interrupted, run it again: it goes on
 from where the cluster is."""
 APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
-cluster's, no other requester's) until every worker is Ready. Needs the Pulumi CLI and oc or kubectl
-(ocp:installer.oc); reaches the API by api.<cluster>.<domain> with the stack's kubeconfig."""
+cluster's, no other requester's) until every worker is Ready. A worker's client request is approved once it
+has stayed its node's only one for 10 min (a second one, maybe a forger's, holds both for a name); a
+master's, and every client request of a stack without servers' creation times (libvirt), only by name:
+--csr NAME, once the node's kubelet journal names it (`journalctl -u kubelet | grep 'Certificate signing
+request created'`). Needs the Pulumi CLI and oc or kubectl (ocp:installer.oc); reaches the API by
+api.<cluster>.<domain> with the stack's kubeconfig."""
 DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
 root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
 its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer
@@ -32,7 +38,8 @@ comes back. Workers are drained first. Asks you to type the stack's name (--yes 
 while ocp:protect is true. Needs the Pulumi CLI (the cleanup runs with this program's venv)."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
+    """`settle`: how long a worker's client request waits alone (the tests shorten it)."""
     parser = argparse.ArgumentParser(prog="python -m ocp", description="Install, tend and remove a cluster of this project's stacks.")
     parser.add_argument("--version", action="version", version=f"ocp {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -48,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         description=APPROVE, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     approve.add_argument("--timeout", type=float, default=30, help="minutes (default 30)")
+    approve.add_argument(
+        "--csr", action="append", default=[], metavar="NAME",
+        help="approve exactly this request (again for more), after every check but the wait and the duplicates: a master's client request is approved only so",
+    )
     destroy = commands.add_parser(
         "destroy", help="the stack's resources and the cluster's own, data included (volumes, load balancers, the registry's container)",
         description=DESTROY, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
-            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60)
+            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle)
         elif args.command == "approve-csrs":
-            return 0 if driver.approve(args.stack, driver.say, args.timeout * 60) else 1
+            return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:
             return 0 if driver.destroy(args.stack, driver.say, lambda what: args.yes or _confirm(what, args.stack)) else 1
     except checks.MissingTools as missing:

@@ -1,14 +1,18 @@
-"""Approves this stack's nodes' CSRs (cluster/csr.py judges), pass after pass, until its workers are Ready."""
+"""Approves this stack's nodes' CSRs (cluster/csr.py judges), pass after pass, until its workers are
+Ready; or exactly the CSRs a user names."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from cluster.csr import Request, Verdict, review, shown
+from cluster.csr import SETTLE, UNTIMED, Request, Verdict, review, shown
 from ocp.kube import Kube, KubeError, ready
+
+# Where a node's kubelet names the client request it made (client-go logs it at --v=2, OpenShift's level).
+JOURNAL = "journalctl -u kubelet | grep 'Certificate signing request created' | grep client-kubelet"
 
 
 @dataclass(frozen=True)
@@ -17,16 +21,38 @@ class Pass:
     ready: frozenset[str]  # this stack's nodes that are Ready
 
 
-def one_pass(kube: Kube, nodes: Mapping[str, str], domain: str, created: Mapping[str, str] | None = None) -> Pass:
-    """`created`: the stack's `nodeCreated` (when each server was made), None where the platform
-    keeps no such time (libvirt)."""
+def one_pass(
+    kube: Kube,
+    nodes: Mapping[str, str],
+    domain: str,
+    created: Mapping[str, str] | None = None,
+    *,
+    settle: timedelta = SETTLE,
+    untimed: str | None = UNTIMED,
+    named: Collection[str] | None = None,
+) -> Pass:
+    """`created`: the stack's `nodeCreated` (when each server was made), None where the stack has
+    none; `settle`, `untimed`, `named`: as cluster.csr.review takes them."""
     requests = [Request.from_object(item) for item in kube.items("certificatesigningrequests")]
     registered = {node["metadata"]["name"]: node for node in kube.items("nodes")}
-    verdicts = review(requests, nodes, registered, domain, created, datetime.now(UTC))
+    verdicts = review(requests, nodes, registered, domain, created, datetime.now(UTC), settle=settle, untimed=untimed, named=named)
     approved = [verdict.csr for verdict in verdicts if verdict.approve]
     if approved:
         kube.approve(approved)
     return Pass(tuple(verdicts), frozenset(name for name, node in registered.items() if name in nodes and ready(node)))
+
+
+def tell(verdict: Verdict, say: Callable[[str], None], stack: str) -> None:
+    # Reasons escape what requesters wrote; the whole line again, so none ever reaches a terminal.
+    if verdict.approve:
+        say(shown(f"csr: approved {verdict.csr}: {verdict.reason}"))
+        return
+    say(shown(f"csr: left pending {verdict.csr} ({verdict.kind}): {verdict.reason}"))
+    if verdict.by_name:
+        say(shown(
+            f"csr:   approve it only if {verdict.node}'s kubelet made it (on {verdict.node}, by its console or ssh: `{JOURNAL}`): "
+            f"python -m ocp approve-csrs --stack {stack} --csr {verdict.csr}"
+        ))
 
 
 def approve_until_ready(
@@ -39,24 +65,24 @@ def approve_until_ready(
     interval: float = 10,
     clock: Callable[[], float] = time.monotonic,
     created: Mapping[str, str] | None = None,
+    *,
+    stack: str = "STACK",
+    settle: timedelta = SETTLE,
+    untimed: str | None = UNTIMED,
 ) -> bool:
     """Passes until every node in `wanted` is Ready (True) or the deadline (False). Each verdict
     is told once: approvals, and what stays pending with its reason."""
     told: set[tuple[str, bool, str]] = set()
     while True:
         try:
-            result = one_pass(kube, nodes, domain, created)
+            result = one_pass(kube, nodes, domain, created, settle=settle, untimed=untimed)
         except KubeError as error:  # the API comes and goes while masters restart
             say(f"csr: asking the API failed ({error}); trying again")
         else:
             for verdict in result.verdicts:
                 if (verdict.csr, verdict.approve, verdict.reason) not in told:
                     told.add((verdict.csr, verdict.approve, verdict.reason))
-                    # Reasons escape what requesters wrote; the whole line again, so none ever reaches a terminal.
-                    if verdict.approve:
-                        say(shown(f"csr: approved {verdict.csr}: {verdict.reason}"))
-                    else:
-                        say(shown(f"csr: left pending {verdict.csr} ({verdict.kind}): {verdict.reason}"))
+                    tell(verdict, say, stack)
             missing = sorted(wanted - result.ready)
             if not missing:
                 return True
@@ -66,3 +92,16 @@ def approve_until_ready(
         if clock() >= deadline:
             return False
         time.sleep(interval)
+
+
+def approve_named(
+    kube: Kube, nodes: Mapping[str, str], domain: str, names: Collection[str], say: Callable[[str], None], created: Mapping[str, str] | None, stack: str
+) -> list[Verdict]:
+    """Exactly the named CSRs, each after every check but the settling and the duplicates; the
+    verdicts of those approved, every other one told with why not."""
+    found = one_pass(kube, nodes, domain, created, named=set(names)).verdicts
+    for verdict in found:
+        tell(Verdict(verdict.csr, verdict.node, verdict.kind, verdict.approve, verdict.reason, verdict.subject, verdict.names), say, stack)
+    for name in sorted(set(names) - {verdict.csr for verdict in found}):
+        say(shown(f"csr: no pending request {name} (`oc get csr {name}`: it may be decided already, or deleted)"))
+    return [verdict for verdict in found if verdict.approve]

@@ -14,14 +14,16 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from pulumi import automation as auto
 
 from cluster.config import ClusterConfig, load_config
+from cluster.csr import SETTLE
 from cluster.installer import installer_dir
 from ocp import checks
-from ocp.approver import approve_until_ready
+from ocp.approver import approve_named, approve_until_ready
 from ocp.kube import Kube
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -239,7 +241,10 @@ def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd:
             process.wait()
 
 
-def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600) -> dict:
+def install(
+    name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600,
+    settle: timedelta = SETTLE,
+) -> dict:
     began = time.monotonic()
     stack = _stack(name)
     config = _config(stack)
@@ -288,7 +293,11 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     kube = Kube(config.installer.oc, kubeconfig)
     # When each server was made (OpenStack's nodeCreated); libvirt's domains keep no such time.
     created = outputs.get("nodeCreated")
-    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created):
+    # libvirt's client requests are approved without creation times here only, in the install's own wait.
+    untimed = None if config.platform == "libvirt" else _untimed(config.platform, name)
+    if not approve_until_ready(
+        kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created, stack=name, settle=settle, untimed=untimed
+    ):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
     if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT, hidden):
@@ -302,8 +311,10 @@ def install(name: str, say: Callable[[str], None], go_on: bool = False, bootstra
     return outputs
 
 
-def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
-    """Day 2: the new workers' certificates, until every worker of the stack is Ready."""
+def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[str, ...] = (), settle: timedelta = SETTLE) -> bool:
+    """Day 2: the new workers' certificates, until every worker of the stack is Ready; with
+    `named`, exactly those CSRs (a master's client certificate is approved only so), then the
+    passes until their nodes are Ready."""
     stack = _stack(name)
     config = _config(stack)
     checks.check("approve-csrs", config)
@@ -311,8 +322,26 @@ def approve(name: str, say: Callable[[str], None], timeout: float) -> bool:
     nodes: dict[str, str] = outputs.get("nodes") or {}
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
     kubeconfig = _write_credentials(directory, outputs)
-    workers = {node for node in nodes if "-worker-" in node}
-    return approve_until_ready(Kube(config.installer.oc, kubeconfig), nodes, workers, config.cluster_domain, time.monotonic() + timeout, say, created=outputs.get("nodeCreated"))
+    kube = Kube(config.installer.oc, kubeconfig)
+    created = outputs.get("nodeCreated")
+    wanted = {node for node in nodes if "-worker-" in node}
+    if named:
+        approved = approve_named(kube, nodes, config.cluster_domain, named, say, created, name)
+        if len(approved) < len(set(named)):
+            return False
+        # A client certificate approved: the passes go on until its node is Ready (its serving request).
+        wanted = {verdict.node for verdict in approved if verdict.kind == "client" and verdict.node}
+        if not wanted:
+            return True
+    untimed = _untimed(config.platform, name)
+    return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=untimed)
+
+
+def _untimed(platform: str, name: str) -> str:
+    """Why a stack without nodeCreated gets no automatic client approvals, and what to do."""
+    if platform == "libvirt":
+        return "libvirt keeps no creation time for its domains (client certificates are approved automatically only during `python -m ocp install`)"
+    return f"the stack's outputs have no nodeCreated (its last `pulumi up` ran release 0.1.0): run `pulumi up --stack {name}` once, then this again"
 
 
 def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:

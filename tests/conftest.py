@@ -56,6 +56,7 @@ REAL_PARTS = {
     "tests/ignition/test_real_ignition.py": "the real Ignition (root)",
     "tests/ignition/test_plan_real_ignition.py": "the real Ignition (root)",
     "tests/ocp/test_approver.py": "a real Kubernetes API server",
+    "tests/ocp/test_csr_race.py": "a real Kubernetes API server",
     "tests/cluster/test_drain_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
     "tests/tools/test_installer_contract.py": "the real openshift-install",

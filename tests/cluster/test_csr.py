@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Request, parse_time, read_request, review
+from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, SETTLE, Request, parse_time, read_request, review
 
 NODES = {"ocp4-bootstrap": "192.0.2.10", "ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"
@@ -48,8 +48,15 @@ def serving(name: str, node: str = "ocp4-worker-0", username: str | None = None,
     return Request(name, SERVING_SIGNER, username or f"system:node:{node}", usages, csr(f"system:node:{node}", **names))
 
 
+# Every server made at noon; a request made a minute after, judged once it has settled.
+SERVERS = {"ocp4-master-0": "2026-11-26 12:00:00 +0000 UTC", "ocp4-worker-0": "2026-11-26T12:00:00Z", "ocp4-worker-1": "2026-11-26 12:00:00.5 +0000 UTC"}
+SERVER = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+SETTLED = SERVER + timedelta(minutes=1) + SETTLE
+
+
 def verdicts(*requests: Request, registered=()) -> dict[str, tuple[bool, str]]:
-    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN)}
+    requests = tuple(r if r.created else replace(r, created=SERVER + timedelta(minutes=1)) for r in requests)
+    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, SERVERS, SETTLED)}
 
 
 CASES = [
@@ -91,10 +98,13 @@ def test_a_node_that_registered_renews_its_client_certificate_itself():
 def test_two_requests_of_one_kind_for_one_node_approve_neither():
     found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"), client("e", username="system:anonymous"))
     assert found["c"][0] and found["d"][0]
-    why = "2 pending client requests claim ocp4-worker-0 (a, b): none approved; delete those its kubelet did not make (`oc delete csr NAME`)"
+    why = "2 client requests for ocp4-worker-0 since its server was made (a, b): none is approved automatically, as one may be a forger's"
     assert found["a"] == found["b"] == (False, why)
-    # One that fails anyway is no claim: it cannot be approved, so nothing is picked.
+    # Another requester's is no claim (only the bootstrapper's token asks for a client certificate).
     assert verdicts(client("a"), client("e", username="system:anonymous"))["a"][0]
+    # Two serving requests that would pass: neither.
+    serving_found = verdicts(serving("f"), serving("g"))
+    assert serving_found["f"] == (False, "2 pending serving requests claim ocp4-worker-0 (f, g): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
 
 
 def test_decided_requests_are_left_alone():
@@ -122,8 +132,7 @@ MASTER = csr("system:node:ocp4-master-0")
 
 
 def judged(pem: bytes) -> tuple[bool, str]:
-    (verdict,) = review([Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem)], NODES, (), DOMAIN)
-    return verdict.approve, verdict.reason
+    return verdicts(Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem))["a"]
 
 
 # name -> (request, why it stays pending); the first five are requests Go reads (the API takes them).
@@ -187,23 +196,19 @@ def test_control_characters_are_escaped_in_reasons():
 
 # ---- a client request and its server's age
 
-SERVERS = {"ocp4-master-0": "2026-11-26 12:00:00 +0000 UTC", "ocp4-worker-0": "2026-11-26T12:00:00Z", "ocp4-worker-1": "2026-11-26 12:00:00.5 +0000 UTC"}
-SERVER = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-
-
 def at(request: Request, created: datetime, approved: bool = False) -> Request:
     return replace(request, created=created, approved=approved, decided=approved)
 
 
-def timed(*requests: Request, now: datetime, registered=(), created=SERVERS) -> dict[str, tuple[bool, str]]:
-    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now)}
+def timed(*requests: Request, now: datetime, registered=(), created=SERVERS, **rules) -> dict[str, tuple[bool, str]]:
+    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now, **rules)}
 
 
 def test_a_client_request_within_the_window_of_its_server_is_approved():
     request = at(client("a"), SERVER + timedelta(minutes=3))
     assert timed(request, now=SERVER + CLIENT_WINDOW)["a"][0]
     # A few seconds before the server, for clocks (the machine approver's skew).
-    assert timed(at(client("a"), SERVER - CLOCK_SKEW), now=SERVER + timedelta(minutes=5))["a"][0]
+    assert timed(at(client("a"), SERVER - CLOCK_SKEW), now=SERVER + SETTLE)["a"][0]
 
 
 def test_a_client_request_older_than_its_server_stays_pending():
@@ -224,17 +229,76 @@ def test_a_node_whose_node_object_was_deleted_does_not_join_again_on_the_same_se
     found = timed(first, again, now=SERVER + timedelta(minutes=21))
     assert not found["again"][0]
     assert found["again"][1].startswith("a client certificate of ocp4-worker-0 was approved already (first) and there is no Node ocp4-worker-0: its Node was deleted")
-    # A new server, made after that approval: it joins.
+    # A new server, made after that approval: it joins, once settled.
     replaced = {**SERVERS, "ocp4-worker-0": "2026-11-26T12:10:00Z"}
-    assert timed(first, again, now=SERVER + timedelta(minutes=21), created=replaced)["again"][0]
+    assert timed(first, again, now=SERVER + timedelta(minutes=20) + SETTLE, created=replaced)["again"][0]
 
 
-def test_without_creation_times_any_earlier_approval_counts_and_no_window_applies():
-    """libvirt: its domains keep no creation time."""
-    late = at(client("a"), SERVER + timedelta(days=2))
-    assert timed(late, now=SERVER + timedelta(days=2), created=None)["a"][0]
+def test_without_creation_times_no_client_request_is_approved_automatically():
+    """libvirt's domains keep no creation time, nor does an OpenStack stack last `up` by 0.1.0: by name only."""
+    late = at(client("a"), SERVER)
+    (verdict,) = review([late], NODES, (), DOMAIN, None, SERVER + timedelta(days=2))
+    assert (verdict.approve, verdict.by_name) == (False, True)
+    assert verdict.reason == "the stack gives no creation times for its servers: a client certificate is approved automatically only where its server's creation time is known"
+    (verdict,) = review([late], NODES, (), DOMAIN, None, SERVER, untimed="the stack's outputs have no nodeCreated")
+    assert verdict.reason.startswith("the stack's outputs have no nodeCreated: ")
+    # Named, it is approved: the user checked it.
+    assert [v.approve for v in review([late], NODES, (), DOMAIN, None, SERVER, named={"a"})] == [True]
+    # libvirt during `ocp install`'s wait (untimed=None): after the settling, any earlier request counts.
+    assert timed(late, now=SERVER + SETTLE, created=None, untimed=None)["a"][0]
     first = at(client("first"), SERVER - timedelta(days=9), approved=True)
-    assert "its Node was deleted" in timed(first, late, now=SERVER + timedelta(days=2), created=None)["a"][1]
+    assert "its Node was deleted" in timed(first, late, now=SERVER + SETTLE, created=None, untimed=None)["a"][1]
+    denied = replace(at(client("denied"), SERVER - timedelta(days=9)), decided=True)
+    assert timed(denied, late, now=SERVER + SETTLE, created=None, untimed=None)["a"][1].startswith("2 client requests for ocp4-worker-0 in the API (a, denied)")
+
+
+# ---- the forger's race: a request made before the kubelet's, or for a master
+
+
+def test_a_masters_client_request_is_approved_only_by_name():
+    request = at(client("m", node="ocp4-master-0"), SERVER + timedelta(minutes=1))
+    (verdict,) = review([request], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(hours=1))
+    assert (verdict.approve, verdict.by_name) == (False, True)
+    assert verdict.reason == "ocp4-master-0 is a master: its client certificate is never approved automatically"
+    (named,) = review([request, at(client("w"), SERVER + timedelta(minutes=1))], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=2), named={"m"})
+    assert (named.csr, named.approve, named.reason) == ("m", True, "client certificate of ocp4-master-0, a node of this stack")
+    # Its serving request, made by the master itself, needs no name.
+    assert verdicts(serving("s", node="ocp4-master-0"))["s"][0]
+
+
+def test_a_workers_client_request_waits_alone_for_the_settling_period():
+    request = at(client("a"), SERVER + timedelta(minutes=1))
+    early = timed(request, now=SERVER + timedelta(minutes=1) + SETTLE - timedelta(seconds=1))["a"]
+    assert early == (False, "settling until 2026-11-26 12:11:00Z: a worker's client request is approved once it has stayed ocp4-worker-0's only one for 10 min")
+    assert timed(request, now=SERVER + timedelta(minutes=1) + SETTLE)["a"] == (True, "client certificate of ocp4-worker-0, a node of this stack")
+    # The period is the caller's to choose (the tests' played kubelets ask at once).
+    assert review([request], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=1, seconds=3), settle=timedelta(seconds=3))[0].approve
+
+
+@pytest.mark.parametrize("state", ["pending", "approved", "denied", "bad usages"])
+def test_a_second_client_request_since_the_server_was_made_stops_approval(state):
+    """The forger asked first; the kubelet's request, or any other from the bootstrapper, comes within the period."""
+    forged = at(client("forged"), SERVER + timedelta(seconds=30))
+    kubelet = at(client("kubelet", usages=SERVING if state == "bad usages" else CLIENT), SERVER + timedelta(minutes=6))
+    if state in ("approved", "denied"):
+        kubelet = replace(kubelet, decided=True, approved=state == "approved")
+    found = timed(forged, kubelet, now=SERVER + timedelta(hours=1))
+    assert not found["forged"][0]
+    if state == "approved":  # the existing rule says it first
+        assert "was approved already (kubelet) and there is no Node ocp4-worker-0" in found["forged"][1]
+    else:
+        assert found["forged"][1].startswith("2 client requests for ocp4-worker-0 since its server was made (forged, kubelet): none is approved automatically")
+    # Named, the kubelet's own is approved despite the forger's (the user found it in the journal).
+    if state == "pending":
+        named = {v.csr: v.approve for v in review([forged, kubelet], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=7), named={"kubelet"})}
+        assert named == {"kubelet": True}
+
+
+def test_a_request_for_the_node_before_its_server_was_made_is_no_second_one():
+    """The replaced server's own requests (the API keeps them 1 h approved, 24 h pending) do not count."""
+    old = at(client("old"), SERVER - timedelta(minutes=30))
+    new = at(client("new"), SERVER + timedelta(minutes=5))
+    assert timed(old, new, now=SERVER + timedelta(minutes=5) + SETTLE)["new"][0]
 
 
 def test_a_server_with_no_creation_time_in_the_stack_is_refused():

@@ -1,0 +1,184 @@
+"""The forger's race against a real Kubernetes API server (harness/kubeapi.py: etcd, kube-apiserver and
+the csrsigning controller): whoever holds the node-bootstrapper token asks for a new node's client
+certificate as soon as its server answers, before the node's kubelet does. For a new worker and for a
+replaced master, the approver's own loop runs through the race and the forger gets no certificate;
+the kubelet's request is approved once the user names it (`approve-csrs --csr NAME`, through the
+CLI's main), and an honest scale-up joins by itself once its request has settled. The settling
+period is shortened through the approver's parameter (the played kubelets ask at once)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from cryptography import x509
+from pulumi import automation as auto
+
+from cluster.csr import CLIENT_SIGNER, NODE_BOOTSTRAPPER, parse_time
+from harness import kubeapi
+from ocp import driver
+from ocp.__main__ import main
+from ocp.approver import approve_until_ready
+from ocp.kube import Kube
+from tests.ocp.played import CLIENT, PlayedCluster, request_pem
+from tools import toolchain
+
+DOMAIN = "race.lab.local"
+SETTLE = timedelta(seconds=4)
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    reason = kubeapi.missing()
+    if reason:
+        pytest.skip(reason)
+    with kubeapi.running(tmp_path_factory.mktemp("kubeapi"), controllers=("csrsigning",)) as running:
+        yield running
+
+
+def kube(api: kubeapi.KubeAPI) -> Kube:
+    return Kube(str(toolchain.binary("kubectl")), api.kubeconfig)
+
+
+def csr(api: kubeapi.KubeAPI, name: str) -> dict:
+    return json.loads(api.kubectl("get", "csr", name, "-o", "json").stdout)
+
+
+def ask(api: kubeapi.KubeAPI, name: str, node: str) -> datetime:
+    """A client request for `node` as the node bootstrapper (the forger holds its token; the kubelet
+    uses it): its creation time, the API server's clock."""
+    PlayedCluster(api, {}, DOMAIN).submit(name, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{node}"))
+    return parse_time(csr(api, name)["metadata"]["creationTimestamp"])
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def no_certificate(api: kubeapi.KubeAPI, name: str) -> None:
+    """What the API says of it: no certificate, and no Approved condition."""
+    item = csr(api, name)
+    status = item.get("status") or {}
+    assert not status.get("certificate"), item
+    assert "Approved" not in {c.get("type") for c in status.get("conditions") or ()}, item
+
+
+def issued(api: kubeapi.KubeAPI, name: str, timeout: float = 60) -> x509.Certificate:
+    deadline = time.monotonic() + timeout
+    while not (csr(api, name).get("status") or {}).get("certificate"):
+        assert time.monotonic() < deadline, f"{name} was not signed in {timeout} s"
+        time.sleep(0.5)
+    return x509.load_pem_x509_certificate(base64.b64decode(csr(api, name)["status"]["certificate"]))
+
+
+def race(api: kubeapi.KubeAPI, node: str, address: str, forged: str, kubelets: str) -> list[str]:
+    """The forger asks first, alone; the approver's loop runs (the settling period shortened); the
+    kubelet asks 1.5 s later, within the period. What the loop said."""
+    made = ask(api, forged, node) - timedelta(seconds=2)  # the server was made 2 s before: its address answered
+    said: list[str] = []
+    loop = threading.Thread(
+        target=approve_until_ready,
+        args=(kube(api), {node: address}, {node}, DOMAIN, time.monotonic() + 3 * SETTLE.total_seconds(), said.append),
+        kwargs={"interval": 0.3, "created": {node: stamp(made)}, "stack": "race", "settle": SETTLE},
+    )
+    loop.start()
+    time.sleep(1.5)
+    ask(api, kubelets, node)
+    loop.join(timeout=120)
+    assert not loop.is_alive()
+    return said
+
+
+def stack_of(api: kubeapi.KubeAPI, tmp_path, nodes: dict[str, str], created: dict[str, str]):
+    """What `python -m ocp approve-csrs --stack race` reads of its stack (outputs, config), for the CLI's main."""
+    outputs = {"nodes": nodes, "nodeCreated": created, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+    stack = SimpleNamespace(name="race", outputs=lambda: {key: auto.OutputValue(value, False) for key, value in outputs.items()})
+    config = SimpleNamespace(
+        installer=SimpleNamespace(binary=None, assets_dir=str(tmp_path / "assets"), oc=str(toolchain.binary("kubectl"))),
+        cluster_domain=DOMAIN, platform="openstack",
+    )
+    return stack, config
+
+
+def test_a_forged_request_before_a_new_workers_kubelets_gets_no_certificate(api, tmp_path, monkeypatch, capsys):
+    node, address = "race-worker-3", "192.0.2.53"
+    said = race(api, node, address, "forged-worker", "kubelet-worker")
+    # Alone, the forger's request only waited; then the kubelet's came: neither is approved.
+    text = "\n".join(said)
+    assert "csr: left pending forged-worker (client): settling until " in text, text
+    assert not any(line.startswith("csr: approved") for line in said), text
+    why = f"2 client requests for {node} since its server was made (forged-worker, kubelet-worker): none is approved automatically, as one may be a forger's"
+    assert f"csr: left pending forged-worker (client): {why}" in said and f"csr: left pending kubelet-worker (client): {why}" in said, text
+    assert (
+        f"csr:   approve it only if {node}'s kubelet made it (on {node}, by its console or ssh: "
+        "`journalctl -u kubelet | grep 'Certificate signing request created' | grep client-kubelet`): "
+        "python -m ocp approve-csrs --stack race --csr kubelet-worker"
+    ) in said, text
+    no_certificate(api, "forged-worker")
+    no_certificate(api, "kubelet-worker")
+    # The user finds kubelet-worker in the node's journal and names it: that one only is approved and signed.
+    created = {node: stamp(parse_time(csr(api, "forged-worker")["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
+    stack, config = stack_of(api, tmp_path, {node: address}, created)
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setattr(driver, "_config", lambda s: config)
+    code = main(["approve-csrs", "--stack", "race", "--csr", "kubelet-worker", "--timeout", "0.05"], settle=SETTLE)
+    out = capsys.readouterr().out
+    assert f"csr: approved kubelet-worker: client certificate of {node}, a node of this stack" in out, out
+    assert code == 1 and f"csr: not Ready by the deadline: {node}" in out  # nothing here plays its kubelet
+    assert issued(api, "kubelet-worker").subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{node}"
+    no_certificate(api, "forged-worker")
+
+
+def test_a_forged_request_for_a_replaced_master_gets_no_certificate(api, tmp_path, monkeypatch, capsys):
+    """docs/day2.md's dead master: its Node deleted, a new server made; the forger asks first."""
+    node, address = "race-master-1", "192.0.2.41"
+    said = race(api, node, address, "forged-master", "kubelet-master")
+    text = "\n".join(said)
+    for name in ("forged-master", "kubelet-master"):
+        assert f"csr: left pending {name} (client): {node} is a master: its client certificate is never approved automatically" in said, text
+        assert f"python -m ocp approve-csrs --stack race --csr {name}" in text
+    no_certificate(api, "forged-master")
+    no_certificate(api, "kubelet-master")
+    # Named, exactly that request is approved; a name that is no pending request is said so, and fails the command.
+    created = {node: stamp(parse_time(csr(api, "forged-master")["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
+    stack, config = stack_of(api, tmp_path, {node: address}, created)
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setattr(driver, "_config", lambda s: config)
+    assert main(["approve-csrs", "--stack", "race", "--csr", "no-such-csr"], settle=SETTLE) == 1
+    assert "csr: no pending request no-such-csr (`oc get csr no-such-csr`: it may be decided already, or deleted)" in capsys.readouterr().out
+    no_certificate(api, "kubelet-master")
+    main(["approve-csrs", "--stack", "race", "--csr", "kubelet-master", "--timeout", "0.05"], settle=SETTLE)
+    out = capsys.readouterr().out
+    assert f"csr: approved kubelet-master: client certificate of {node}, a node of this stack" in out, out
+    issued(api, "kubelet-master")
+    no_certificate(api, "forged-master")
+
+
+def test_an_honest_scale_up_joins_once_its_request_has_settled(api):
+    """A new worker whose kubelet asks alone (the played cluster registers its Node once the client
+    certificate is issued, asks to serve, and is Ready once that is issued)."""
+    node, address = "honest-worker-4", "192.0.2.64"
+    played = PlayedCluster(api, {}, DOMAIN, foreign=False)
+    played.start()
+    try:
+        made = datetime.now(UTC) - timedelta(seconds=5)
+        played.add_worker(node, address)
+        said: list[str] = []
+        began = time.monotonic()
+        assert approve_until_ready(
+            kube(api), {node: address}, {node}, DOMAIN, time.monotonic() + 90, said.append,
+            interval=0.3, created={node: stamp(made)}, stack="race", settle=SETTLE,
+        ), said
+    finally:
+        played.stop()
+    assert [line for line in said if line.startswith("csr: approved")] == [
+        f"csr: approved csr-{node}-client: client certificate of {node}, a node of this stack",
+        f"csr: approved csr-{node}-serving: serving certificate of {node}, a node of this stack",
+    ], said
+    assert said[0].startswith(f"csr: left pending csr-{node}-client (client): settling until "), said
+    assert time.monotonic() - began >= SETTLE.total_seconds() - 1  # it waited (the API's clock may lead this one by a second)
