@@ -214,6 +214,9 @@ class CloudFacts:
     # the extra networks); None: not read (the probe failed: probe_failure says why).
     networks: Mapping[str, tuple[Network, ...]] | None = None
     subnets: Mapping[str, tuple[Subnet, ...]] | None = None
+    # The user's own security groups by ID (cluster/preflight_groups.py SecurityGroup, None: not found);
+    # None: not read.
+    security_groups: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

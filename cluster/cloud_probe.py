@@ -11,6 +11,9 @@ and, where OCP_PROBE_NETWORKS names networks and subnets (JSON: {"networks": [na
 "subnets": [...]}), what each matches: "networks": {ref: [{id, name, portSecurity, subnets, mtu,
 project}, ...]}, "subnets": {ref: [{id, name, network, cidr}, ...]} (pulumi-openstack's network
 data source gives no port security and refuses a name two networks have without naming them).
+Where it names security groups too ("groups": [ID, ...]), each one's rules: "groups": {ID: {id,
+name, rules: [Neutron's rule fields, ...]} or null where the project sees no such group}
+(cluster/preflight_groups.py measures them).
 
 `hosts` is null where Nova refuses the caller the hypervisors (403: its default policy keeps them
 to admins). Any other failure prints {"error": "why"} instead, with exit status 0 so that the
@@ -40,11 +43,13 @@ class NoEntry(CloudError):
     """clouds.yaml has no such entry (or there is no clouds.yaml)."""
 
 
-def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None) -> str:
+def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None) -> str:
     """The probe's line: sorted, so that an unchanged cloud gives the same bytes."""
     line: dict[str, Any] = {"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)}
     if networks is not None or subnets is not None:
         line["networks"], line["subnets"] = networks or {}, subnets or {}
+    if groups is not None:
+        line["groups"] = groups
     return json.dumps(line)
 
 
@@ -149,6 +154,29 @@ def subnets_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str,
     }
 
 
+# What of a rule cluster/preflight_groups.py measures, as Neutron names it.
+RULE_FIELDS = (
+    "id", "direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id",
+    "remote_address_group_id",
+)
+
+
+def groups_of(connection: Any, refs: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    """Each security group by ID with its rules (in ID order); None where the project sees none."""
+    from openstack import exceptions
+
+    found: dict[str, dict[str, Any] | None] = {}
+    for ref in refs:
+        try:
+            group = connection.network.get_security_group(ref)
+        except exceptions.NotFoundException:
+            found[ref] = None
+            continue
+        rules = [{key: rule.get(key) for key in RULE_FIELDS} for rule in group.security_group_rules or ()]
+        found[ref] = {"id": group.id, "name": group.name or "", "rules": sorted(rules, key=lambda rule: str(rule["id"]))}
+    return found
+
+
 def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
     """The line for this connection's user: Neutron's extensions, Nova's hypervisors where it lets
     them be listed, and the networks and subnets `wanted` names."""
@@ -163,7 +191,8 @@ def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
         return answer(extensions, hosts)
     networks = networks_of(connection, wanted.get("networks") or ())
     subnets = subnets_of(connection, wanted.get("subnets") or ())
-    return answer(extensions, hosts, networks, subnets)
+    groups = groups_of(connection, wanted["groups"]) if wanted.get("groups") else None
+    return answer(extensions, hosts, networks, subnets, groups)
 
 
 def main() -> int:

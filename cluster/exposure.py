@@ -15,6 +15,7 @@ virtualenv) all measure with this one module.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, collapse_addresses, ip_network
 
 Network = IPv4Network | IPv6Network
@@ -22,6 +23,9 @@ Network = IPv4Network | IPv6Network
 # What clients must reach from anywhere: the Kubernetes API and the routes (FACTS section 2).
 WORLD_TCP = (6443, 80, 443)
 ICMP = ("icmp", "ipv6-icmp", "icmpv6")
+# Neutron takes a protocol by name or by number; a name not here (or `any`, `0`, none) is judged as every protocol.
+PROTOCOLS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "50": "esp", "51": "ah", "112": "vrrp", "47": "gre", "132": "sctp"}
+KNOWN_PROTOCOLS = frozenset({*PROTOCOLS.values(), "icmpv6"})
 
 # Space no Internet client comes from (IANA's special-purpose registries): taken away before counting.
 NOT_PUBLIC = {
@@ -94,3 +98,55 @@ def world_port(protocol: str | None, low: int, high: int) -> bool:
 def network(text: str) -> Network:
     """A source as Neutron and the stack file write it (host bits allowed)."""
     return ip_network(text, strict=False)
+
+
+def protocol_name(value: object) -> str | None:
+    """A rule's protocol by Neutron's name; None for every protocol (none given, `any`, `0`, or a name not known here)."""
+    text = str(value or "").strip().lower()
+    text = PROTOCOLS.get(text, text)
+    return text if text in KNOWN_PROTOCOLS else None
+
+
+@dataclass(frozen=True)
+class Opening:
+    """One ingress rule of a group as measured: its name, protocol (None: every), ports, source."""
+
+    name: str
+    protocol: str | None
+    low: int
+    high: int
+    source: Network
+
+
+@dataclass(frozen=True)
+class WorldOpen:
+    """Ports of one protocol that a group's rules, added up, open to the world; `why` says how wide."""
+
+    names: tuple[str, ...]
+    protocol: str | None
+    low: int
+    high: int
+    sources: tuple[Network, ...]
+    why: tuple[str, ...]
+
+
+def world_open(openings: Iterable[Opening]) -> list[WorldOpen]:
+    """Of one group's rules: for each protocol and port, the sources of every rule that admits it
+    (a rule of every protocol admits them all) added up; each span of ports where they are too wide
+    and the port may not be open to the world, per IP version."""
+    entries = list(openings)
+    found = []
+    for protocol in sorted({entry.protocol for entry in entries}, key=str):
+        covering = [entry for entry in entries if entry.protocol in (protocol, None)]
+        bounds = sorted({entry.low for entry in covering} | {entry.high + 1 for entry in covering})
+        for low, after in zip(bounds, bounds[1:]):
+            if world_port(protocol, low, after - 1):
+                continue
+            here = [entry for entry in covering if entry.low <= low <= entry.high]
+            for version in (4, 6):
+                mine = [entry for entry in here if entry.source.version == version]
+                why = too_wide(entry.source for entry in mine)
+                if why:
+                    sources = tuple(entry.source for entry in mine)
+                    found.append(WorldOpen(tuple(sorted(entry.name for entry in mine)), protocol, low, after - 1, sources, tuple(why)))
+    return found

@@ -36,6 +36,7 @@ from cluster.cloud_facts import (
 )
 from cluster.config import ClusterConfig
 from cluster.libvirt_host import libvirt_host_problems, libvirt_is_local
+from cluster.preflight_groups import group_problems
 from cluster.preflight_capacity import anti_affinity, footprint, quotas, server_group_members
 from cluster.preflight_networks import mtu_problem, network_problems, network_warnings
 
@@ -75,6 +76,7 @@ def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> lis
         quotas, server_group_members, anti_affinity,
     ):  # fmt: skip
         found += check(config, plan, facts)
+    found += group_problems(config, facts.security_groups, facts.probe_failure, where(facts))
     return list(dict.fromkeys(found))
 
 

@@ -32,12 +32,9 @@ from pulumi_policy.proxy import UnknownValueError
 # The pack runs from policy/venv, which does not hold the project: its one measurement of the
 # world comes from the project directory above (standard library only).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from cluster.exposure import ICMP, WORLD_TCP, too_wide, world_port  # noqa: E402
+from cluster.exposure import ICMP, Opening, protocol_name, too_wide, world_open, world_port  # noqa: E402
 
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
-# Neutron takes a protocol by name or by number; a name not here (or `any`, `0`, none) is judged as every protocol.
-PROTOCOLS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "50": "esp", "51": "ah", "112": "vrrp", "47": "gre", "132": "sctp"}
-KNOWN_PROTOCOLS = frozenset({*PROTOCOLS.values(), "icmpv6"})
 GROUP = "openstack:networking/secGroup:SecGroup"
 # The cluster's own node groups (components/openstack/security.py): SSH between their members stays inside the cluster.
 NODE_GROUPS_PARENT = "ocp:openstack:SecurityGroups"
@@ -76,9 +73,7 @@ METADATA = frozenset(
 
 def _protocol(props: Mapping[str, Any]) -> str | None:
     """The rule's protocol by Neutron's name; None for every protocol (none given, `any`, `0`, or a name not known here)."""
-    value = str(props.get("protocol") or "").strip().lower()
-    value = PROTOCOLS.get(value, value)
-    return value if value in KNOWN_PROTOCOLS else None
+    return protocol_name(props.get("protocol"))
 
 
 def _ports(props: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -127,7 +122,7 @@ def validate_world_open(args: ResourceValidationArgs, report: ReportViolation) -
         return
     wide = _world_by_measure(props)
     protocol, ports = _protocol(props), _ports(props)
-    if not wide or protocol in ICMP or (protocol == "tcp" and ports is not None and ports[0] == ports[1] and ports[0] in WORLD_TCP):
+    if not wide or world_port(protocol, *(ports or (0, 65535))):
         return
     report(
         f"{args.name} opens {_describe(protocol, ports)} to the world (from {_source(props)}: {', '.join(wide)}): only TCP 6443, 80, 443 "
@@ -220,7 +215,7 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
     """A group's rules added up: for each protocol and port, the union of the sources of every rule
     that admits it (a rule of every protocol admits them all), measured; the world there is refused
     as one rule open to the world would be (0.0.0.0/2 and 64.0.0.0/2 are the world)."""
-    groups: dict[str, list[tuple[str, str | None, int, int, Any]]] = {}
+    groups: dict[str, list[Opening]] = {}
     urns: dict[str, str] = {}
     for rule in _ingress_rules(args.resources):
         props = rule.props
@@ -231,33 +226,25 @@ def validate_world_open_together(args: StackValidationArgs, report: ReportViolat
         source = ip_network(prefix, strict=False) if prefix else _world(version)
         protocol, ports = _protocol(props), _ports(props)
         low, high = ports or (0, 65535)
-        groups.setdefault(_group_of(rule), []).append((rule.name, protocol, low, high, source))
+        groups.setdefault(_group_of(rule), []).append(Opening(rule.name, protocol, low, high, source))
         urns[rule.name] = rule.urn
     reported: set[frozenset[str]] = set()
     for group, entries in groups.items():
-        for protocol in {entry[1] for entry in entries}:
-            covering = [e for e in entries if e[1] in (protocol, None)]
-            bounds = sorted({e[2] for e in covering} | {e[3] + 1 for e in covering})
-            for low, after in zip(bounds, bounds[1:]):
-                here = [e for e in covering if e[2] <= low <= e[3]]
-                for version in (4, 6):
-                    sources = [e[4] for e in here if e[4].version == version]
-                    if len(sources) < 2 or any(too_wide([s]) for s in sources):
-                        continue  # one rule alone: no-world-open-ports judges it
-                    wide = too_wide(sources)
-                    if not wide or world_port(protocol, low, after - 1):
-                        continue
-                    names = frozenset(e[0] for e in here if e[4].version == version)
-                    if names in reported:
-                        continue
-                    reported.add(names)
-                    report(
-                        f"{', '.join(sorted(names))} (security group {group.rsplit('::', 1)[-1]}) together open "
-                        f"{_describe(protocol, (low, after - 1) if protocol not in ICMP and protocol else None)} to the world "
-                        f"(from {', '.join(str(s) for s in sources)}: {', '.join(wide)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
-                        "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr.",
-                        urns[min(names)],
-                    )
+        for spot in world_open(entries):
+            if len(spot.sources) < 2 or any(too_wide([source]) for source in spot.sources):
+                continue  # one rule alone: no-world-open-ports judges it
+            names = frozenset(spot.names)
+            if names in reported:
+                continue
+            reported.add(names)
+            ports = (spot.low, spot.high) if spot.protocol not in ICMP and spot.protocol else None
+            report(
+                f"{', '.join(spot.names)} (security group {group.rsplit('::', 1)[-1]}) together open "
+                f"{_describe(spot.protocol, ports)} to the world "
+                f"(from {', '.join(str(s) for s in spot.sources)}: {', '.join(spot.why)}): only TCP 6443, 80, 443 and ICMP may be. Name the "
+                "clients instead in ocp:openstack.apiAllowedCidrs, ingressAllowedCidrs, nodePortAllowedCidrs or sshAllowedCidr.",
+                urns[min(names)],
+            )
 
 
 def _admits_ssh(props: Mapping[str, Any]) -> bool:

@@ -49,6 +49,7 @@ from cluster.preflight import (
     problems,
     wanted,
 )
+from cluster.preflight_groups import SecurityGroup, group_keys, parse_groups
 from cluster.preflight_networks import resolved
 
 # Where `python -m cluster.cloud_probe` finds the package: the project directory.
@@ -181,7 +182,8 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     project_ports = cloud.get(openstack.networking.get_port_ids, project_id=project)
     zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
-    probe = _probe(config, cloud, want.networks, want.subnets) if want.probe else Probe((), None)
+    groups = tuple(dict.fromkeys(ref for _, ref in group_keys(config)))
+    probe, read_groups = _probe(config, cloud, want.networks, want.subnets, groups) if want.probe or groups else (Probe((), None), None)
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
@@ -206,6 +208,7 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         admin=any((role.get("role_name") if isinstance(role, dict) else getattr(role, "role_name", None)) == "admin" for role in scope.roles or ()),
         networks=probe.networks if want.networks or want.subnets else {},
         subnets=probe.subnets if want.networks or want.subnets else {},
+        security_groups=read_groups,
         quotas={
             **_compute_quotas(cloud, project),
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
@@ -258,13 +261,16 @@ def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
     }
 
 
-def _probe(config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = ()) -> Probe:
-    """Neutron's extensions, Nova's hosts and the networks and subnets named, read by
-    cluster/cloud_probe.py under the program's Python."""
+def _probe(
+    config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = (), groups: tuple[str, ...] = ()
+) -> tuple[Probe, dict[str, SecurityGroup | None] | None]:
+    """Neutron's extensions, Nova's hosts, the networks and subnets named and the user's security
+    groups (None: not read), read by cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
     environment = {"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable}
-    if networks or subnets:
-        environment[PROBE_NETWORKS] = json.dumps({"networks": list(networks), "subnets": list(subnets)})
+    if networks or subnets or groups:
+        asked = {"networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {})}
+        environment[PROBE_NETWORKS] = json.dumps(asked)
     try:
         result = cloud.get(
             command.local.run,
@@ -274,8 +280,8 @@ def _probe(config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (),
             logging=command.local.Logging.NONE,  # what it says is in its one line
         )
     except Exception as error:  # noqa: BLE001 - the command did not run (no Python there): reported with the extensions
-        return parse_probe(None, (str(error).strip().splitlines() or [type(error).__name__])[0][:300])
-    return parse_probe(result.stdout)
+        return parse_probe(None, (str(error).strip().splitlines() or [type(error).__name__])[0][:300]), None
+    return parse_probe(result.stdout), parse_groups(result.stdout)
 
 
 def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra: str | None) -> Existing:
