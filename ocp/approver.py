@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from cluster.csr import SETTLE, UNTIMED, Request, Verdict, review, shown
 from ocp.kube import Kube, KubeError, ready
 
-# Where a node's kubelet names the client request it made (client-go logs it at --v=2, OpenShift's level).
+# Where a node's kubelet names the client request it made (client-go's certificate manager logs it at
+# --v=2, OpenShift's level, under the signer's name).
 JOURNAL = "journalctl -u kubelet | grep 'Certificate signing request created' | grep client-kubelet"
 
 
@@ -101,7 +102,7 @@ def approve_named(
     verdicts of those approved, every other one told with why not."""
     found = one_pass(kube, nodes, domain, created, named=set(names)).verdicts
     for verdict in found:
-        tell(Verdict(verdict.csr, verdict.node, verdict.kind, verdict.approve, verdict.reason, verdict.subject, verdict.names), say, stack)
+        tell(verdict, say, stack)
     for name in sorted(set(names) - {verdict.csr for verdict in found}):
         say(shown(f"csr: no pending request {name} (`oc get csr {name}`: it may be decided already, or deleted)"))
     return [verdict for verdict in found if verdict.approve]

@@ -182,3 +182,25 @@ def test_an_honest_scale_up_joins_once_its_request_has_settled(api):
     ], said
     assert said[0].startswith(f"csr: left pending csr-{node}-client (client): settling until "), said
     assert time.monotonic() - began >= SETTLE.total_seconds() - 1  # it waited (the API's clock may lead this one by a second)
+
+
+@pytest.mark.parametrize("platform", ["openstack", "libvirt"])
+def test_a_stack_without_creation_times_approves_no_client_request_by_itself(api, tmp_path, monkeypatch, capsys, platform):
+    """libvirt's domains keep no creation time; an OpenStack stack last `up` by 0.1.0 has no nodeCreated output."""
+    node, address = f"untimed-{platform}-worker-0", "192.0.2.70"
+    ask(api, f"untimed-{platform}", node)
+    time.sleep(SETTLE.total_seconds())
+    stack, config = stack_of(api, tmp_path, {node: address}, {})
+    stack.outputs = lambda: {key: auto.OutputValue(value, False) for key, value in {"nodes": {node: address}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "x"}.items()}
+    config.platform = platform
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setattr(driver, "_config", lambda s: config)
+    assert main(["approve-csrs", "--stack", "race", "--timeout", "0.02"], settle=SETTLE) == 1
+    out = capsys.readouterr().out
+    why = {
+        "openstack": "the stack's outputs have no nodeCreated (its last `pulumi up` ran release 0.1.0): run `pulumi up --stack race` once, then this again",
+        "libvirt": "libvirt keeps no creation time for its domains (client certificates are approved automatically only during `python -m ocp install`)",
+    }[platform]
+    assert f"csr: left pending untimed-{platform} (client): {why}: a client certificate is approved automatically only where its server's creation time is known" in out, out
+    assert f"python -m ocp approve-csrs --stack race --csr untimed-{platform}" in out
+    no_certificate(api, f"untimed-{platform}")
