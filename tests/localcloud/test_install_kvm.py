@@ -160,8 +160,9 @@ def test_a_run_on_an_installed_cluster_changes_nothing(stack, hosts, tmp_path):
 
 
 def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, hosts, tmp_path):
-    """Day 2: workers 2 -> 3 with `pulumi up`, then `python -m ocp approve-csrs`: the new worker's
-    certificates only, until it is Ready; the running workers and the masters are left alone."""
+    """Day 2: workers 2 -> 3 with `pulumi up`, then `python -m ocp approve-csrs`: libvirt keeps no
+    creation time, so the new worker's client request waits for its name, which `--csr` gives; then
+    its certificates only, until it is Ready; the running workers and the masters are left alone."""
     config = {key: structured(value) for key, value in stack.base.items()}
     domain = f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
     assets = stack.project / config["ocp:installer"]["dir"]
@@ -177,11 +178,15 @@ def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, ho
         nodes = json.loads(stack.pulumi("stack", "output", "--json").stdout)["nodes"]
         (new,) = sorted(set(n for n in nodes if "-worker-" in n) - running)
         cluster_played.add_worker(new, nodes[new])
-        driver = Driver(stack, hosts, "approve-csrs", "--timeout", "5")
+        unnamed = Driver(stack, hosts, "approve-csrs", "--timeout", "0.2")
+        assert unnamed.wait(300) == 1, unnamed.text()[-4000:]
+        driver = Driver(stack, hosts, "approve-csrs", "--csr", f"csr-{new}-client", "--timeout", "5")
         code = driver.wait(600)
         output = driver.text()
         pending = cluster_played.pending()
-    print(output)
+    print(unnamed.text() + "\n---- named ----\n" + output)
+    assert f"csr: left pending csr-{new}-client (client): libvirt keeps no creation time for its domains" in unnamed.text(), unnamed.text()
+    assert f"python -m ocp approve-csrs --stack {stack.name} --csr csr-{new}-client" in unnamed.text()
     assert code == 0, output[-4000:]
     approved = re.findall(r"^csr: approved (\S+):", output, re.M)
     assert approved == [f"csr-{new}-client", f"csr-{new}-serving"], output
