@@ -5,7 +5,9 @@ The key is derived, not drawn: the same stack gives byte-identical inputs on eve
 helper's user_data, which a running helper never re-reads, and the pin). Its ed25519 seed is
 HMAC-SHA256 keyed with the cluster's secret, under a label of its own
 (`ClusterIdentity.derive`), so it is as secret as that root and is known only inside secret
-Outputs. Another cluster, or the same one installed again, has another key.
+Outputs. Another cluster, or the same one installed again, has another key. With `ocp:fips` it
+is ECDSA P-256 instead (`ecdsa-sha2-nistp256`): OpenSSH in FIPS mode, where `pulumi up` must run
+for a FIPS cluster, refuses ed25519.
 
 The upload is a local `ssh` (OpenSSH), so the user's own key stays where it is: the SSH agent,
 or a key file that ssh reads at run time (`-i`); the state holds its path only.
@@ -21,10 +23,13 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from cluster.helper_tls import derived_p256_key
 from cluster.identity import ClusterIdentity
 
 KEY_LABEL = "bootstrap-helper-ssh-host-key-ed25519"
 KEY_TYPE = b"ssh-ed25519"
+ECDSA_KEY_LABEL = "bootstrap-helper-ssh-host-key-ecdsa-p256"
+ECDSA_KEY_TYPE = b"ecdsa-sha2-nistp256"
 # The name the pin is filed under in the upload's known_hosts: the address may change (a new
 # floating IP), the key may not.
 HOST_KEY_ALIAS = "bootstrap-helper"
@@ -35,30 +40,55 @@ HOST_KEY_REFUSED = "bootstrap helper upload: refused: {host} did not present the
 
 @dataclass(frozen=True)
 class HostKey:
-    private: str  # an OpenSSH private key file: cloud-init's ssh_keys.ed25519_private
-    public: str  # `ssh-ed25519 <base64> <comment>`: cloud-init's ed25519_public, and the pin
+    private: str  # an OpenSSH private key file: cloud-init's ssh_keys.<kind>_private
+    public: str  # `<type> <base64> <comment>`: cloud-init's <kind>_public, and the pin
+    kind: str = "ed25519"  # cloud-init's name of its type (ssh_keys), ed25519 or ecdsa
+
+    @property
+    def algorithm(self) -> str:
+        """Its type as OpenSSH names it (HostKeyAlgorithms)."""
+        return self.public.split(" ", 1)[0]
 
 
 def _string(data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-def helper_host_key(identity: ClusterIdentity) -> HostKey:
+def _mpint(value: int) -> bytes:
+    return _string(value.to_bytes(value.bit_length() // 8 + 1, "big"))  # a leading 0 when the top bit is set
+
+
+def helper_host_key(identity: ClusterIdentity, fips: bool = False) -> HostKey:
+    if fips:
+        return _ecdsa_host_key(identity)
     seed = bytes.fromhex(identity.derive(KEY_LABEL, 64))
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    comment = f"{identity.infra_id}-bootstrap-helper".encode()
     blob = _string(KEY_TYPE) + _string(public)
-    # The OpenSSH key format (PROTOCOL.key), unencrypted. Its check word is random in ssh-keygen's
+    return _host_key(identity, KEY_LABEL, "ed25519", blob, _string(seed + public))
+
+
+def _ecdsa_host_key(identity: ClusterIdentity) -> HostKey:
+    key = derived_p256_key(identity, ECDSA_KEY_LABEL)
+    point = key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+    blob = _string(ECDSA_KEY_TYPE) + _string(b"nistp256") + _string(point)
+    return _host_key(identity, ECDSA_KEY_LABEL, "ecdsa", blob, _mpint(key.private_numbers().private_value))
+
+
+def _host_key(identity: ClusterIdentity, label: str, kind: str, blob: bytes, private_part: bytes) -> HostKey:
+    """An OpenSSH key file of `blob` (the public key) and its private fields (PROTOCOL.key)."""
+    comment = f"{identity.infra_id}-bootstrap-helper".encode()
+    # The OpenSSH key format, unencrypted. Its check word is random in ssh-keygen's
     # files; here it comes from the key, so the file is the same on every run.
-    check = bytes.fromhex(identity.derive(KEY_LABEL + "-check", 8))
-    section = check + check + _string(KEY_TYPE) + _string(public) + _string(seed + public) + _string(comment)
+    check = bytes.fromhex(identity.derive(label + "-check", 8))
+    section = check + check + blob + private_part + _string(comment)
     section += bytes(range(1, 1 + (-len(section)) % 8))
     body = b"openssh-key-v1\0" + _string(b"none") + _string(b"none") + _string(b"") + struct.pack(">I", 1)
     body += _string(blob) + _string(section)
     text = base64.b64encode(body).decode()
     lines = [text[i : i + 70] for i in range(0, len(text), 70)]
     private = "\n".join(["-----BEGIN OPENSSH PRIVATE KEY-----", *lines, "-----END OPENSSH PRIVATE KEY-----", ""])
-    return HostKey(private=private, public=f"{KEY_TYPE.decode()} {base64.b64encode(blob).decode()} {comment.decode()}")
+    algorithm = blob[4 : 4 + struct.unpack(">I", blob[:4])[0]].decode()
+    return HostKey(private=private, public=f"{algorithm} {base64.b64encode(blob).decode()} {comment.decode()}", kind=kind)
 
 
 # Run by /bin/sh where `pulumi up` runs, fed the file on stdin, with HELPER_HOST, HELPER_USER,
@@ -91,9 +121,11 @@ done
 ssh "$@" "$HELPER_HOST" """
 
 
-def upload_script(remote_command: str) -> str:
-    """The local command that runs `remote_command` on the helper, its stdin the file."""
-    return UPLOAD_SCRIPT + shlex.quote(remote_command) + "\n"
+def upload_script(remote_command: str, algorithm: str = KEY_TYPE.decode()) -> str:
+    """The local command that runs `remote_command` on the helper, its stdin the file; it takes
+    host keys of the pin's `algorithm` only (ed25519's script is the one earlier stacks have)."""
+    script = UPLOAD_SCRIPT.replace("HostKeyAlgorithms=ssh-ed25519", f"HostKeyAlgorithms={algorithm}")
+    return script + shlex.quote(remote_command) + "\n"
 
 
 def upload_environment(host: str, user: str, public_host_key: str, key_file: str | None) -> dict[str, str]:

@@ -164,11 +164,6 @@ def certificate_sources(bundle: str) -> list[str]:
     ]
 
 
-def certificate_authorities(config: dict[str, Any]) -> list[str]:
-    tls = config.get("ignition", {}).get("security", {}).get("tls", {})
-    return [entry["source"] for entry in tls.get("certificateAuthorities", [])]
-
-
 def resolve_merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     """What Ignition does with `merge`: the child's files/units win over the parent's by path/name."""
     result = json.loads(json.dumps(child))

@@ -13,7 +13,8 @@
   fronts `<API VIP>:22624` too (docs/networking.md, "A load balancer of your own").
 - The bootstrap's full config (installer's + additions) is about 300 KB, far above Nova's
   user_data limit: on OpenStack it is *served*, as a private Glance image fetched with a Keystone
-  token (bootstrap.configSource: glance, as the installer does) or by the bootstrap helper, and
+  token (bootstrap.configSource: glance, as the installer does) or by the bootstrap helper (over
+  TLS, its CA pinned in the shim), and
   the bootstrap gets a shim that merges it, verified by sha512. On libvirt (fw_cfg) it is passed
   directly.
 """
@@ -29,6 +30,7 @@ import yaml
 
 from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig
+from cluster.helper_tls import HelperTls, helper_tls
 from cluster.identity import ClusterIdentity
 from cluster.installer import InstallerAssets
 from ignition import assembly, chrony
@@ -70,9 +72,16 @@ CONTRIBUTORS: tuple[Contributor, ...] = (_networking,)
 
 
 def bootstrap_helper_url(plan: AddressPlan, port: int, identity: ClusterIdentity) -> str:
-    """Where the bootstrap helper serves the bootstrap's config: under a path unguessable
-    without the cluster's secret, so it is a secret itself (the shim's user_data, the upload)."""
-    return f"http://{plan.helper_ip}:{port}/{identity.derive('bootstrap-helper-path', 32)}/bootstrap.ign"
+    """Where the bootstrap helper serves the bootstrap's config: over TLS (a neighbour on the
+    machine network reads no secret, nor poses as the helper), under a path unguessable without
+    the cluster's secret, so it is a secret itself (the shim's user_data, the upload)."""
+    return f"https://{plan.helper_ip}:{port}/{identity.derive('bootstrap-helper-path', 32)}/bootstrap.ign"
+
+
+def bootstrap_helper_tls(plan: AddressPlan, assets: InstallerAssets) -> HelperTls:
+    """The helper's CA, which the shim trusts alone, and its certificate for its address, dated
+    from when the installer made the configs (cluster.helper_tls)."""
+    return helper_tls(assets.identity, plan.helper_ip, assets.record.generated_at if assets.record else None)
 
 
 def scheduler_manifest(masters_schedulable: bool) -> File:
@@ -140,7 +149,8 @@ def node_ignition(
         shim = assembly.shim_config(
             bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity),
             served,
-            assembly.certificate_authorities(assets.master),
+            # The helper's own CA, and no other: the fetch trusts what the helper serves alone.
+            assembly.certificate_sources(bootstrap_helper_tls(plan, assets).ca),
             # The server's own name, as every other node gets it (integrated: <infraID>-bootstrap).
             assembly.hostname(server_name(config, node, assets.infra_id)),
         )

@@ -11,10 +11,11 @@ from a small shim that merges it, verified by sha512 (ocp:bootstrap.configSource
   (bootstrap_credential.py), or the user's own where the cloud cannot; it expires with Keystone's
   token lifetime (1 h by default): the bootstrap fetches at first boot.
 - helper, for clouds whose image endpoint the machines cannot reach: a small helper VM on the
-  tenant network serves it over HTTP to the bootstrap's address alone, at a path derived from
-  the cluster's secret, and nothing else; `pulumi up` copies it there with `ssh` from
-  `openstack.sshAllowedCidr`, to the host key the helper was given at boot and no other
-  (cluster.helper_ssh).
+  tenant network serves it over HTTPS to the bootstrap's address alone, at a path derived from
+  the cluster's secret, and nothing else; the shim trusts the helper's own CA alone
+  (cluster.helper_tls). `pulumi up` copies it there with `ssh` from `openstack.sshAllowedCidr`,
+  to the host key the helper was given at boot and no other (cluster.helper_ssh; ECDSA with
+  ocp:fips).
 
 For diagnosis the bootstrap admits SSH from there too (and has a floating IP when
 bootstrap.helper.floatingIp says `pulumi up` runs outside the machine network): the
@@ -39,6 +40,7 @@ from cluster.addresses import Node
 from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
 from cluster.helper_ssh import HostKey, helper_host_key, upload_environment, upload_script
+from cluster.helper_tls import HelperTls
 from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
 from cluster.preflight import plain_http_image_endpoint, public_endpoint
 from components.openstack.bootstrap_credential import bootstrap_token
@@ -48,7 +50,7 @@ from components.openstack.preflight import catalog_of
 from components.openstack.security import security_group
 from components.openstack.vips import on_nodes as vips_on_nodes
 from ignition import assembly
-from ignition.nodes import bootstrap_helper_url, glance_file_url, glance_shim
+from ignition.nodes import bootstrap_helper_tls, bootstrap_helper_url, glance_file_url, glance_shim
 from ignition.render import render
 
 SERVE_DIRECTORY = "/srv/ignition"
@@ -56,6 +58,9 @@ SERVED_FILE = f"{SERVE_DIRECTORY}/bootstrap.ign"
 # The one URL path the server answers; written by the upload, so user_data holds no secret.
 PATH_FILE = f"{SERVE_DIRECTORY}/url-path"
 SERVER = "/usr/local/libexec/bootstrap-ignition-server"
+# Root's alone; the service reads them through systemd's LoadCredential=.
+TLS_DIRECTORY = "/etc/bootstrap-ignition"
+TLS_CERTIFICATE, TLS_KEY = f"{TLS_DIRECTORY}/tls.crt", f"{TLS_DIRECTORY}/tls.key"
 
 
 def upload_command(url: str) -> str:
@@ -68,15 +73,20 @@ def upload_command(url: str) -> str:
     return "set -eu; " + " && ".join(steps)
 
 
-def helper_cloud_config(ssh_keys: str, port: int, host_key: HostKey) -> str:
-    unit = render("bootstrap-helper.service.j2", server=SERVER, port=port, file=SERVED_FILE, path_file=PATH_FILE)
+def helper_cloud_config(ssh_keys: str, port: int, host_key: HostKey, tls: HelperTls) -> str:
+    unit = render(
+        "bootstrap-helper.service.j2", server=SERVER, port=port, file=SERVED_FILE, path_file=PATH_FILE,
+        certificate=TLS_CERTIFICATE, key=TLS_KEY,
+    )
     document: dict[str, Any] = {
         "ssh_authorized_keys": ssh_keys.splitlines(),
         # Its one host key, pinned in the upload (cloud-init deletes the image's keys first).
-        "ssh_keys": {"ed25519_private": host_key.private, "ed25519_public": host_key.public},
+        "ssh_keys": {f"{host_key.kind}_private": host_key.private, f"{host_key.kind}_public": host_key.public},
         "write_files": [
             {"path": SERVER, "permissions": "0755", "content": render("bootstrap-helper-server.py.j2")},
             {"path": "/etc/systemd/system/bootstrap-ignition.service", "content": unit},
+            {"path": TLS_CERTIFICATE, "permissions": "0644", "content": tls.certificate},
+            {"path": TLS_KEY, "permissions": "0600", "content": tls.key},
         ],
         "runcmd": [
             ["install", "-d", "-m", "0755", SERVE_DIRECTORY],
@@ -98,6 +108,7 @@ class BootstrapHelper(pulumi.ComponentResource):
         served_config: pulumi.Output[str],
         url: pulumi.Output[str],
         host_key: pulumi.Output[HostKey],
+        tls: pulumi.Output[HelperTls],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("ocp:openstack:BootstrapHelper", name, None, opts)
@@ -120,8 +131,10 @@ class BootstrapHelper(pulumi.ComponentResource):
             flavor_name=helper.flavor,
             image_id=cluster.image_id(helper.image, self),
             networks=[openstack.compute.InstanceNetworkArgs(port=port.id)],
-            # A secret: it holds the helper's private host key.
-            user_data=pulumi.Output.secret(host_key.apply(lambda key: helper_cloud_config(config.ssh_key, helper.port, key))),
+            # A secret: it holds the helper's private host key and TLS key.
+            user_data=pulumi.Output.secret(
+                pulumi.Output.all(host_key, tls).apply(lambda values: helper_cloud_config(config.ssh_key, helper.port, *values))
+            ),
             config_drive=True,  # cloud-init reads its user_data without a metadata service, as the nodes do
             tags=cluster.tags,
             # Set up once, at first boot: a running helper keeps what it was created with.
@@ -148,14 +161,20 @@ class BootstrapHelper(pulumi.ComponentResource):
         self.upload = command.local.Command(
             f"{name}-ssh-upload",
             # It names the secret path.
-            create=pulumi.Output.secret(url.apply(lambda url: upload_script(upload_command(url)))),
+            create=pulumi.Output.secret(
+                pulumi.Output.all(url, host_key).apply(lambda values: upload_script(upload_command(values[0]), values[1].algorithm))
+            ),
             environment=environment,
             stdin=served_config,
             triggers=[served_config.apply(assembly.sha512_tag)],
             logging=command.local.Logging.STDERR,
             # Uploaded once: the bootstrap verifies what it fetched against the hash in its own
-            # user_data, which never changes after it is created (machines.FIRST_BOOT_ONLY).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[instance], ignore_changes=["create", "stdin", "triggers"]),
+            # user_data, which never changes after it is created (machines.FIRST_BOOT_ONLY). Its
+            # environment too: a helper keeps the host key it booted with, so a pin that changed
+            # (a FIPS stack's ed25519 before its ECDSA key) must not send the upload again.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[instance], ignore_changes=["create", "environment", "stdin", "triggers"]
+            ),
         )
         self.register_outputs({"url": url})
 
@@ -278,9 +297,11 @@ class Bootstrap(pulumi.ComponentResource):
             url = pulumi.Output.secret(
                 assets.apply(lambda assets: bootstrap_helper_url(plan, config.bootstrap.helper.port, assets.identity))
             )
-            host_key = pulumi.Output.secret(assets.apply(lambda assets: helper_host_key(assets.identity)))
+            host_key = pulumi.Output.secret(assets.apply(lambda assets: helper_host_key(assets.identity, config.fips)))
+            # The CA's key stays inside this call: only the helper's certificate and key go on.
+            tls = pulumi.Output.secret(assets.apply(lambda assets: bootstrap_helper_tls(plan, assets)))
             source = BootstrapHelper(
-                f"{name}-helper", cluster, subnet, served_config, url, host_key, pulumi.ResourceOptions(parent=self)
+                f"{name}-helper", cluster, subnet, served_config, url, host_key, tls, pulumi.ResourceOptions(parent=self)
             ).upload
         else:
             image = BootstrapImage(

@@ -7,12 +7,8 @@ import hashlib
 import json
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from ipaddress import ip_network
 from urllib.parse import urlsplit
@@ -718,12 +714,6 @@ def test_a_glance_shim_nova_would_refuse_stops_the_program_before_anything(tmp_p
 # --------------------------------------------------------------------------- the helper's delivery path
 
 
-def helper_files(program_run: ProgramRun) -> dict[str, str]:
-    helper = unwrap(program_run.by_name("ocp4-bootstrap-helper-server").inputs)
-    document = yaml.safe_load(helper["userData"].removeprefix("#cloud-config\n"))
-    return {entry["path"]: entry["content"] for entry in document["write_files"]}
-
-
 def shim_url(program_run: ProgramRun, cluster: str = "ocp4") -> str:
     shim = json.loads(unwrap(program_run.by_name(f"{cluster}-bootstrap-node").inputs["userData"]))
     [source] = shim["ignition"]["config"]["merge"]
@@ -748,66 +738,6 @@ def test_the_shim_and_the_upload_name_one_secret_path(dev_helper_run):
 def test_the_path_differs_between_clusters(dev_helper_run):
     other = run(with_helper(stack_config("dev", clusterName="ocp5")))
     assert urlsplit(shim_url(other, "ocp5")).path != urlsplit(shim_url(dev_helper_run)).path
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _get(url: str, method: str = "GET") -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def test_the_helper_serves_exactly_one_path_and_nothing_else(dev_helper_run, tmp_path):
-    """The server and upload the helper gets, run for real on loopback."""
-    files = helper_files(dev_helper_run)
-    server = tmp_path / "server"
-    server.write_text(files["/usr/local/libexec/bootstrap-ignition-server"])
-    unit = files["/etc/systemd/system/bootstrap-ignition.service"]
-    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    _, script, bind, port, served, path_file = exec_start.removeprefix("ExecStart=").split()
-    assert (bind, port) == ("0.0.0.0", "8080")
-    # The upload command, pointed at a scratch directory instead of /srv/ignition, without sudo.
-    root = tmp_path / "srv"
-    upload = dev_helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
-    # What it runs on the helper over ssh: the script's last word.
-    remote_command = shlex.split(unwrap(upload.inputs["create"]).splitlines()[-1])[-1]
-    command_text = remote_command.replace("sudo ", "").replace("/srv/ignition", str(root))
-    config = unwrap(upload.inputs["stdin"])
-    path = urlsplit(shim_url(dev_helper_run)).path
-    port_number = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(server), "127.0.0.1", str(port_number), served.replace("/srv/ignition", str(root)),
-         path_file.replace("/srv/ignition", str(root))],
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port_number}"
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port_number), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert _get(base + path)[0] == 404  # nothing before the upload
-        subprocess.run(["bash", "-c", command_text], input=config.encode(), check=True)
-        assert _get(base + path) == (200, config.encode())
-        assert _get(base + path, "HEAD")[0] == 200
-        for other in ("/", "/bootstrap.ign", path.rsplit("/", 1)[0] + "/", path + "?x", "/url-path", "/" + path.strip("/").split("/")[0],
-                      "/../../etc/passwd", path.replace("bootstrap.ign", "url-path")):
-            status, body = _get(base + other)
-            assert status == 404, other
-            assert path.split("/")[1].encode() not in body and b"bootstrap.ign" not in body
-    finally:
-        process.terminate()
-        _, log = process.communicate(timeout=10)
-    assert path.split("/")[1].encode() not in log  # the log never shows the path
 
 
 def test_integrated_names_and_tags_the_cluster_relies_on(dev_run):

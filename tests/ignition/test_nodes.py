@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from cryptography import x509
 
 from ignition import assembly
 from ignition.nodes import CLOUD_CA_FILE, NOVA_USER_DATA_BASE64, SHIM_LIMIT, TOKEN_BUDGET, USER_DATA_LIMIT
@@ -101,13 +102,20 @@ def test_the_helper_shim_merges_the_served_config(tmp_path):
     assert len(node.user_data.encode()) <= SHIM_LIMIT
     shim = json.loads(node.user_data)
     (merge,) = shim["ignition"]["config"]["merge"]
-    # The helper, under a path only the cluster's secret gives (tests/components/test_openstack.py).
-    assert re.fullmatch(r"http://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge["source"])
+    # The helper over TLS, under a path only the cluster's secret gives (tests/components/test_openstack.py).
+    assert re.fullmatch(r"https://10\.0\.0\.11:8080/[0-9a-f]{32}/bootstrap\.ign", merge["source"])
     served = helper_run.by_name("ocp4-bootstrap-helper-ssh-upload")
     assert merge["verification"]["hash"] == assembly.sha512_tag(unwrap(served.inputs["stdin"]))
-    assert shim["ignition"]["security"]["tls"]["certificateAuthorities"]
+    # One CA, the helper's own, which certifies the helper's address (tests/components/test_bootstrap_helper.py
+    # serves with it): not the cluster's root CA, nor any other.
+    (authority,) = shim["ignition"]["security"]["tls"]["certificateAuthorities"]
+    ca = x509.load_pem_x509_certificate(base64.b64decode(authority["source"].split(",", 1)[1]))
+    assert ca.subject.rfc4514_string() == f"CN={helper_run.outputs['infraId']}-bootstrap-helper-ca"
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     hostname = [f for f in shim["storage"]["files"] if f["path"] == "/etc/hostname"]
     assert assembly.file_contents(hostname[0]) == b"ocp4-bootstrap\n"
+    result = ignition_validate(node.user_data, tmp_path, "helper-shim.ign")
+    assert result.returncode == 0 and not result.stdout.strip(), result.stdout
 
 
 def test_bootstrap_full_config_is_the_installers_plus_ours(nodes):
