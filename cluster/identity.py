@@ -1,7 +1,12 @@
 """What makes one cluster distinct from another with the same name: the installer's infra ID,
 a per-cluster secret, and the release payload the installer generated the configs for. All
 come from the installer's outputs, so they are known only inside `apply`; everything derived
-from `secret` must stay inside secret Outputs."""
+from `secret` must stay inside secret Outputs.
+
+The secret is 32 random bytes the run script made beside the configs (`ROOT_FILE`), and every
+derived value names the infra ID too. Stacks installed before that (`legacy`) keep deriving from
+the kubeadmin password and the purpose alone: their running masters' VRRP passwords must match
+those of a master made later."""
 
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ class ClusterIdentity:
     # --image-for=<name>` gives them. Empty when the installer run did not record them.
     release_image: str | None = None
     release_images: Mapping[str, str] = field(default_factory=dict)
+    # A bundle recorded before the random root: `secret` is the password's hash, the purpose alone the message.
+    legacy: bool = False
 
     def derive(self, purpose: str, length: int = 16) -> str:
         """A stable secret for one purpose (hex), unguessable without the cluster secret."""
-        return hmac.new(self.secret, purpose.encode(), hashlib.sha256).hexdigest()[:length]
+        message = purpose if self.legacy else f"{self.infra_id}\0{purpose}"
+        return hmac.new(self.secret, message.encode(), hashlib.sha256).hexdigest()[:length]

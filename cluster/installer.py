@@ -4,8 +4,9 @@
 - what it leaves behind: `ASSET_FILES`, parsed into `InstallerAssets`, and whether a set of
   configs belongs to this stack, `check_assets` (cluster/installer_output.py);
 - how those reach the program: the run script (`run_script`, here) prints every file as a
-  `<path> <base64>` line (`bundle`), plus two lines of its own: the install record (when,
-  which generation, the stack's settings at install time) and the release payload's images.
+  `<path> <base64>` line (`bundle`), plus three lines of its own: the install record (when,
+  which generation, the stack's settings at install time), the release payload's images, and
+  32 random bytes, the root of the secrets derived for the cluster (cluster/identity.py).
 
 The installer runs once per cluster (see components/installer.py): its output, kept in
 Pulumi state, is what every later run builds nodes from and compares the stack against.
@@ -35,6 +36,8 @@ from cluster.installer_output import (
     RECORD_FILE,
     RELEASE_COMPONENTS,
     RELEASE_FILE,
+    ROOT_BYTES,
+    ROOT_FILE,
     UPI_REMOVED_MANIFESTS,
     WORKER_POINTER_SECRET,
     InstallerAssets,
@@ -58,6 +61,7 @@ __all__ = [
     "RECORD_FILE",
     "RELEASE_COMPONENTS",
     "RELEASE_FILE",
+    "ROOT_FILE",
     "UPI_REMOVED_MANIFESTS",
     "POINTER_SECRETS",
     "WORKER_POINTER_SECRET",
@@ -99,29 +103,37 @@ def run_script() -> str:
 umask 077
 dir=$INSTALLER_DIR
 marker="$dir/{DIR_MARKER}"
+# The marker names the stack whose installer files these are, fully qualified (organization/project/stack):
+# two projects or backends may each have a stack `dev`.
+owner_id=${{STACK_ID:-$STACK}}
 if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
   if [ ! -e "$marker" ]; then
     echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
     exit 3
   fi
-  # The marker names the stack whose installer files these are (one line); an empty one is from before it did.
+  # One line; an empty one is from before it named a stack, a bare name from before it named the project.
   owner=$(head -n 1 "$marker")
-  if [ -n "$owner" ] && [ "$owner" != "$STACK" ]; then
-    echo "ocp:installer.dir: $dir holds the installer files of stack $owner (auth/, metadata.json, its installer state), and this is stack $STACK: refusing to empty it. Give stack $STACK a directory of its own: \`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`, or remove ocp:installer.dir from its stack file (the default is assets/<stack>)" >&2
+  if [ -n "$owner" ] && [ "$owner" = "$STACK" ] && [ "$owner" != "$owner_id" ]; then
+    printf '%s\n' "$owner_id" > "$marker"
+    echo "ocp:installer.dir: $dir was marked with the bare stack name $STACK before markers named the project: stack $owner_id takes it over" >&2
+    owner=$owner_id
+  fi
+  if [ -n "$owner" ] && [ "$owner" != "$owner_id" ]; then
+    echo "ocp:installer.dir: $dir holds the installer files of stack $owner (auth/, metadata.json, its installer state), and this is stack $owner_id: refusing to empty it. Give stack $STACK a directory of its own: \`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`, or remove ocp:installer.dir from its stack file (the default is assets/<stack>)" >&2
     exit 3
   fi
   if [ -z "$owner" ] && [ -e "$dir/metadata.json" ]; then
-    echo "ocp:installer.dir: $dir holds the installer files of a cluster (metadata.json, auth/) made before this program wrote the stack's name into {DIR_MARKER}, so which stack they belong to is unknown: refusing to empty it. If they are stack $STACK's own: \`echo $STACK > $marker\` and run again; if another stack's, give stack $STACK a directory of its own (\`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`)" >&2
+    echo "ocp:installer.dir: $dir holds the installer files of a cluster (metadata.json, auth/) made before this program wrote the stack's name into {DIR_MARKER}, so which stack they belong to is unknown: refusing to empty it. If they are stack $STACK's own: \`echo $owner_id > $marker\` and run again; if another stack's, give stack $STACK a directory of its own (\`pulumi config set --path ocp:installer.dir assets/$STACK --stack $STACK\`)" >&2
     exit 3
   fi
   if [ -z "$owner" ]; then
-    echo "ocp:installer.dir: $dir was made by this program before its marker named a stack, and holds no cluster's files: stack $STACK takes it over" >&2
+    echo "ocp:installer.dir: $dir was made by this program before its marker named a stack, and holds no cluster's files: stack $owner_id takes it over" >&2
   fi
 fi
 if [ "${{FIPS:-false}}" = true ] && [ -z "${{OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION:-}}" ]; then
   {FIPS_CHECK}
 fi
-rm -rf "$dir" && mkdir -p "$dir" && printf '%s\n' "$STACK" > "$marker"
+rm -rf "$dir" && mkdir -p "$dir" && chmod 700 "$dir" && printf '%s\n' "$owner_id" > "$marker"
 printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
 if [ -n "${{CLOUD_CA_BUNDLE:-}}" ]; then
   printf '%s' "$CLOUD_CA_BUNDLE" > "$dir/.cloud-ca.pem" && export OS_CACERT="$dir/.cloud-ca.pem"
@@ -159,6 +171,8 @@ fi
   printf '{{"generatedAt":%s,"generation":%s,"stack":%s,"masterPointers":true}}' "$generated_at" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
   printf '{RELEASE_FILE} '
   printf '{{"release":"%s","images":{{%s}}}}' "$release" "$images" | base64 -w0; echo
+  printf '{ROOT_FILE} '
+  head -c {ROOT_BYTES} /dev/urandom | base64 -w0; echo
 }} > "$dir/{KEPT_BUNDLE}"
 cat "$dir/{KEPT_BUNDLE}"
 """
@@ -176,10 +190,16 @@ if [ -n "$missing" ]; then
   echo "ocp:installer.assetsDir: $dir lacks$missing: point it at the --dir of \`openshift-install create ignition-configs\`" >&2
   exit 3
 fi
+if [ -z "$(tr -d '[:space:]' < "$dir/auth/kubeadmin-password")" ]; then
+  echo "ocp:installer.assetsDir: $dir/auth/kubeadmin-password is empty: the cluster would have no admin login. Point it at the --dir of \`openshift-install create ignition-configs\`, which writes one" >&2
+  exit 3
+fi
 for f in {files}; do printf '%s ' "$f"; base64 -w0 "$dir/$f"; echo; done
 printf '{RECORD_FILE} '
 printf '{{"generatedAt":%s,"generation":%s,"stack":%s,"masterPointers":true}}' "$(stat -c %Y "$dir/bootstrap.ign")" "$GENERATION" "$INSTALL_FACTS" | base64 -w0; echo
 if [ -f "$dir/{RELEASE_FILE}" ]; then printf '{RELEASE_FILE} '; base64 -w0 "$dir/{RELEASE_FILE}"; echo; fi
+printf '{ROOT_FILE} '
+head -c {ROOT_BYTES} /dev/urandom | base64 -w0; echo
 """
 
 
@@ -202,9 +222,11 @@ def run_environment(
     pull_secret: str,
     facts: Mapping[str, Any],
     manifests: Mapping[str, bytes] | None = None,
+    stack_id: str | None = None,
 ) -> dict[str, str]:
     """The script's environment (`run_script`, or `read_script` for installer.assetsDir);
-    every value stays far below Linux's 128 KiB per string."""
+    every value stays far below Linux's 128 KiB per string. `stack_id`: the stack fully
+    qualified (organization/project/stack), what the directory's marker holds."""
     installer = config.installer
     common = {
         "GENERATION": str(installer.generation),
@@ -217,7 +239,8 @@ def run_environment(
         "OPENSHIFT_INSTALL": installer.binary,
         "OC": installer.oc,
         "INSTALLER_DIR": installer_dir(config, stack),
-        "STACK": stack,  # written into the directory's marker: another stack never empties it
+        "STACK": stack,
+        "STACK_ID": stack_id or stack,  # written into the directory's marker: another stack never empties it
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
         "PLATFORM": "openstack" if config.integrated else "none",

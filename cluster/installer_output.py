@@ -1,7 +1,7 @@
 """What `openshift-install` leaves behind, as the program reads it. Pure Python.
 
-Its files (`ASSET_FILES`) reach the program as `<path> <base64>` lines (`bundle`), plus two of
-the run script's own (the install record, the release payload's images), parsed into
+Its files (`ASSET_FILES`) reach the program as `<path> <base64>` lines (`bundle`), plus three of
+the run script's own (the install record, the release payload's images, the cluster's random root), parsed into
 `InstallerAssets`; `check_assets` says whether a set of configs belongs to this stack.
 """
 
@@ -35,6 +35,14 @@ ASSET_FILES = (
 # Lines the run script adds to the installer's files.
 RECORD_FILE = "ocp-install-record.json"
 RELEASE_FILE = "ocp-release-images.json"
+# 32 random bytes, the root of every secret the program derives for the cluster (cluster/identity.py).
+ROOT_FILE = "ocp-cluster-root"
+ROOT_BYTES = 32
+# The installer's infra ID: the cluster name with anything but [A-Za-z0-9-] as '-', runs of '-' as one,
+# cut to 21 characters (27 less the suffix), trailing '-' trimmed, then '-' and 5 random characters
+# (openshift/installer pkg/asset/installconfig/clusterid.go, generateInfraID, maxLen 27, randomLen 5).
+# It names files and directories (tools.plan's nodes/<server>) and cloud resources: nothing else passes.
+INFRA_ID = re.compile(r"(?!-)(?!.*--)[A-Za-z0-9-]{0,21}(?<!-)-[a-z0-9]{5}")
 # Images of the release payload the on-node networking runs (platform none), by payload name.
 RELEASE_COMPONENTS = ("keepalived-ipfailover", "haproxy-router", "coredns")
 # Integrated mode is UPI: the machines are this program's, so the installer's Machine and
@@ -97,6 +105,8 @@ class InstallerAssets:
     record: InstallRecord | None = None
     release_image: str | None = None
     release_images: Mapping[str, str] = field(default_factory=dict)
+    # The run script's random bytes (ROOT_FILE); None in a bundle recorded before it made them.
+    root: bytes | None = None
 
     @property
     def infra_id(self) -> str:
@@ -104,12 +114,12 @@ class InstallerAssets:
 
     @property
     def identity(self) -> ClusterIdentity:
-        # The kubeadmin password is random per installer run and secret: a fine root for
-        # per-cluster secrets such as the VRRP password.
-        root = hashlib.sha256(b"ocp-cluster-secret\0" + self.kubeadmin_password.encode()).digest()
-        return ClusterIdentity(
-            infra_id=self.infra_id, secret=root, release_image=self.release_image, release_images=self.release_images
-        )
+        if self.root is not None:
+            return ClusterIdentity(self.infra_id, self.root, self.release_image, self.release_images)
+        # Recorded before the random root: the kubeadmin password's hash, as then, so that the VRRP
+        # passwords of masters made now match the running ones (from_files refuses an empty password).
+        legacy = hashlib.sha256(b"ocp-cluster-secret\0" + self.kubeadmin_password.encode()).digest()
+        return ClusterIdentity(self.infra_id, legacy, self.release_image, self.release_images, legacy=True)
 
     # Read once per run: the program asks for each several times.
     @cached_property
@@ -169,16 +179,35 @@ class InstallerAssets:
             )
         if RELEASE_FILE in files:
             release = json.loads(files[RELEASE_FILE])
+        metadata = json.loads(files["metadata.json"])
+        infra_id = metadata.get("infraID") if isinstance(metadata, dict) else None
+        if not isinstance(infra_id, str) or not INFRA_ID.fullmatch(infra_id):
+            raise ValueError(
+                f"installer output: metadata.json's infraID {infra_id!r} is not an infra ID openshift-install makes "
+                "(the cluster name's first 21 characters of [A-Za-z0-9-], '-' and 5 random characters): point "
+                "ocp:installer.assetsDir (or --assets) at the --dir of `openshift-install create ignition-configs`"
+            )
+        password = files["auth/kubeadmin-password"].decode().strip()
+        if not password:
+            raise ValueError(
+                "installer output: auth/kubeadmin-password is empty: the cluster would have no admin login, and a "
+                "stack recorded before ocp-cluster-root derives its secrets from it: point ocp:installer.assetsDir "
+                "(or --assets) at the --dir of `openshift-install create ignition-configs`, which writes one"
+            )
+        root = files.get(ROOT_FILE)
+        if root is not None and len(root) != ROOT_BYTES:
+            raise ValueError(f"installer output: {ROOT_FILE} holds {len(root)} bytes, not {ROOT_BYTES}: the bundle was altered")
         return cls(
             bootstrap=json.loads(files["bootstrap.ign"]),
             master=json.loads(files["master.ign"]),
             worker=json.loads(files["worker.ign"]),
-            metadata=json.loads(files["metadata.json"]),
+            metadata=metadata,
             kubeconfig=files["auth/kubeconfig"].decode(),
-            kubeadmin_password=files["auth/kubeadmin-password"].decode().strip(),
+            kubeadmin_password=password,
             record=record,
             release_image=(release or {}).get("release") or None,
             release_images=dict((release or {}).get("images") or {}),
+            root=root,
         )
 
 
@@ -189,7 +218,7 @@ def missing_asset_files(directory: str | Path) -> list[str]:
 
 def bundle(files: Mapping[str, bytes]) -> str:
     """The line format the run script prints: `<path> <base64>` per file, extras last."""
-    names = [*ASSET_FILES, *(name for name in (RECORD_FILE, RELEASE_FILE) if name in files)]
+    names = [*ASSET_FILES, *(name for name in (RECORD_FILE, RELEASE_FILE, ROOT_FILE) if name in files)]
     return "".join(f"{name} {base64.b64encode(files[name]).decode()}\n" for name in names)
 
 

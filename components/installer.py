@@ -52,9 +52,13 @@ class Installer(pulumi.ComponentResource):
         settings = stack_settings(config, plan)
         # Checked before any resource (components/program.py): here they are good.
         manifests = {**machine_configs(config), **read_extra_manifests(config.installer.extra_manifests)[0]}
+        # The installer directory's marker: two projects or backends may each have a stack `dev`. A new
+        # environment value never runs the command again (RUN_ONCE); the marker takes it the next time it runs.
+        # A self-managed backend's organization is `organization`; an older language host gives none.
+        stack_id = f"{pulumi.get_organization() or 'organization'}/{pulumi.get_project()}/{stack}"
         environment = pulumi.Output.secret(pull_secret).apply(
             lambda secret: run_environment(
-                config, stack, render_install_config(config, plan, secret, clouds_yaml_ca), secret, settings, manifests
+                config, stack, render_install_config(config, plan, secret, clouds_yaml_ca), secret, settings, manifests, stack_id
             )
         )
         # Configs the user generated are read into the state once, like the installer's.
@@ -73,8 +77,16 @@ class Installer(pulumi.ComponentResource):
             ),
         )
         stdout = pulumi.Output.secret(run.stdout)
-        self.assets = stdout.apply(lambda text: _reviewed(config, plan, InstallerAssets.from_files(unbundle(text)), now))
+        self.assets = stdout.apply(lambda text: _reviewed(config, plan, _parsed(text), now))
         self.register_outputs({"infraId": self.assets.apply(lambda assets: assets.infra_id)})
+
+
+def _parsed(text: str) -> InstallerAssets:
+    """The configs, or the one message saying why they cannot be (an infra ID the installer never makes...)."""
+    try:
+        return InstallerAssets.from_files(unbundle(text))
+    except ValueError as error:
+        raise pulumi.RunError(str(error)) from None
 
 
 def _reviewed(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, now: float) -> InstallerAssets:

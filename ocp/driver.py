@@ -23,7 +23,7 @@ from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
 from cluster.installer import installer_dir
 from ocp import checks
-from ocp.approver import approve_named, approve_until_ready
+from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -294,10 +294,8 @@ def install(
     # When each server was made (OpenStack's nodeCreated); libvirt's domains keep no such time.
     created = outputs.get("nodeCreated")
     # libvirt's client requests are approved without creation times here only, in the install's own wait.
-    untimed = None if config.platform == "libvirt" else _untimed(config.platform, name)
-    if not approve_until_ready(
-        kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created, stack=name, settle=settle, untimed=untimed
-    ):
+    why = None if config.platform == "libvirt" else untimed(config.platform, name)
+    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created, stack=name, settle=settle, untimed=why):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
     if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT, hidden):
@@ -312,9 +310,8 @@ def install(
 
 
 def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[str, ...] = (), settle: timedelta = SETTLE) -> bool:
-    """Day 2: the new workers' certificates, until every worker of the stack is Ready; with
-    `named`, exactly those CSRs (a master's client certificate is approved only so), then the
-    passes until their nodes are Ready."""
+    """Day 2: the new workers' certificates, until every worker of the stack is Ready; with `named`,
+    exactly those CSRs (a master's client certificate only so), then passes until their nodes are Ready."""
     stack = _stack(name)
     config = _config(stack)
     checks.check("approve-csrs", config)
@@ -333,15 +330,8 @@ def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[
         wanted = {verdict.node for verdict in approved if verdict.kind == "client" and verdict.node}
         if not wanted:
             return True
-    untimed = _untimed(config.platform, name)
-    return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=untimed)
-
-
-def _untimed(platform: str, name: str) -> str:
-    """Why a stack without nodeCreated gets no automatic client approvals, and what to do."""
-    if platform == "libvirt":
-        return "libvirt keeps no creation time for its domains (client certificates are approved automatically only during `python -m ocp install`)"
-    return f"the stack's outputs have no nodeCreated (its last `pulumi up` ran release 0.1.0): run `pulumi up --stack {name}` once, then this again"
+    why = untimed(config.platform, name)
+    return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=why)
 
 
 def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:
@@ -391,7 +381,9 @@ def _write_credentials(directory: Path, outputs: dict) -> Path:
 
 
 def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # A missing installer directory (and auth/) is the owner's alone, as the run script makes it.
+    for directory in reversed([parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]):
+        directory.mkdir(mode=0o700)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as file:
         file.write(text)

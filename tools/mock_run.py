@@ -41,7 +41,7 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
-from cluster.installer import RECORD_FILE, RELEASE_FILE, bundle, read_script, unbundle, upi_manifests
+from cluster.installer import RECORD_FILE, RELEASE_FILE, ROOT_FILE, bundle, read_script, unbundle, upi_manifests
 from components import program
 from tools import real_installer, sample_installer
 from tools.mock_cloud import MockCloud
@@ -214,7 +214,8 @@ class ClusterMocks(pulumi.runtime.Mocks):
             )
             if result.returncode != 0:
                 raise pulumi.RunError(f"installer-run: {result.stderr.strip()}")
-            return result.stdout
+            files = unbundle(result.stdout)
+            return bundle({**files, ROOT_FILE: _plan_root(files)})
         record = {
             "generatedAt": int(self.now),
             "generation": int(environment["GENERATION"]),
@@ -248,6 +249,7 @@ class ClusterMocks(pulumi.runtime.Mocks):
         release["images"] = {name: ref for name, ref in release["images"].items() if name in wanted}
         files[RECORD_FILE] = json.dumps(record).encode()
         files[RELEASE_FILE] = json.dumps(release).encode()
+        files[ROOT_FILE] = _plan_root(files)
         self.installer = f"the fake installer (tools/sample_installer, shaped like {sample_installer.INSTALLER_VERSION})"
         self.installer_kind = "fake"
         return bundle(files)
@@ -255,6 +257,11 @@ class ClusterMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
         answer = self.cloud.call(args.token, args.args)
         return {} if answer is None else answer
+
+
+def _plan_root(files: dict[str, bytes]) -> bytes:
+    """The run script's 32 random bytes, made from the configs here so that a plan is the same on every run."""
+    return hashlib.sha256(b"ocp-offline-plan-root\0" + files["metadata.json"]).digest()
 
 
 def _added_manifests(environment: dict[str, str]) -> dict[str, bytes]:

@@ -327,29 +327,52 @@ def write_plan(run: ProgramRun, out: Path) -> list[NodeOutput]:
     _write(out / PLAN_MARKER, "an offline plan (python -m tools.plan): --out replaces this directory whole\n")
     nodes = node_outputs(run)
     for node in nodes:
-        directory = out / "nodes" / node.hostname
-        _write(directory / "user_data", node.user_data)
+        # A node's files hold its keys, tokens and the cluster's CA keys: the owner's alone.
+        directory = _node_directory(out, node.hostname)
+        _write(directory / "user_data", node.user_data, private=True)
         if node.ignition is None:
             continue
-        _write(directory / "ignition.json", json.dumps(assembly.readable(node.ignition), indent=2, sort_keys=True) + "\n")
+        _write(directory / "ignition.json", json.dumps(assembly.readable(node.ignition), indent=2, sort_keys=True) + "\n", private=True)
         for entry in node.ignition.get("storage", {}).get("files", []):
             contents = written_contents(entry)
             if contents is not None:
-                _write(_inside(directory / "files", entry["path"], node.hostname), contents)
+                _write(_inside(directory / "files", entry["path"], node.hostname), contents, private=True)
         units = directory / "files/etc/systemd/system"
         for unit in node.ignition.get("systemd", {}).get("units", []):
             if unit.get("contents"):  # empty: Ignition only enables the unit the image has
-                _write(_unit(units, unit["name"], node.hostname), unit["contents"])
+                _write(_unit(units, unit["name"], node.hostname), unit["contents"], private=True)
             for dropin in unit.get("dropins", []):
-                _write(_unit(units, f"{unit['name']}.d", node.hostname) / _unit(units, dropin["name"], node.hostname).name, dropin.get("contents", ""))
+                dropin_path = _unit(units, f"{unit['name']}.d", node.hostname) / _unit(units, dropin["name"], node.hostname).name
+                _write(dropin_path, dropin.get("contents", ""), private=True)
     return nodes
 
 
+def _node_directory(out: Path, hostname: str) -> Path:
+    """nodes/<server name>: the name comes from the installer's infra ID, which the configs carry; one
+    that would lead out of nodes/ is refused (cluster.installer_output checks the infra ID too)."""
+    nodes = (out / "nodes").resolve()
+    directory = (nodes / hostname).resolve()
+    if not hostname or "/" in hostname or "\0" in hostname or directory.parent != nodes:
+        raise PlanError(
+            f"a node is named {hostname!r}, which would be written outside the plan directory: fix the installer "
+            "configs (--assets), whose metadata.json's infraID names the servers"
+        )
+    return directory
+
+
 def _write(path: Path, contents: str | bytes, private: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(contents.encode() if isinstance(contents, str) else contents)
-    if private:
-        path.chmod(0o600)
+    """Directories the owner's alone (0700); a private file 0600 from its first byte."""
+    missing = [parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700)
+    data = contents.encode() if isinstance(contents, str) else contents
+    if not private:
+        path.write_bytes(data)
+        return
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    path.chmod(0o600)
 
 
 def parse_time(text: str | None) -> float | None:

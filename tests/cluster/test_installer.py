@@ -20,6 +20,7 @@ from cluster.installer import (
     DIR_MARKER,
     KEPT_BUNDLE,
     RELEASE_COMPONENTS,
+    ROOT_FILE,
     InstallerAssets,
     check_assets,
     render_install_config,
@@ -31,6 +32,7 @@ from cluster.installer import (
     upi_manifests,
     pointer_environment,
     pointer_script,
+    read_script,
 )
 from tests.conftest import PULL_SECRET, ROOT, stack_config
 from tools import real_installer, sample_installer, toolchain
@@ -47,9 +49,10 @@ def environment(request, tmp_path: Path) -> dict[str, str]:
     return stack_environment(request.param, tmp_path)
 
 
-def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None) -> dict[str, str]:
+def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None, project: str | None = None) -> dict[str, str]:
     """The run script's environment for a stack of this stack file (its own name unless `stack`
-    names another: a copied stack file), its installer.dir tmp_path/assets."""
+    names another: a copied stack file), its installer.dir tmp_path/assets; `project`: the stack
+    fully qualified as organization/<project>/<stack> (else its bare name, as before that)."""
     config = load_config(stack_config(stack_file))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -63,7 +66,10 @@ def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None)
     plan = plan_addresses(config)
     return {
         "PATH": os.environ["PATH"],
-        **run_environment(config, stack or stack_file, render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
+        **run_environment(
+            config, stack or stack_file, render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan),
+            stack_id=f"organization/{project}/{stack or stack_file}" if project else None,
+        ),
     }
 
 
@@ -164,6 +170,101 @@ def test_a_directory_marked_before_markers_named_a_stack(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "made by this program before its marker named a stack, and holds no cluster's files: stack standalone takes it over" in result.stderr
     assert (directory / DIR_MARKER).read_text() == "standalone\n"
+
+
+def test_two_projects_stacks_of_one_name_never_share_a_directory(tmp_path):
+    """The marker holds organization/project/stack: project b's `standalone` must not empty project a's."""
+    first = stack_environment("standalone", tmp_path, project="a")
+    assert run(run_script(), first).returncode == 0
+    directory = Path(first["INSTALLER_DIR"])
+    assert (directory / DIR_MARKER).read_text() == "organization/a/standalone\n"
+    kept = {name: (directory / name).read_bytes() for name in ("auth/kubeadmin-password", "metadata.json", KEPT_BUNDLE)}
+    result = run(run_script(), stack_environment("standalone", tmp_path, project="b"))
+    assert result.returncode == 3 and result.stdout == ""
+    assert result.stderr.startswith(
+        f"ocp:installer.dir: {directory} holds the installer files of stack organization/a/standalone (auth/, metadata.json, "
+        "its installer state), and this is stack organization/b/standalone: refusing to empty it"
+    )
+    assert {name: (directory / name).read_bytes() for name in kept} == kept
+
+
+def test_a_directory_marked_with_the_bare_stack_name_is_taken_over(tmp_path):
+    """Marked before markers named the project: this stack's own; the marker takes the full name, the command's
+    inputs aside (a new environment never runs the installer again: tests/components/test_installer.py)."""
+    environment = stack_environment("standalone", tmp_path, project="ocp")
+    directory = Path(environment["INSTALLER_DIR"])
+    (directory / "auth").mkdir(parents=True)
+    (directory / DIR_MARKER).write_text("standalone\n")
+    (directory / "metadata.json").write_text('{"infraID": "ocp4-x7k2p"}')
+    # Refused later on (FIPS on a host without it): the files stay, the marker is the stack's full name already.
+    refused = run(run_script(), {**environment, "FIPS": "true", "OCP_FIPS_STATE_FILE": str(tmp_path / "nothing")})
+    assert refused.returncode == 3 and "FIPS" in refused.stderr
+    assert (directory / "metadata.json").read_text() == '{"infraID": "ocp4-x7k2p"}'
+    assert (directory / DIR_MARKER).read_text() == "organization/ocp/standalone\n"
+    assert f"{directory} was marked with the bare stack name standalone before markers named the project: stack organization/ocp/standalone takes it over" in refused.stderr
+    (directory / DIR_MARKER).write_text("standalone\n")
+    result = run(run_script(), environment)
+    assert result.returncode == 0, result.stderr
+    assert (directory / DIR_MARKER).read_text() == "organization/ocp/standalone\n"
+    # Another project's stack of that name is still refused: the bare name is only this stack's.
+    (directory / DIR_MARKER).write_text("standalone\n")
+    other = run(run_script(), stack_environment("standalone", tmp_path, project="other"))
+    assert other.returncode == 0 and (directory / DIR_MARKER).read_text() == "organization/other/standalone\n"
+
+
+def test_the_installer_directory_and_its_parents_are_the_owners_alone(tmp_path):
+    """They hold the cluster's CA keys, kubeconfig and kubeadmin password."""
+    environment = stack_environment("standalone", tmp_path)
+    environment["INSTALLER_DIR"] = str(tmp_path / "made" / "assets" / "standalone")
+    result = run(run_script(), environment)
+    assert result.returncode == 0, result.stderr
+    for directory in (tmp_path / "made", tmp_path / "made" / "assets", tmp_path / "made" / "assets" / "standalone"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    # One made 0755 by an earlier release: 0700 after the next run.
+    (tmp_path / "made" / "assets" / "standalone").chmod(0o755)
+    assert run(run_script(), environment).returncode == 0
+    assert (tmp_path / "made" / "assets" / "standalone").stat().st_mode & 0o777 == 0o700
+
+
+def test_each_install_gets_its_own_random_root(tmp_path):
+    """32 random bytes beside the configs, kept with them (the update path re-prints them): the root of every
+    secret derived for the cluster, which the kubeadmin password no longer is."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = stack_environment("standalone", tmp_path / "one")
+    second = stack_environment("standalone", tmp_path / "two")
+    one, two = (unbundle(run(run_script(), environment).stdout) for environment in (first, second))
+    assert len(one[ROOT_FILE]) == len(two[ROOT_FILE]) == 32 and one[ROOT_FILE] != two[ROOT_FILE]
+    assert unbundle(run(update_script(), first).stdout)[ROOT_FILE] == one[ROOT_FILE]
+    identities = [InstallerAssets.from_files(files).identity for files in (one, two)]
+    assert not any(identity.legacy for identity in identities)
+    assert identities[0].derive("keepalived-api", 8) != identities[1].derive("keepalived-api", 8)
+
+
+def test_configs_the_user_generated_get_a_random_root_and_need_a_kubeadmin_password(tmp_path):
+    made = stack_environment("standalone", tmp_path)
+    assert run(run_script(), made).returncode == 0
+    environment = {"PATH": os.environ["PATH"], "ASSETS_DIR": made["INSTALLER_DIR"], "GENERATION": "1", "INSTALL_FACTS": "{}"}
+    files = unbundle(run(read_script(), environment).stdout)
+    assert len(files[ROOT_FILE]) == 32 and not InstallerAssets.from_files(files).identity.legacy
+    (Path(made["INSTALLER_DIR"]) / "auth/kubeadmin-password").write_text("\n")
+    result = run(read_script(), environment)
+    assert result.returncode == 3 and result.stdout == ""
+    assert f"ocp:installer.assetsDir: {made['INSTALLER_DIR']}/auth/kubeadmin-password is empty" in result.stderr
+
+
+def test_an_infra_id_the_installer_would_not_make_is_refused(tmp_path):
+    """It names directories (tools.plan's nodes/<server>) and the cloud's resources: `../..` and the like never pass."""
+    made = stack_environment("standalone", tmp_path)
+    files = unbundle(run(run_script(), made).stdout)
+    assert InstallerAssets.from_files(files).infra_id.startswith("ocp4-")
+    for infra_id in ("../../ocp4-x7k2p", "ocp4-x7k2p/..", "ocp4", "ocp4-X7K2P", "a" * 22 + "-x7k2p", "ocp4--x7k2p", "-x7k2p", 7):
+        metadata = json.loads(files["metadata.json"]) | {"infraID": infra_id}
+        with pytest.raises(ValueError, match="is not an infra ID openshift-install makes"):
+            InstallerAssets.from_files({**files, "metadata.json": json.dumps(metadata).encode()})
+    for infra_id in ("ocp4-x7k2p", "a" * 21 + "-x7k2p", "my-Cluster-2-bcd45"):
+        metadata = json.loads(files["metadata.json"]) | {"infraID": infra_id}
+        assert InstallerAssets.from_files({**files, "metadata.json": json.dumps(metadata).encode()}).infra_id == infra_id
 
 
 def test_the_pull_secret_is_removed_when_oc_fails(tmp_path):

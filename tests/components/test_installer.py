@@ -12,10 +12,10 @@ from cluster.config import load_config
 from cluster.installer import render_install_config
 from harness import netns
 from tools import toolchain
-from cluster.installer import RECORD_FILE, unbundle
+from cluster.installer import RECORD_FILE, ROOT_FILE, bundle, run_environment, unbundle
 from components.installer import RUN_ONCE
 from tests.certs import OTHER_CA, TEST_CA, THIRD_CA
-from tests.conftest import ECDSA_SSH_KEY, PULL_SECRET, ROOT, run, run_recording, stack_config, with_section
+from tests.conftest import ECDSA_SSH_KEY, PULL_SECRET, ROOT, deploy, preview, run, run_recording, stack_config, with_section
 from tools.mock_run import is_secret, unwrap
 
 
@@ -172,6 +172,38 @@ def test_pre_generated_assets_are_read_into_the_state_once():
     metadata = (ROOT / "samples/installer/ocp4/metadata.json").read_text()
     assert program_run.outputs["infraId"] in metadata
     assert program_run.secret_outputs >= {"kubeconfig", "kubeadminPassword"}
+
+
+@pytest.mark.parametrize("stack", ["standalone", "dev"])
+def test_a_stack_installed_before_the_random_root_and_full_marker_keeps_its_install_and_secrets(stack, monkeypatch):
+    """Its recorded environment lacks STACK_ID and its bundle ocp-cluster-root: the next `pulumi up` runs no
+    installer (the environment is in ignore_changes) and derives what it did (VRRP passwords, the helper's
+    path and key), so every resource is `same`."""
+    import components.installer
+    import tools.mock_run
+
+    def older_environment(*args, **kwargs):
+        return {key: value for key, value in run_environment(*args, **kwargs).items() if key != "STACK_ID"}
+
+    def older_bundle(files):
+        return bundle({name: data for name, data in files.items() if name != ROOT_FILE})
+
+    with monkeypatch.context() as older:
+        older.setattr(components.installer, "run_environment", older_environment)
+        older.setattr(tools.mock_run, "bundle", older_bundle)
+        state = deploy(stack_config(stack), stack)
+    recorded = next(r for r in state if r["name"] == "installer-run")
+    assert "STACK_ID" not in unwrap(recorded["inputs"]["environment"]) and ROOT_FILE not in unbundle(recorded["outputs"]["stdout"])
+    result = preview(state, stack_config(stack), stack)
+    assert result.error is None, result.error
+    assert {name: change.action for name, change in result.changes.items() if change.action != "same"} == {}
+    # What a server made now would get (user_data is ignored once deployed): what the running ones got.
+    deployed = {r["name"]: r["inputs"] for r in state}
+    assert [r.name for r in result.registered if unwrap(r.inputs) != deployed[r.name] and r.name != "installer-run"] == []
+    # A new install of the same stack records both.
+    fresh = installer_command(run(stack_config(stack), stack=stack))
+    assert unwrap(fresh.inputs["environment"])["STACK_ID"] == f"organization/ocp/{stack}"
+    assert len(unbundle(fresh.outputs["stdout"])[ROOT_FILE]) == 32
 
 
 def test_install_config_options_users_ask_for():

@@ -22,6 +22,7 @@ from jinja2 import UndefinedError
 from cluster.addresses import AddressPlan, Node, plan_addresses
 from cluster.config import ClusterConfig, ConfigError, load_config
 from cluster.identity import ClusterIdentity
+from cluster.installer_output import RELEASE_FILE, ROOT_FILE, InstallerAssets
 from cluster.stackfile import read_stack_file
 from ignition import assembly
 from ignition.networking import (
@@ -229,6 +230,47 @@ def test_auth_passwords_come_from_the_cluster_secret_not_the_name():
     assert passwords(IDENTITY, config.model_copy(update={"cluster_name": "other"})) == first
     for password in first.values():
         assert config.cluster_name not in password and IDENTITY.infra_id not in password
+
+
+def _assets(infra_id: str, password: str, root: bytes | None) -> InstallerAssets:
+    """The installer's output as the state holds it (a bundle), with the run script's root or without (recorded before it)."""
+    files = {name: b"{}" for name in ("bootstrap.ign", "master.ign", "worker.ign")}
+    files |= {"metadata.json": json.dumps({"infraID": infra_id}).encode(), "auth/kubeconfig": b"", "auth/kubeadmin-password": password.encode()}
+    files[RELEASE_FILE] = json.dumps({"release": RELEASE, "images": PAYLOAD}).encode()
+    return InstallerAssets.from_files({**files, **({ROOT_FILE: root} if root is not None else {})})
+
+
+def test_vrrp_passwords_of_a_stack_recorded_before_the_random_root_stay_as_they_were():
+    """A master made later must speak VRRP with the running ones: a bundle without ocp-cluster-root derives as
+    the program always did (values made by d2fbdbd's code from this password)."""
+    config = standalone_config(workers=0)
+    old = _assets("ocp4-x7k2p", "kb4Tq-Zv7Yp-Rc2Ld-Wm9Xn", None).identity
+    instances = vrrp(config, plan_addresses(config).masters[0], old)
+    assert {name: instance["password"] for name, instance in instances.items()} == {"api": "77024c7b", "ingress": "cf27bfe1"}
+    assert old.derive("bootstrap-helper-path", 32) == "70ca57a26cea099b1116dce369395112"
+
+
+def test_vrrp_passwords_of_a_new_install_come_from_its_random_root_and_infra_id():
+    """Not from the kubeadmin password (handed to console users): the same password, or the same root
+    under another infra ID, gives other values; the run script's 32 random bytes are the root."""
+    config = standalone_config(workers=0)
+    master = plan_addresses(config).masters[0]
+
+    def passwords(assets: InstallerAssets) -> dict[str, str]:
+        return {name: instance["password"] for name, instance in vrrp(config, master, assets.identity).items()}
+
+    root, password = bytes(range(32)), "kb4Tq-Zv7Yp-Rc2Ld-Wm9Xn"
+    first = passwords(_assets("ocp4-x7k2p", password, root))
+    assert first != {"api": "77024c7b", "ingress": "cf27bfe1"}  # not the password's
+    assert passwords(_assets("ocp4-x7k2p", password, bytes(reversed(root)))) != first  # another cluster, same password
+    assert passwords(_assets("ocp4-q9z3m", password, root)) != first  # the infra ID is in every label
+    assert passwords(_assets("ocp4-x7k2p", "another-password", root)) == first
+
+
+def test_an_empty_kubeadmin_password_is_refused():
+    """Every stack with one would derive the same secrets (it was the root): refused, saying where to look."""
+    with pytest.raises(ValueError, match="auth/kubeadmin-password is empty"):
+        _assets("ocp4-x7k2p", " \n", None)
 
 
 def test_adverts_count_only_from_a_peer_on_the_segment():

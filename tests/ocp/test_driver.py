@@ -214,6 +214,8 @@ def test_a_bootstrap_that_does_not_hand_over_is_gathered_and_the_bundle_named(in
     # The credentials the installer's wait-for reads, only for the owner.
     assert oct((tmp_path / "assets" / "auth" / "kubeconfig").stat().st_mode & 0o777) == "0o600"
     assert (tmp_path / "assets" / "auth" / "kubeadmin-password").read_text() == "secret-password"
+    # The installer directory it made, and auth/, too.
+    assert [oct(path.stat().st_mode & 0o777) for path in (tmp_path / "assets", tmp_path / "assets" / "auth")] == ["0o700", "0o700"]
 
 
 def test_an_interrupted_earlier_run_is_pointed_at_the_recovery(installing):

@@ -17,7 +17,8 @@ from cluster.dataurl import file_contents
 from cluster.installer import render_install_config
 from ocp.version import VERSION
 from tests.conftest import PULL_SECRET, ROOT, ignition_validate, stack_config
-from tools import real_installer, toolchain
+from cluster.installer import upi_manifests
+from tools import real_installer, sample_installer, toolchain
 from tools.sample_installer import FAKE_MARKER, INSTALLER_VERSION
 
 
@@ -345,6 +346,41 @@ def test_installer_configs_that_name_files_outside_the_plan_are_refused(tmp_path
     result = plan("--stack", "standalone", "--assets", str(assets), "--out", str(out))
     assert result.returncode == 2 and "its config names the systemd unit '" + "../" * 7 + "escaped.service'" in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["assets"]
+
+
+def integrated_assets(directory, infra_id: str | None = None):
+    """The dev stack's configs as `create manifests`, the UPI edits and `create ignition-configs` leave them
+    (the fake installer), its infra ID replaced when given."""
+    config = load_config(stack_config("dev"))
+    text = render_install_config(config, plan_addresses(config), PULL_SECRET)
+    files = sample_installer.ignition_configs(text, upi_manifests(sample_installer.manifests(text)))
+    if infra_id is not None:
+        files["metadata.json"] = json.dumps(json.loads(files["metadata.json"]) | {"infraID": infra_id}).encode()
+    for name, data in files.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_bytes(data)
+    return directory
+
+
+def test_an_infra_id_that_would_lead_out_of_the_plan_is_refused_and_nothing_written(tmp_path):
+    """Integrated servers are named <infraID>-<role>-<index>, and the plan writes nodes/<server>/: a metadata.json
+    whose infraID climbs out would put the nodes' keys and tokens beside the plan."""
+    assets = integrated_assets(tmp_path / "assets", "../../../escaped-x7k2p")
+    out = tmp_path / "deep" / "er" / "plan"
+    result = plan("--stack", "dev", "--assets", str(assets), "--out", str(out))
+    assert result.returncode == 2, result.stdout
+    assert "metadata.json's infraID '../../../escaped-x7k2p' is not an infra ID openshift-install makes" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["assets"]
+
+
+def test_a_nodes_files_and_directories_are_the_owners_alone(tmp_path):
+    out = tmp_path / "plan"
+    result = plan("--stack", "dev", "--assets", str(integrated_assets(tmp_path / "assets")), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    written = list((out / "nodes").rglob("*"))
+    assert any(path.name == "ignition.json" for path in written) and any(path.name.endswith(".key") for path in written)
+    assert [path for path in written if path.is_dir() and path.stat().st_mode & 0o777 != 0o700] == []
+    assert [path for path in written if path.is_file() and path.stat().st_mode & 0o777 != 0o600] == []
 
 
 def test_a_plain_http_image_endpoint_is_refused_by_the_plan_unless_the_stack_allows_it(tmp_path):
