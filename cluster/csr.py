@@ -19,13 +19,12 @@ approver (openshift/cluster-machine-approver) checks it for Machines:
   addresses within its addresses in the stack.
 
 Whoever holds the node-bootstrapper token (served to the machine network) can ask for a new
-node's client certificate before its kubelet does, so a client CSR that passes is approved
-automatically only when it is a worker's, its server's creation time is known (or `untimed` is
-None: libvirt during `ocp install`'s own wait), it has waited SETTLE, and no other client request
-for that node came from the bootstrapper since its server was made (approved, denied or
-pending). A master's client CSR, and any the rules above hold back, is approved only when the
-user names it (`named`), after every check but the settling and the duplicates. Two or more
-serving requests that would pass for one node approve none of them.
+node's client certificate before its kubelet does: a client CSR that passes is approved by itself
+only if it is a worker's, its server's creation time is known (or `untimed` is None: libvirt in
+`ocp install`'s wait), it has waited SETTLE and no other client request for that node came from
+the bootstrapper since its server was made (in any state). A master's, and any held back so, is
+approved only when named (`named`), after every check but the wait and the duplicates. Two
+serving requests that would pass for one node approve neither.
 
 The request is read as Kubernetes reads it (one PEM block, type CERTIFICATE REQUEST, with nothing
 but whitespace around it: see `read_request`), so what is judged is what the signer signs.
@@ -39,7 +38,7 @@ import base64
 import binascii
 import ipaddress
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -200,12 +199,12 @@ def review(
     ones judged then, without the settling and duplicate rules."""
     requests = sorted(requests, key=lambda r: r.name)
     known = set(registered)
-    joined = _approved_clients(requests)
+    joined = _by_node(requests, lambda r: r.approved)  # the CSR cleaner keeps approved ones 1 h
     judged = [r for r in requests if not r.decided and (named is None or r.name in named)]
     verdicts = [_verdict(request, nodes, known, domain, created, now, joined) for request in judged]
     if named is not None:
         return verdicts
-    claims = _client_claims(requests)
+    claims = _by_node(requests, lambda r: r.username == NODE_BOOTSTRAPPER)  # any state
     verdicts = [
         _automatic(verdict, request, created, now, settle, untimed, claims) if verdict.approve and verdict.kind == "client" else verdict
         for verdict, request in zip(verdicts, judged)
@@ -284,24 +283,14 @@ def _client_node(request: Request) -> str | None:
     return None
 
 
-def _client_claims(requests: Iterable[Request]) -> dict[str, list[Request]]:
-    """node -> every client request the node bootstrapper made for it (any state)."""
-    claims: dict[str, list[Request]] = {}
+def _by_node(requests: Iterable[Request], keep: Callable[[Request], bool]) -> dict[str, list[Request]]:
+    """node -> the client requests for it that `keep` keeps."""
+    found: dict[str, list[Request]] = {}
     for request in requests:
-        node = _client_node(request) if request.username == NODE_BOOTSTRAPPER else None
+        node = _client_node(request) if keep(request) else None
         if node is not None:
-            claims.setdefault(node, []).append(request)
-    return claims
-
-
-def _approved_clients(requests: Iterable[Request]) -> dict[str, list[Request]]:
-    """node -> its approved client requests still in the API (the CSR cleaner keeps them 1 h)."""
-    joined: dict[str, list[Request]] = {}
-    for request in requests:
-        node = _client_node(request) if request.approved else None
-        if node is not None:
-            joined.setdefault(node, []).append(request)
-    return joined
+            found.setdefault(node, []).append(request)
+    return found
 
 
 def _verdict(

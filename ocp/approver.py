@@ -106,3 +106,10 @@ def approve_named(
     for name in sorted(set(names) - {verdict.csr for verdict in found}):
         say(shown(f"csr: no pending request {name} (`oc get csr {name}`: it may be decided already, or deleted)"))
     return [verdict for verdict in found if verdict.approve]
+
+
+def untimed(platform: str, stack: str) -> str:
+    """Why a stack without nodeCreated gets no client approval by itself, and what to do."""
+    if platform == "libvirt":
+        return "libvirt keeps no creation time for its domains (client certificates are approved automatically only during `python -m ocp install`)"
+    return f"the stack's outputs have no nodeCreated (its last `pulumi up` ran release 0.1.0): run `pulumi up --stack {stack}` once, then this again"
