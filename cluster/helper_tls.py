@@ -57,6 +57,12 @@ def _serial(identity: ClusterIdentity, label: str) -> int:
     return int(identity.derive(f"{label}-serial", 30), 16) | 1
 
 
+def _usage(**allowed: bool) -> x509.KeyUsage:
+    names = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+             "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")
+    return x509.KeyUsage(**{name: allowed.get(name, False) for name in names})
+
+
 def _window(generated_at: float | None) -> tuple[datetime.datetime, datetime.datetime]:
     if generated_at is None:
         return UNDATED
@@ -79,7 +85,7 @@ def helper_tls(identity: ClusterIdentity, address: ipaddress.IPv4Address, genera
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(_usage(key_cert_sign=True, crl_sign=True), critical=True)
         .add_extension(ca_identifier, critical=False)
         .sign(ca_key, hashes.SHA256(), ecdsa_deterministic=True)
     )
@@ -92,7 +98,7 @@ def helper_tls(identity: ClusterIdentity, address: ipaddress.IPv4Address, genera
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+        .add_extension(_usage(digital_signature=True), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName([x509.IPAddress(address)]), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier), critical=False)
