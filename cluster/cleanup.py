@@ -10,15 +10,21 @@ or hold the cluster's secrets (images):
   and 4.15 (the cloud provider's cluster name), so found by either that name or their VIP on the
   cluster's network with a description starting `Kubernetes external service`; with the
   floating IPs on their VIP ports;
-- servers of MachineSets (tagged `openshiftClusterID=<infraID>`, or named `<infraID>-...`) and
-  the trunks their ports are parents of (tagged alike; a parent port refuses deletion while
-  its trunk exists);
+- servers of MachineSets, by the cluster's tag `openshiftClusterID=<infraID>` or metadata
+  `openshiftClusterID: <infraID>` (the installer's MachineSets set both; its destroy reads the
+  metadata), never by name: a user's `<infraID>-bastion`, or a cluster whose infra ID starts with
+  this one's, is not the cluster's; and the trunks their ports are parents of (tagged alike; a
+  parent port refuses deletion while its trunk exists);
 - Cinder CSI volumes and their snapshots (metadata `cinder.csi.openstack.org/cluster=<infraID>`;
   Cinder refuses to delete a volume that has snapshots), and Manila CSI shares and theirs where
   the catalog has Manila (`manila.csi.openstack.org/cluster`);
 - EgressIP reservations (cloud-network-config-controller: untagged ports `egressip-<ip>`,
   device_owner `OpenShiftEgressIP`) and any other port left on the cluster's network;
-- server groups the Machine API made by name, the cloud provider's `lb-sg-*` groups (untagged,
+- server groups the Machine API made, which Nova cannot tag: only the names the installer's
+  MachineSets give (`<infraID>-master`, `<infraID>-worker`, `<infraID>-worker-<zone>`,
+  pkg/asset/machines/openstack/machines.go) that no server is a member of any more (a running
+  server's group, or another cluster's, holds members); any other is named and left;
+  the cloud provider's `lb-sg-*` groups (untagged,
   described `... in cluster <infraID>`, or `in cluster kubernetes` on 4.14/4.15 and then known
   by the cluster's ports or load balancers), Glance images tagged with the infra ID (copies of
   the bootstrap config an interrupted `pulumi up` left), and the image registry's Swift
@@ -45,6 +51,8 @@ from collections.abc import Iterable, Mapping
 
 # Names of this program's own servers, ports and server groups after `<infraID>-`.
 OURS = r"(bootstrap|bootstrap-helper|api-port|ingress-port|master|worker|(master|worker)-[0-9]+)"
+# The tag's key, also the server metadata key the installer's MachineSets set (serverMetadata).
+CLUSTER_KEY = "openshiftClusterID"
 CINDER_CSI_CLUSTER = "cinder.csi.openstack.org/cluster"
 MANILA_CSI_CLUSTER = "manila.csi.openstack.org/cluster"
 # cloud-provider-openstack's load balancer names and descriptions (pkg/openstack/loadbalancer.go).
@@ -76,7 +84,7 @@ def cleanup_script() -> str:
 
 
 def tag(infra_id: str) -> str:
-    return f"openshiftClusterID={infra_id}"
+    return f"{CLUSTER_KEY}={infra_id}"
 
 
 def ours(infra_id: str, name: str | None) -> bool:
@@ -84,9 +92,16 @@ def ours(infra_id: str, name: str | None) -> bool:
     return re.fullmatch(re.escape(infra_id) + "-" + OURS, name or "") is not None
 
 
-def machine(infra_id: str, name: str | None, tags: Iterable[str]) -> bool:
-    """A server (or port) the Machine API made: the cluster's tag or the infra ID's name prefix, not one of ours."""
-    return (tag(infra_id) in tags or (name or "").startswith(f"{infra_id}-")) and not ours(infra_id, name)
+def machine(infra_id: str, name: str | None, tags: Iterable[str], metadata: Mapping[str, str] | None = None) -> bool:
+    """A server the Machine API made: the cluster's tag or metadata (a name proves nothing), not one of ours."""
+    return (tag(infra_id) in tags or (metadata or {}).get(CLUSTER_KEY) == infra_id) and not ours(infra_id, name)
+
+
+def machine_server_group(infra_id: str, name: str | None, members: Iterable[str], zones: Iterable[str]) -> bool:
+    """A server group the Machine API made for the installer's MachineSets: one of the names they give (not
+    one of ours, which Pulumi deletes) and empty now that the cluster's servers are gone."""
+    names = {f"{infra_id}-{role}" for role in ("master", "worker")} | {f"{infra_id}-worker-{zone}" for zone in zones if zone}
+    return name in names and not ours(infra_id, name) and not list(members)
 
 
 def service_load_balancer(infra_id: str, name: str | None, description: str | None, vip_network_id: str | None, networks: set[str]) -> bool:

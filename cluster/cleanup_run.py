@@ -92,7 +92,7 @@ class Cleanup:
 
     def servers(self) -> None:
         compute = self.conn.compute
-        found = [s for s in self.listing("servers", compute.servers) if rules.machine(self.infra, s.name, s.tags or [])]
+        found = [s for s in self.listing("servers", compute.servers) if rules.machine(self.infra, s.name, s.tags or [], s.metadata)]
         found = [server for server in found if self.attempt(f"server {server.id}", lambda server=server: compute.delete_server(server))]
         for server in found:
             try:
@@ -181,9 +181,14 @@ class Cleanup:
                 self.attempt(f"port {port.id}", lambda port=port: network.delete_port(port))
 
     def server_groups(self) -> None:
-        for group in self.listing("server groups", self.conn.compute.server_groups):
-            if (group.name or "").startswith(f"{self.infra}-") and not rules.ours(self.infra, group.name):
-                self.attempt(f"server group {group.id}", lambda group=group: self.conn.compute.delete_server_group(group))
+        compute = self.conn.compute
+        groups = [g for g in self.listing("server groups", compute.server_groups) if (g.name or "").startswith(f"{self.infra}-") and not rules.ours(self.infra, g.name)]
+        zones = {zone.name for zone in self.listing("availability zones", compute.availability_zones)} if groups else set()
+        for group in groups:
+            if rules.machine_server_group(self.infra, group.name, group.member_ids or [], zones):
+                self.attempt(f"server group {group.id}", lambda group=group: compute.delete_server_group(group))
+            else:  # Nova has no tags for groups: a name alone does not make it the cluster's
+                self.say(f"kept server group {group.id}: named by the infra ID but not as the installer's MachineSets name theirs, or it has members; delete it if it was the cluster's")
 
     def service_groups(self) -> None:
         network = self.conn.network

@@ -12,14 +12,29 @@ TAG = f"openshiftClusterID={INFRA}"
 NETWORK = "net-ocp4"
 
 
-def test_machines_are_found_by_tag_or_name_and_never_one_of_the_programs_own():
+def test_machines_are_found_by_tag_or_metadata_never_by_name_nor_one_of_the_programs_own():
     assert cleanup.machine(INFRA, "gpu-worker-1", [TAG])  # a user's MachineSet name, tagged
-    assert cleanup.machine(INFRA, f"{INFRA}-worker-gpu-8kd3w", [])  # named by the infra ID, untagged
+    assert cleanup.machine(INFRA, "gpu-worker-2", [], {"openshiftClusterID": INFRA})  # the installer's serverMetadata
     assert cleanup.machine(INFRA, f"{INFRA}-worker-0-x7q2c", [TAG])  # like a worker's name, with a random suffix
     for name in ("master-0", "worker-12", "bootstrap", "bootstrap-helper", "api-port", "ingress-port", "master", "worker"):
         assert not cleanup.machine(INFRA, f"{INFRA}-{name}", [TAG]), name
     assert not cleanup.machine(INFRA, "other-abcde-worker-0", ["openshiftClusterID=other-abcde"])
-    assert not cleanup.machine(INFRA, f"{INFRA}q-worker-0", [])  # another cluster whose infra ID starts with this one's
+    assert not cleanup.machine(INFRA, f"{INFRA}-bastion", [])  # a user's server named by the infra ID, untagged
+    assert not cleanup.machine(INFRA, f"{INFRA}-worker-gpu-8kd3w", [], {"Name": f"{INFRA}-worker"})
+    # Clusters whose infra IDs start with this one's, tagged as theirs.
+    assert not cleanup.machine(INFRA, f"{INFRA}q-worker-0", [])
+    assert not cleanup.machine(INFRA, f"{INFRA}-x-q9z3m-worker-0-abcde", [f"openshiftClusterID={INFRA}-x-q9z3m"], {"openshiftClusterID": f"{INFRA}-x-q9z3m"})
+
+
+def test_server_groups_only_by_the_installers_names_and_once_empty():
+    zones = {"nova", "az1"}
+    assert cleanup.machine_server_group(INFRA, f"{INFRA}-worker-az1", [], zones)  # a MachineSet's per-zone group
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-worker-az1", ["a-live-server"], zones)
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-worker", [], zones)  # the program's own: Pulumi's
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-worker-1", [], zones | {"1"})
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-bastion", [], zones)  # a user's
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-worker-az2", [], zones)  # no such zone: not the installer's name
+    assert not cleanup.machine_server_group(INFRA, f"{INFRA}-x-q9z3m-worker", [], zones)  # a cluster whose infra ID starts with this one's
 
 
 def test_load_balancers_by_the_4_16_name_or_by_their_vip_network_and_description():

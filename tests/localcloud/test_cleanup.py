@@ -3,12 +3,13 @@ local Command's delete runs it (components/openstack/cleanup.py): bash -c, OS_CL
 in its environment, the real `openstack` CLI on PATH.
 
 What the cluster would have made itself goes: a MachineSet's server (tagged and named by the
-infra ID) and one named by it only, a PVC's Cinder volume (CSI metadata) attached to it, the
-Machine API's tagged port and a server group it made by name. What must stay stays: what
-Pulumi deletes itself (the program's network, subnet, router and its interface, security group,
-server group, a master, the API VIP port and floating IP, all tagged like the cluster's);
-another cluster whose infra ID starts with this one's; the project's own servers, ports,
-volumes and floating IPs.
+infra ID) and one with the cluster's metadata only, a PVC's Cinder volume (CSI metadata) attached
+to it, the Machine API's tagged port and the server group of a MachineSet in zone az1. What must
+stay stays: what Pulumi deletes itself (the program's network, subnet, router and its interface,
+security group, server group, a master, the API VIP port and floating IP, all tagged like the
+cluster's); a user's untagged `<infraID>-bastion` server and server groups named by the infra ID
+but not as the installer names them; other clusters whose infra IDs start with this one's; the
+project's own servers, ports, volumes and floating IPs.
 
 What the test makes goes again whatever happens, a set-up that fails halfway included: everything
 it makes is named by the infra ID (its floating IP described by it) or is one of its volumes, and
@@ -44,8 +45,8 @@ def tagged(resource, tag):
     tenant.network.set_tags(resource, [tag])
     return resource.id
 
-def server(name, tags=(), port=None):
-    made = tenant.compute.create_server(name=name, flavor_id=flavor, image_id=image, networks=[{"port": port} if port else {"uuid": network.id}], tags=list(tags))
+def server(name, tags=(), port=None, metadata=None):
+    made = tenant.compute.create_server(name=name, flavor_id=flavor, image_id=image, networks=[{"port": port} if port else {"uuid": network.id}], tags=list(tags), metadata=metadata or {})
     return tenant.compute.wait_for_server(made, interval=1, wait=180).id
 
 def volume(name, metadata):
@@ -56,6 +57,7 @@ flavor = tenant.compute.find_flavor("m1.small").id
 image = tenant.image.find_image("centos-stream-9").id
 external = tenant.network.find_network("external")
 tag = f"openshiftClusterID={infra}"
+extended = f"{infra}-x-q9z3m"
 # The program's own (Pulumi state holds them): the cleanup never touches these.
 network = tenant.network.create_network(name=f"{infra}-openshift")
 subnet = tenant.network.create_subnet(network_id=network.id, name=f"{infra}-nodes", ip_version=4, cidr="10.0.0.0/16")
@@ -81,15 +83,22 @@ keep.update({
     # Another cluster, whose infra ID starts with this one's.
     "other cluster's server": server(f"{other}-worker-0-abcde", [f"openshiftClusterID={other}"]),
     "other cluster's volume": volume("pvc-other", {csi: other}),
+    # A user's, named by the infra ID but not the cluster's: no tag, no metadata; groups not as the installer names them.
+    "user's bastion server": server(f"{infra}-bastion"),
+    "user's server group": tenant.compute.create_server_group(name=f"{infra}-bastion", policy="soft-anti-affinity").id,
+    "user MachineSet's server group": tenant.compute.create_server_group(name=f"{infra}-infra", policy="soft-anti-affinity").id,
+    # A cluster whose infra ID extends this one's, its server tagged as the installer's MachineSets do.
+    "extending cluster's server": server(f"{extended}-worker-0-abcde", [f"openshiftClusterID={extended}"], metadata={"openshiftClusterID": extended}),
+    "extending cluster's server group": tenant.compute.create_server_group(name=f"{extended}-worker", policy="soft-anti-affinity").id,
 })
 # What the cluster made itself.
 machine = server(f"{infra}-worker-0-x7k2p", [tag])
 gone = {
     "MachineSet server": machine,
-    "infra-ID-named server": server(f"{infra}-infra-0-q8w4z"),
+    "untagged MachineSet server": server(f"{infra}-infra-0-q8w4z", metadata={"openshiftClusterID": infra, "Name": f"{infra}-infra"}),
     "PVC volume": volume("pvc-0a1b2c", {csi: infra}),
     "tagged port": tagged(tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id), tag),
-    "Machine API's server group": tenant.compute.create_server_group(name=f"{infra}-infra", policy="soft-anti-affinity").id,
+    "Machine API's server group": tenant.compute.create_server_group(name=f"{infra}-worker-az1", policy="soft-anti-affinity").id,
 }
 attachment = tenant.compute.create_volume_attachment(machine, volume_id=gone["PVC volume"])
 tenant.block_storage.wait_for_status(tenant.block_storage.get_volume(gone["PVC volume"]), "in-use", interval=1, wait=120)
