@@ -76,7 +76,8 @@ def _spans(group: SecurityGroup) -> str:
         ports = "" if spot.protocol in ICMP or spot.protocol is None and (spot.low, spot.high) == (0, 65535) else (
             f" {spot.low}" if spot.low == spot.high else f" {spot.low}-{spot.high}"
         )
-        parts.append(f"{spot.protocol or 'every protocol'}{ports} from {', '.join(map(str, spot.sources))} ({'; '.join(spot.why)})")
+        # Sorted: Neutron lists rules in its own order.
+        parts.append(f"{spot.protocol or 'every protocol'}{ports} from {', '.join(map(str, sorted(spot.sources)))} ({'; '.join(spot.why)})")
     return "; ".join(dict.fromkeys(parts))
 
 

@@ -1,4 +1,4 @@
-"""python -m ocp install|approve-csrs|destroy --stack S: see ocp/driver.py. Every preview and up
+"""python -m ocp install|up|approve-csrs|destroy --stack S: see ocp/driver.py. Every preview and up
 they run runs with the policy pack (policy/README.md)."""
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ are Ready, `wait-for install-complete`. Every preview and up runs with the polic
 the Pulumi CLI (the SDK's version or later), openshift-install (ocp:installer.binary, 4.14 or later), oc
 or kubectl (ocp:installer.oc): each is checked first. Stopped or interrupted, run it again: it goes on
 from where the cluster is."""
+UP = """Day 2: applies the stack file's edits as `pulumi up --stack S` would, under the policy pack: `pulumi
+preview` first (stops on a guard rail's violation, or if a running machine would be disrupted, unless
+--yes), then `pulumi up`. Needs the Pulumi CLI."""
 APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
 cluster's, no other requester's) until every worker is Ready. A worker's client request is approved once it
 has stayed its node's only one for 10 min (a second one, maybe a forger's, holds both for a name); a
@@ -50,6 +53,11 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     install.add_argument("--bootstrap-timeout", type=float, default=60, help="minutes (default 60)")
     install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")
+    update = commands.add_parser(
+        "up", help="day 2: a stack edit, previewed then applied, both under the policy pack",
+        description=UP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    update.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     approve = commands.add_parser(
         "approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready",
         description=APPROVE, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -64,12 +72,14 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         description=DESTROY, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
-    for sub in (install, approve, destroy):
+    for sub in (install, update, approve, destroy):
         sub.add_argument("--stack", required=True, help=STACK_HELP)
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
             driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle)
+        elif args.command == "up":
+            driver.update(args.stack, driver.say, args.yes)
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:

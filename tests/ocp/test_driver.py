@@ -273,17 +273,17 @@ def engine_stack(tmp_path):
 
 
 def test_the_real_engine_runs_the_pack_and_its_refusal_stops_the_driver(engine_stack):
-    """Two halves of the world (each passes alone): the engine runs policy/run, its stack rule
-    refuses the sum, and the driver stops before any `up`; one half previews and updates."""
+    """A /8 and a /9 of public space (each passes alone, a /8 is the widest): the engine runs policy/run, its
+    stack rule refuses the sum, and the driver stops before any `up`; the /8 alone previews and updates."""
     said: list[str] = []
-    engine_stack.set_config("halves", auto.ConfigValue('["0.0.0.0/1", "128.0.0.0/1"]'))
+    engine_stack.set_config("halves", auto.ConfigValue('["11.0.0.0/8", "12.0.0.0/9"]'))
     with pytest.raises(driver.Stop) as stopped:
         driver.preview(engine_stack, said.append, go_on=False)
     assert str(stopped.value).startswith(
-        "pulumi preview: the guard rails (policy/README.md) refuse it: no-world-open-ports-together (node-ports-0.0.0.0_1): "
-        "node-ports-0.0.0.0_1, node-ports-128.0.0.0_1 (security group g) together open tcp 30000-32767 to the world (from "
+        "pulumi preview: the guard rails (policy/README.md) refuse it: no-world-open-ports-together (node-ports-11.0.0.0_8): "
+        "node-ports-11.0.0.0_8, node-ports-12.0.0.0_9 (security group g) together open tcp 30000-32767 to the world (from "
     ), str(stopped.value)
-    engine_stack.set_config("halves", auto.ConfigValue('["0.0.0.0/1"]'))
+    engine_stack.set_config("halves", auto.ConfigValue('["11.0.0.0/8"]'))
     assert driver.preview(engine_stack, said.append, go_on=False) == 2
     driver.up(engine_stack, said.append, 2)
     assert said[-1].startswith("up: 2 changed in")
