@@ -210,6 +210,8 @@ class CloudFacts:
     # admin's (Neutron's default policy lets an admin do on any network what a member may on its own).
     project: str = ""
     admin: bool = False
+    # The token's role names (implied ones included, as Keystone lists them); None: not read.
+    roles: tuple[str, ...] | None = None
     # What each network and subnet name or ID the stack gives matches (ocp:openstack.existingNetwork,
     # the extra networks); None: not read (the probe failed: probe_failure says why).
     networks: Mapping[str, tuple[Network, ...]] | None = None

@@ -24,6 +24,20 @@ def clouds_yaml_file() -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
+def clouds_yaml_auth_url(config: ClusterConfig) -> tuple[str, str] | None:
+    """The clouds.yaml entry (named, with its file) and its auth_url, where the provider logs in; None: not read."""
+    path = clouds_yaml_file() if config.openstack is not None else None
+    if config.openstack is None or path is None:
+        return None
+    try:
+        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(config.openstack.cloud) or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None
+    auth = entry.get("auth") if isinstance(entry, dict) else None
+    url = auth.get("auth_url") if isinstance(auth, dict) else None
+    return (f'"{config.openstack.cloud}" ({path})', str(url)) if url else None
+
+
 def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
     """The CA that the clouds.yaml entry's `cacert` names, and its problems: in integrated mode (the
     installer and the cluster read it) and wherever the bootstrap fetches its config from Glance."""

@@ -68,6 +68,7 @@ def _libvirt_settings(c: Any) -> Iterable[str]:
         ("config_source", "configSource"),
         ("credential", "credential"),
         ("allow_http_image_endpoint", "allowHttpImageEndpoint"),
+        ("allow_http_identity_endpoint", "allowHttpIdentityEndpoint"),
     ):
         if field in c.bootstrap.model_fields_set:
             yield (

@@ -153,6 +153,9 @@ class Bootstrap(Model):
     credential: Literal["applicationCredential", "userToken"] = "applicationCredential"
     # The token goes to the catalog's image endpoint: plain http is refused unless written here.
     allow_http_image_endpoint: bool = False
+    # The credential is made at, and its secret sent to, the catalog's identity endpoint, and the
+    # provider logs in at the clouds.yaml auth_url: plain http is refused unless written here.
+    allow_http_identity_endpoint: bool = False
     helper: BootstrapHelper = BootstrapHelper()
 
 

@@ -117,6 +117,11 @@ EFFECTS: dict[str, Effect] = {
     "bootstrap.allowHttpImageEndpoint": Effect(
         "inert", "only decides whether the catalog's image endpoint may be plain http for the bootstrap's fetch; nothing in the cloud changes"
     ),
+    "bootstrap.allowHttpIdentityEndpoint": Effect(
+        "inert",
+        "only decides whether the identity endpoint (the catalog's, and the clouds.yaml auth_url) may be plain http where "
+        "the bootstrap's credential is made and its token asked for; nothing in the cloud changes",
+    ),
     "bootstrap.flavor": Effect("warn", _BOOTSTRAP),
     "bootstrap.image": Effect("warn", _BOOTSTRAP),
     "bootstrap.helper": Effect("warn", _BOOTSTRAP),

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from ipaddress import IPv4Address
 
 from cluster.addresses import AddressPlan
+from cluster.bootstrap_credential import member_role_problem, plain_http_catalog_identity
 from cluster.cloud_facts import (
     COMPUTE_MINIMUM,
     CONTROL_PLANE_MINIMUM,
@@ -72,7 +73,7 @@ def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> lis
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
     for check in (
-        _flavors, _images, _image_endpoint, _external_network, _floating_ips, network_problems, _zones, _volume_zones, _volume_types, _tags,
+        _flavors, _images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones, _volume_zones, _volume_types, _tags,
         quotas, server_group_members, anti_affinity,
     ):  # fmt: skip
         found += check(config, plan, facts)
@@ -188,6 +189,15 @@ def _image_endpoint(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts)
         f"endpoint{region}, where the bootstrap would fetch its config: write configSource: helper (a helper VM on "
         "the machine network serves it)"
     )
+
+
+def _identity(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    """The bootstrap's application credential: made at an https identity endpoint, naming `member`."""
+    url = public_endpoint(facts.catalog, "identity", facts.region) if facts.catalog is not None else None
+    refusals = [plain_http_catalog_identity(config, url) if url else None]
+    if facts.roles is not None:
+        refusals.append(member_role_problem(config, facts.roles, facts.project))
+    yield from filter(None, refusals)
 
 
 def _external_network(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pulumi
 
 from cluster.addresses import AddressPlan, plan_addresses
-from cluster.clouds_yaml import clouds_yaml_ca
+from cluster.bootstrap_credential import plain_http_auth_url
+from cluster.clouds_yaml import clouds_yaml_auth_url, clouds_yaml_ca
 from cluster.config import ClusterConfig, ConfigError, load_config, secret_problems
 from cluster.installer import DIR_MARKER, cloud_ca_bundle, installer_dir, missing_asset_files
 from cluster.libvirt_host import libvirt_host_problems
@@ -69,6 +70,9 @@ def check_local_files(config: ClusterConfig, plan: AddressPlan, stack: str) -> N
             )
     cloud_ca, ca_problems = clouds_yaml_ca(config)
     problems += ca_problems or glance_shim_problems(config, plan, cloud_ca_bundle(config, cloud_ca))
+    auth = clouds_yaml_auth_url(config)  # checked before the provider first logs in there
+    refusal = plain_http_auth_url(config, auth[1], auth[0]) if auth else None
+    problems += [refusal] if refusal else []
     problems += libvirt_host_problems(config)
     problems += read_extra_manifests(installer.extra_manifests, machine_configs(config))[1]
     key_file = config.bootstrap.helper.ssh_private_key_file

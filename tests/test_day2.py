@@ -120,6 +120,11 @@ DEV_EDITS = [
         section("bootstrap", allowHttpImageEndpoint=False),
         refused_on_http_cloud="ocp:bootstrap.allowHttpImageEndpoint: the service catalog's public image endpoint http://",
     ),
+    Edit(
+        "bootstrap.allowHttpIdentityEndpoint",
+        section("bootstrap", allowHttpIdentityEndpoint=False),
+        refused_on_http_cloud='ocp:bootstrap.allowHttpIdentityEndpoint: the clouds.yaml entry "openstack" (',
+    ),
     Edit("workers.flavor", section("workers", flavor="worker.xl"), warns=("workers.flavor",)),
     # day-2 operations: exactly what was asked
     Edit("masters.resize one master", both(section("masters", flavor="master.xl", resize=[1])), warns=("masters.flavor",), expect={"ocp4-control-plane-master-1": "resize"}),

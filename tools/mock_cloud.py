@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictIn
 
 from cluster import machine_yaml
 from cluster.addresses import plan_addresses
-from cluster.bootstrap_credential import TOKEN_COMMAND
+from cluster.bootstrap_credential import ALLOW_HTTP, TOKEN_COMMAND
 from cluster.cloud_facts import PROBE_NETWORKS, TAG_EXTENSIONS, UNLIMITED, wanted
 from cluster.config import load_config
 from cluster.cloud_probe import answer as probe_answer
@@ -293,6 +293,9 @@ class MockCloud(NeutronAnswers):
                 if urls
             ],
         }
+        # The token's roles as Keystone lists them (implied ones too); not described: a member's.
+        roles = self.d["roles"] if self.d.get("roles") is not None else ["member", "reader"]
+        answer["roles"] = [{"roleId": f"role-{role}", "roleName": role} for role in roles]
         if args.get("setTokenId"):
             answer["tokenId"] = self.d["token"]
         return answer
@@ -387,6 +390,10 @@ class MockCloud(NeutronAnswers):
             return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets), "stderr": ""}
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
+            environment = args.get("environment") or {}
+            keystone = str(environment.get("OCP_KEYSTONE_URL") or "")
+            if keystone.lower().startswith("http://") and environment.get(ALLOW_HTTP) != "true":  # as the script refuses
+                return {"stdout": json.dumps({"plainHttp": keystone}), "stderr": ""}
             token = {"token": f"{self.d['token']}-bootstrap", "read": 200, "listed": 401}
             answer = {
                 "honoured": token,

@@ -57,6 +57,9 @@ def main() -> int:
 
 
 def _check(env: Mapping[str, str]) -> dict:
+    # The secret goes nowhere in clear unless the stack says so (cluster.bootstrap_credential.ALLOW_HTTP).
+    if env["OCP_KEYSTONE_URL"].strip().lower().startswith("http://") and env.get("OCP_ALLOW_HTTP_IDENTITY") != "true":
+        return {"plainHttp": env["OCP_KEYSTONE_URL"]}
     status, token, body = _issue(env["OCP_KEYSTONE_URL"], env["OCP_CREDENTIAL_ID"], env["OCP_CREDENTIAL_SECRET"])
     if status == 401 or status == 404:
         expires = datetime.fromisoformat(env["OCP_EXPIRES_AT"].replace("Z", "+00:00")).timestamp()

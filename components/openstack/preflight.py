@@ -205,7 +205,8 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         compute_hosts=probe.hosts if want.hosts else None,
         probe_failure=probe.failure,
         project=project or "",
-        admin=any((role.get("role_name") if isinstance(role, dict) else getattr(role, "role_name", None)) == "admin" for role in scope.roles or ()),
+        admin="admin" in _role_names(scope),
+        roles=_role_names(scope),
         networks=probe.networks if want.networks or want.subnets else {},
         subnets=probe.subnets if want.networks or want.subnets else {},
         security_groups=read_groups,
@@ -226,6 +227,11 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         catalog=catalog_of(scope.service_catalogs),
         region=scope.region or "",
     )
+
+
+def _role_names(scope: Any) -> tuple[str, ...]:
+    names = ((role.get("role_name") if isinstance(role, dict) else getattr(role, "role_name", None)) for role in scope.roles or ())
+    return tuple(name for name in names if name)
 
 
 def catalog_of(services: Any) -> tuple[Endpoint, ...]:

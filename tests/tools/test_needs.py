@@ -75,7 +75,12 @@ def test_a_short_cloud_gets_a_short_verdict_with_its_figures(tmp_path):
     description["catalog"].pop("volumev3")
     cloud = tmp_path / "cloud.yaml"
     cloud.write_text(yaml.safe_dump(description))
-    result = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    # Without `member` the bootstrap's application credential cannot name its one role: the preflight stops the plan.
+    refused = plan("--stack", "dev", "--cloud", str(cloud), "--out", str(tmp_path / "refused"))
+    assert refused.returncode != 0 and "your token has roles reader in project project-lab, not `member`" in refused.stderr, refused.stderr
+    stack = tmp_path / "Pulumi.dev.yaml"  # the same stack with the user's own token for the bootstrap
+    stack.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("  ocp:bootstrap:\n", "  ocp:bootstrap:\n    credential: userToken\n"))
+    result = plan("--config-file", str(stack), "--cloud", str(cloud), "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr  # the preflight sees no usage of any of these
     needs = yaml.safe_load((tmp_path / "p/needs.yaml").read_text())
     assert needs["quotas"]["routers"]["verdict"] == "short by 1"
