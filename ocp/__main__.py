@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         description=UP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     update.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
+    update.add_argument("--replace", action="append", default=[], metavar="URN", help="replace this resource (again for more), as pulumi up --replace")
     approve = commands.add_parser(
         "approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready",
         description=APPROVE, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         if args.command == "install":
             driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle)
         elif args.command == "up":
-            driver.update(args.stack, driver.say, args.yes)
+            driver.update(args.stack, driver.say, args.yes, tuple(args.replace))
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:

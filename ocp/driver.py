@@ -129,9 +129,9 @@ def _violations(events: list[auto.EngineEvent]) -> list[str]:
     return found
 
 
-def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
+def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool, replace: tuple[str, ...] = ()) -> int:
     """The steps `up` will take, judged by the policy pack; stops on a violation, or on a
-    disruption of running machines unless `go_on`."""
+    disruption of running machines unless `go_on`. `replace`: URNs to replace (pulumi's --replace)."""
     steps: list[auto.StepEventMetadata] = []
     policy: list[auto.EngineEvent] = []
 
@@ -142,7 +142,7 @@ def preview(stack: auto.Stack, say: Callable[[str], None], go_on: bool) -> int:
             policy.append(event)
 
     try:
-        stack.preview(on_event=seen, policy_packs=policy_pack(say))
+        stack.preview(on_event=seen, policy_packs=policy_pack(say), **({"replace": list(replace)} if replace else {}))
     except auto.CommandError as error:
         raise Stop(_refusal("pulumi preview", policy, str(error))) from error
     if _violations(policy):  # a pack the engine ran but whose mandatory violation did not fail the command
@@ -188,7 +188,7 @@ def _refusal(command: str, policy: list[auto.EngineEvent], text: str) -> str:
     return f"{command} failed: {_errors(text)}"
 
 
-def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResult:
+def up(stack: auto.Stack, say: Callable[[str], None], total: int, replace: tuple[str, ...] = ()) -> auto.UpResult:
     progress = Progress(say, total)
     policy: list[auto.EngineEvent] = []
 
@@ -198,7 +198,7 @@ def up(stack: auto.Stack, say: Callable[[str], None], total: int) -> auto.UpResu
         progress.event(event)
 
     try:
-        result = stack.up(on_event=seen, policy_packs=policy_pack(say))
+        result = stack.up(on_event=seen, policy_packs=policy_pack(say), **({"replace": list(replace)} if replace else {}))
     except auto.ConcurrentUpdateError as error:
         raise Stop(f"another update holds the stack's lock ({error}); if none runs, `pulumi cancel`") from error
     except auto.CommandError as error:
@@ -309,17 +309,17 @@ def install(
     return outputs
 
 
-def update(name: str, say: Callable[[str], None], go_on: bool = False) -> int:
+def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: tuple[str, ...] = ()) -> int:
     """Day 2: the stack file's edits applied, as `pulumi up` would, with the policy pack on both the
     preview and the up (the pack's whole-stack rules stop a change only at a preview). Stops on a
     violation, or on a disruption of running machines unless `go_on`; the number of changes made."""
     stack = _stack(name)
     say(f"1/2 preview of stack {name}")
-    total = preview(stack, say, go_on)
+    total = preview(stack, say, go_on, replace)
     if not total:
         return 0
     say("2/2 pulumi up")
-    up(stack, say, total)
+    up(stack, say, total, replace)
     return total
 
 

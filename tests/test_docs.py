@@ -87,7 +87,7 @@ def test_the_pages_link_each_other():
 def test_the_commands_the_readme_gives_exist(capsys):
     readme = README.read_text()
     given = set(re.findall(r"venv/bin/python -m ocp ([a-z-]+)", readme))
-    assert given == {"install", "approve-csrs", "destroy"}
+    assert given == {"install", "up", "approve-csrs", "destroy"}
     for command in given:
         with pytest.raises(SystemExit) as usage:  # the stack is required: argparse's usage error
             ocp_main([command])
@@ -98,6 +98,18 @@ def test_the_commands_the_readme_gives_exist(capsys):
     options = {name for line in re.findall(r"-m tools\.plan ([^`\n]*)", readme) for name in re.findall(r"--[a-z-]+", line)}
     assert options and {name for name in options if name not in usage} == set()
     assert "pulumi preview --diff" in readme and "--secrets-provider" in readme
+
+
+def test_every_up_the_docs_give_runs_the_policy_pack():
+    """A command line the README or docs/ give to run (a shell block's line, or `...` in the text) never
+    runs a bare `pulumi up`: `python -m ocp up` previews and updates under the pack (issue 42)."""
+    bare = [
+        f"{page.name}: {line.strip()}"
+        for page in [README, *sorted((ROOT / "docs").glob("*.md"))]
+        for line in page.read_text().splitlines()
+        if re.search(r"(^\s*|&& |`)pulumi up( |`|$)(?!.*--policy-pack)", line) and re.search(r"pulumi up (--|-y)|^\s*pulumi up|&& pulumi up", line)
+    ]
+    assert bare == []
 
 
 def test_the_plugin_versions_are_the_sdks():

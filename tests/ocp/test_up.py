@@ -120,3 +120,11 @@ def test_the_real_engine_runs_the_pack_on_up_and_refuses_the_world_by_measure(ru
     assert message.startswith("pulumi preview: the guard rails (policy/README.md) refuse it: "), message
     assert sorted(re.findall(r"no-world-open-ports \(([^)]*)\)", message)) == sorted(refused), message
     assert "2/2 pulumi up" not in said
+
+
+def test_replace_goes_to_the_preview_and_the_up_and_a_masters_needs_yes(updating, capsys):
+    master = "urn:pulumi:kvm::ocp::openstack:compute/instance:Instance::ocp4-master-1"
+    stack = updating(FakeStack([step("replace", "openstack:compute/instance:Instance", "ocp4-master-1")], OUTPUTS))
+    assert main(["up", "--stack", "kvm", "--replace", master]) == 1 and stack.ups == 0
+    assert main(["up", "--stack", "kvm", "--replace", master, "--yes"]) == 0
+    assert stack.asked[-2:] == [("preview", {"policy_packs": PACK, "replace": [master]}), ("up", {"policy_packs": PACK, "replace": [master]})]
