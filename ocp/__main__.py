@@ -8,7 +8,7 @@ import sys
 from datetime import timedelta
 
 from cluster.csr import SETTLE
-from ocp import checks, driver
+from ocp import checks, driver, update
 from ocp.version import VERSION
 
 
@@ -53,12 +53,12 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     install.add_argument("--bootstrap-timeout", type=float, default=60, help="minutes (default 60)")
     install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")
-    update = commands.add_parser(
+    edit = commands.add_parser(
         "up", help="day 2: a stack edit, previewed then applied, both under the policy pack",
         description=UP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    update.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
-    update.add_argument("--replace", action="append", default=[], metavar="URN", help="replace this resource (again for more), as pulumi up --replace")
+    edit.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
+    edit.add_argument("--replace", action="append", default=[], metavar="URN", help="replace this resource (again for more), as pulumi up --replace")
     approve = commands.add_parser(
         "approve-csrs", help="day 2: approve the new workers' certificates until every worker is Ready",
         description=APPROVE, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -73,14 +73,14 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         description=DESTROY, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
-    for sub in (install, update, approve, destroy):
+    for sub in (install, edit, approve, destroy):
         sub.add_argument("--stack", required=True, help=STACK_HELP)
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
             driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle)
         elif args.command == "up":
-            driver.update(args.stack, driver.say, args.yes, tuple(args.replace))
+            update.update(args.stack, driver.say, args.yes, tuple(args.replace))
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:

@@ -309,20 +309,6 @@ def install(
     return outputs
 
 
-def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: tuple[str, ...] = ()) -> int:
-    """Day 2: the stack file's edits applied, as `pulumi up` would, with the policy pack on both the
-    preview and the up (the pack's whole-stack rules stop a change only at a preview). Stops on a
-    violation, or on a disruption of running machines unless `go_on`; the number of changes made."""
-    stack = _stack(name)
-    say(f"1/2 preview of stack {name}")
-    total = preview(stack, say, go_on, replace)
-    if not total:
-        return 0
-    say("2/2 pulumi up")
-    up(stack, say, total, replace)
-    return total
-
-
 def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[str, ...] = (), settle: timedelta = SETTLE) -> bool:
     """Day 2: the new workers' certificates, until every worker of the stack is Ready; with `named`,
     exactly those CSRs (a master's client certificate only so), then passes until their nodes are Ready."""

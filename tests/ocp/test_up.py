@@ -13,6 +13,7 @@ from pulumi import automation as auto
 
 from ocp import driver
 from ocp.__main__ import main
+from ocp.update import update
 from tests.ocp.test_driver import OUTPUTS, PACK, FakeStack, step
 from tools import toolchain
 
@@ -112,10 +113,10 @@ def test_the_real_engine_runs_the_pack_on_up_and_refuses_the_world_by_measure(ru
     rules_stack.set_config("sources", auto.ConfigValue(str(sources).replace("'", '"')))
     said: list[str] = []
     if not refused:
-        assert driver.update("rules", said.append) == len(sources) + 1  # the stack itself, on the first update
+        assert update("rules", said.append) == len(sources) + 1  # the stack itself, on the first update
         return
     with pytest.raises(driver.Stop) as stopped:
-        driver.update("rules", said.append)
+        update("rules", said.append)
     message = str(stopped.value)
     assert message.startswith("pulumi preview: the guard rails (policy/README.md) refuse it: "), message
     assert sorted(re.findall(r"no-world-open-ports \(([^)]*)\)", message)) == sorted(refused), message
