@@ -32,6 +32,7 @@ COMMAND_TYPES = {"command:local:Command", "pulumi:providers:openstack", "pulumi:
 PEM = TEST_CA
 # A network added by ID (the local cloud's previews put lab-internal's ID in its place: the preflight reads it).
 ADDED_NETWORK = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
+ADDED_GROUP = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
 # A network of the local cloud's (samples/cloud/dev.yaml), its ports without port security, as on a provider VLAN.
 L2_NETWORK = {"network": "lab-internal", "pools": ["workers"], "portSecurity": False}
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWDyWO1rE/fl49jrKS1Fa4yVR+WLJ3/X3Eak21nuHtR other@lab"
@@ -97,9 +98,9 @@ DEV_EDITS = [
     Edit("openstack.additionalNetworkIds", section("openstack", additionalNetworkIds=[ADDED_NETWORK]), warns=("openstack.additionalNetworkIds",), expect={"ocp4-*-port-1": "create"}),
     Edit("openstack.additionalNetworkIds removed", section("openstack", additionalNetworkIds=[]), base=section("openstack", additionalNetworkIds=[ADDED_NETWORK]), refused=f"ocp:openstack.additionalNetworkIds: {ADDED_NETWORK} was there at install: every node's port on it would be deleted"),
     # Beside each port, never through it: an update of the port's own list would drop the lb-sg-* groups the cluster attached.
-    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
-    Edit("openstack.additionalSecurityGroupIds another", section("openstack", additionalSecurityGroupIds=["7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "update", "ocp4-bootstrap-node-port": "update"}),
-    Edit("openstack.additionalSecurityGroupIds removed", section("openstack", additionalSecurityGroupIds=[]), base=section("openstack", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-*-port-additional-groups": "delete", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalSecurityGroupIds", section("openstack", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalSecurityGroupIds another", section("openstack", additionalSecurityGroupIds=["7c1d9e2f-3a4b-4c5d-8e6f-0a1b2c3d4e5f"]), base=section("openstack", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-*-port-additional-groups": "update", "ocp4-bootstrap-node-port": "update"}),
+    Edit("openstack.additionalSecurityGroupIds removed", section("openstack", additionalSecurityGroupIds=[]), base=section("openstack", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-*-port-additional-groups": "delete", "ocp4-bootstrap-node-port": "update"}),
     # A network for workers only, without port security: each worker gets a port with no groups, which waits for its server made again.
     Edit("openstack.additionalNetworks", section("openstack", additionalNetworks=[L2_NETWORK]), warns=("openstack.additionalNetworks",), expect={"ocp4-workers-worker-*-port-1": "create"}),
     Edit("openstack.additionalNetworks pool added", section("openstack", additionalNetworks=[{**L2_NETWORK, "pools": ["workers", "masters"]}]), base=section("openstack", additionalNetworks=[L2_NETWORK]), warns=("openstack.additionalNetworks",), expect={"ocp4-control-plane-master-*-port-1": "create", "ocp4-bootstrap-node-port-1": "create"}),
@@ -107,8 +108,8 @@ DEV_EDITS = [
     Edit("openstack.additionalNetworks portSecurity", section("openstack", additionalNetworks=[{**L2_NETWORK, "portSecurity": True}]), base=section("openstack", additionalNetworks=[L2_NETWORK]), refused="ocp:openstack.additionalNetworks[0].portSecurity: was false at install"),
     Edit("openstack.additionalNetworks before an install's", section("openstack", additionalNetworks=[{"network": "lab-storage"}, L2_NETWORK]), base=section("openstack", additionalNetworks=[L2_NETWORK]), refused="ocp:openstack.additionalNetworks[0]: network lab-internal was extra network 1 at install and has moved"),
     # Beside the port's own list, as the stack-wide groups are: the masters' ports only.
-    Edit("masters.additionalSecurityGroupIds", section("masters", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-control-plane-master-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
-    Edit("workers.additionalSecurityGroupIds", section("workers", additionalSecurityGroupIds=["0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"]), expect={"ocp4-workers-worker-*-port-additional-groups": "create"}),
+    Edit("masters.additionalSecurityGroupIds", section("masters", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-control-plane-master-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),
+    Edit("workers.additionalSecurityGroupIds", section("workers", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-workers-worker-*-port-additional-groups": "create"}),
     Edit("bootstrap.helper flavor", section("bootstrap", helper={"flavor": "m1.medium", "image": "centos-stream-9", "sshUser": "cloud-user"}), warns=("bootstrap.helper",)),
     Edit("bootstrap.configSource glance -> helper", section("bootstrap", configSource="helper"), refused='ocp:bootstrap.configSource: was "glance" at install, now "helper"'),
     Edit("bootstrap.configSource helper -> glance", section("bootstrap", configSource="glance"), refused='ocp:bootstrap.configSource: was "helper" at install, now "glance"', base=section("bootstrap", configSource="helper")),

@@ -44,7 +44,7 @@ from tests.localcloud.conftest import sdk, status_with_token
 from tests.localcloud.test_cleanup import standin
 from tests.localcloud.engine import Stack, agreement, needs, structured, table, timeline
 from tests.localcloud.openstack_stack import PLUGINS, inventory, openstack_stack
-from tests.test_day2 import ADDED_NETWORK, DEV_EDITS, STANDALONE_EDITS
+from tests.test_day2 import ADDED_GROUP, ADDED_NETWORK, DEV_EDITS, STANDALONE_EDITS
 
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
 CATALOGUE = {"dev": DEV_EDITS, "standalone": STANDALONE_EDITS}
@@ -347,9 +347,11 @@ def test_the_catalogue_previews_as_the_offline_preview_says(stack):
     """Every edit of tests/test_day2.py for this stack whose base is the committed config, previewed by the
     real engine and plugin against the deployed stack and by the offline preview against the same config."""
     edits = [edit for edit in CATALOGUE[stack.name] if edit.base(stack.base) == stack.base and not edit.hours_later]
-    # A network added by ID must exist for the preflight: the local cloud's lab-internal stands in for it.
+    # A network or group added by ID must exist for the preflight (which reads a group's rules): the local cloud's
+    # lab-internal and the project's own `default` group (its ingress only from its members) stand in for them.
     real = sdk(stack.cloud, "result = tenant.network.find_network('lab-internal', ignore_missing=False).id")  # type: ignore[attr-defined]
-    edits = [dataclasses.replace(edit, change=lambda config, change=edit.change: _network_made_real(change(config), real)) for edit in edits]
+    group = sdk(stack.cloud, "result = next(tenant.network.security_groups(name='default', project_id=tenant.current_project_id)).id")  # type: ignore[attr-defined]
+    edits = [dataclasses.replace(edit, change=lambda config, change=edit.change: _made_real(change(config), real, group)) for edit in edits]
     began = time.monotonic()
     rows, disagreements = agreement(stack, deploy(stack.base, stack.name), edits)
     took = time.monotonic() - began
@@ -358,9 +360,9 @@ def test_the_catalogue_previews_as_the_offline_preview_says(stack):
     assert disagreements == [], "\n".join(disagreements)
 
 
-def _network_made_real(config: dict, network_id: str) -> dict:
-    """The edit's config with the catalogue's made-up network ID replaced by a network of the cloud."""
-    return json.loads(json.dumps(config).replace(ADDED_NETWORK, network_id))
+def _made_real(config: dict, network_id: str, group_id: str) -> dict:
+    """The edit's config with the catalogue's made-up network and group IDs replaced by the cloud's."""
+    return json.loads(json.dumps(config).replace(ADDED_NETWORK, network_id).replace(ADDED_GROUP, group_id))
 
 
 def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were(stack):
