@@ -175,8 +175,8 @@ EFFECTS: dict[str, Effect] = {
     "installer.oc": Effect(
         "apply",
         "the installer already ran (again only for a new generation); the oc that drains a worker before its server "
-        "goes (each worker's drain command takes it in place, running nothing); integrated 4.19+: reads the pointer of "
-        "workers added once the bootstrap is gone",
+        "goes (each worker's drain command takes it in place, running nothing); integrated: reads the pointer of "
+        "workers and masters made once the bootstrap is gone",
     ),
     "installer.extraManifests": Effect(
         "warn",

@@ -27,7 +27,6 @@ from cluster.install_config import cloud_ca_bundle, install_config, render_insta
 from cluster.installer_output import (
     ASSET_FILES,
     CLUSTER_CONFIG_MANIFEST,
-    CVO_OVERRIDES_MANIFEST,
     DIR_MARKER,
     KEPT_BUNDLE,
     MAX_BOOTSTRAP_AGE_HOURS,
@@ -53,7 +52,6 @@ from cluster.installer_output import (
 __all__ = [
     "ASSET_FILES",
     "CLUSTER_CONFIG_MANIFEST",
-    "CVO_OVERRIDES_MANIFEST",
     "DIR_MARKER",
     "KEPT_BUNDLE",
     "MAX_BOOTSTRAP_AGE_HOURS",
@@ -284,7 +282,7 @@ refuse() {{
     printf '%s' "$INSTALL_POINTER"
     exit 0
   fi
-  echo "{edited}: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new {role} boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave {leave}" >&2
+  echo "{edited}: $SERVER cannot be created: on OpenShift 4.{MCS_CA_ROTATION_MINOR} and later (a cluster upgraded to it too) the machine config operator may have rotated the CA of its config server (once any MachineSet exists), so a new {role} boots from the pointer config in secret {namespace}/{name}, and $1. Make the API ($API_URL) reachable from where \\`pulumi up\\` runs (ocp:openstack.apiFloatingIp, the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave {leave}" >&2
   exit 3
 }}
 if ! encoded=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get secret {name} -n {namespace} -o 'jsonpath={{.data.{key}}}' 2>"$scratch/error"); then

@@ -60,14 +60,14 @@ KEPT_BUNDLE = ".ocp-pulumi-bundle"
 CLUSTER_CONFIG_MANIFEST = "/opt/openshift/manifests/cluster-config.yaml"
 # Several certificates in the configs are valid 24 hours; leave time to boot.
 MAX_BOOTSTRAP_AGE_HOURS = 20
-# The ClusterVersion the bootstrap hands over: its channel (stable-4.19) names the release's minor.
-CVO_OVERRIDES_MANIFEST = "/opt/openshift/manifests/cvo-overrides.yaml"
 # From this minor on, once any MachineSet exists, the MCO re-signs the machine config server's
 # certificate with a CA of its own and rewrites the user-data secrets (MCO release-4.19
-# pkg/controller/certrotation): the installer's pointers then fail TLS on new nodes.
+# pkg/controller/certrotation): the installer's pointers then fail TLS on new nodes, whatever
+# release the cluster was installed at (one installed at 4.17 and upgraded rotates too).
 MCS_CA_ROTATION_MINOR = 19
-# Where the running cluster keeps the pointer of each role that it trusts (all releases this
-# program installs; the MCO rewrites both when it rotates its CA, as the CPMS boots masters from it).
+# Where the running cluster keeps the pointer of each role that it trusts (from 4.14, so every
+# release this program installs; the MCO rewrites both when it rotates its CA, as the CPMS boots
+# masters from it).
 POINTER_SECRETS = {
     "master": ("openshift-machine-api", "master-user-data-managed", "userData"),
     "worker": ("openshift-machine-api", "worker-user-data-managed", "userData"),
@@ -138,23 +138,12 @@ class InstallerAssets:
                 return machine_yaml.load(manifest.get("data", {}).get("install-config", "")) or {}
         return {}
 
-    @cached_property
-    def release_minor(self) -> int | None:
-        """The OpenShift 4 minor the installer installs, from the ClusterVersion channel it sets
-        (`stable-4.19`); None where the channel names none (OKD's `stable-4`, `stable-scos-4`)."""
-        for entry in self.bootstrap.get("storage", {}).get("files", []):
-            if entry.get("path") == CVO_OVERRIDES_MANIFEST:
-                document = machine_yaml.load(file_contents(entry) or b"{}") or {}
-                match = re.fullmatch(r"[a-z-]+-4\.(\d+)", str((document.get("spec") or {}).get("channel", "")))
-                return int(match.group(1)) if match else None
-        return None
-
     def pointer_from_cluster(self, bootstrap_enabled: bool) -> bool:
         """Whether a master or worker created now must get the pointer the running cluster serves instead of
-        the installer's: once the bootstrap is gone (day 2) on a release whose MCO may have rotated
-        the machine config server's CA (4.19+, or a release the configs do not name)."""
-        minor = self.release_minor
-        return not bootstrap_enabled and (minor is None or minor >= MCS_CA_ROTATION_MINOR)
+        the installer's: once the bootstrap is gone (day 2), on every release. The configs name the
+        release the cluster was installed at, not the one it runs: one installed before 4.19 and
+        upgraded gets the MCO's CA rotation too, and the managed secret is right on every release."""
+        return not bootstrap_enabled
 
     @property
     def bootstrap_manifests(self) -> list[str]:

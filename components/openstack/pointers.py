@@ -1,10 +1,11 @@
 """WorkerPointers, MasterPointers: each integrated node's user_data, from the pointer config it must boot from.
 
 While the bootstrap exists the cluster is being installed: a node gets the installer's pointer.
-A node made once the bootstrap is gone, on OpenShift 4.19 or later, gets the one the running
-cluster serves (secret openshift-machine-api/<role>-user-data-managed): from 4.19 the MCO
-re-signs its config server's certificate with a CA of its own once any MachineSet exists, and
-the installer's pointer would fail TLS (cluster/installer.py, MCS_CA_ROTATION_MINOR). For a
+A node made once the bootstrap is gone, whatever release the cluster was installed at, gets the
+one the running cluster serves (secret openshift-machine-api/<role>-user-data-managed, there from
+4.14): from 4.19 the MCO re-signs its config server's certificate with a CA of its own once any
+MachineSet exists, also in a cluster upgraded to 4.19, and the installer's pointer would fail TLS
+(cluster/installer.py, MCS_CA_ROTATION_MINOR). For a
 master that is one made again after install (tools.recover, a server lost from the state).
 
 One local command per node, made with it and deleted with it, prints that pointer; it runs

@@ -74,7 +74,7 @@ def pointer(
 
 def refusal(reason: str, api_url: str) -> str:
     return (
-        f"ocp:workers.count: {SERVER} cannot be created: on OpenShift 4.19 and later the machine config operator may have rotated "
+        f"ocp:workers.count: {SERVER} cannot be created: on OpenShift 4.19 and later (a cluster upgraded to it too) the machine config operator may have rotated "
         f"the CA of its config server (once any MachineSet exists), so a new worker boots from the pointer config in secret "
         f"{NAMESPACE}/{NAME}, and {reason}. Make the API ({api_url}) reachable from where `pulumi up` runs (ocp:openstack.apiFloatingIp, "
         "the etcHosts output) and ocp:installer.oc a working oc or kubectl, or leave ocp:workers.count as it was\n"
@@ -178,7 +178,7 @@ def test_a_master_made_again_gets_the_pointer_the_cluster_keeps_for_masters(api,
     refused = pointer(api, tmp_path, role="master", name="ocp4-x7k2p-master-1")
     assert refused.returncode == 3 and refused.stdout == ""
     assert refused.stderr.startswith(
-        "ocp:masters: ocp4-x7k2p-master-1 cannot be created: on OpenShift 4.19 and later the machine config operator may have "
+        "ocp:masters: ocp4-x7k2p-master-1 cannot be created: on OpenShift 4.19 and later (a cluster upgraded to it too) the machine config operator may have "
         "rotated the CA of its config server (once any MachineSet exists), so a new master boots from the pointer config in "
         'secret openshift-machine-api/master-user-data-managed, and reading it through the cluster\'s API failed: Error from server '
         '(NotFound): secrets "master-user-data-managed" not found.'

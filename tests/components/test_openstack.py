@@ -910,8 +910,11 @@ def day2_scale_up(tmp_path, cluster_api, release: str | None, monkeypatch) -> tu
     return result, json.loads((deployed / "nodes" / f"{infra_id}-worker-0" / "user_data").read_text()), infra_id
 
 
-def test_a_worker_added_on_day_2_of_a_4_19_cluster_boots_from_the_pointer_the_cluster_serves(tmp_path, cluster_api, monkeypatch):
-    result, installed_worker, infra_id = day2_scale_up(tmp_path, cluster_api, None, monkeypatch)
+@pytest.mark.parametrize("release", [None, "4.17.3"])
+def test_a_worker_added_on_day_2_boots_from_the_pointer_the_cluster_serves(tmp_path, cluster_api, monkeypatch, release):
+    """4.19 (the real installer's release), and a cluster installed at 4.17: once upgraded to 4.19 its MCO
+    rotates the config server's CA as well, and the configs name only the release it was installed at."""
+    result, installed_worker, infra_id = day2_scale_up(tmp_path, cluster_api, release, monkeypatch)
     assert result.returncode == 0, result.stderr
     new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
     # The cluster's pointer as the secret holds it, plus the hostname; not the installer's.
@@ -954,16 +957,6 @@ def test_a_4_19_scale_up_that_cannot_read_the_cluster_is_refused_with_what_to_do
     refused = preview(state, with_section(torn_down, "workers", count=3))
     assert refused.error is not None and "worker-2 cannot be created" in refused.error
     assert "ocp4-workers-worker-2" not in {r.name for r in refused.registered}
-
-
-def test_a_worker_added_on_day_2_of_a_4_18_cluster_keeps_the_installers_pointer(tmp_path, cluster_api, monkeypatch):
-    # No MCS CA rotation before 4.19: the installer's pointer (root CA, valid ten years) stays right.
-    cluster_api["failure"].write_text(UNREACHABLE + "\n")  # the cluster is not even asked
-    result, installed_worker, infra_id = day2_scale_up(tmp_path, cluster_api, "4.18.9", monkeypatch)
-    assert result.returncode == 0, result.stderr
-    new = json.loads((tmp_path / "plan-scaled/nodes" / f"{infra_id}-worker-2/user_data").read_text())
-    assert new["ignition"] == installed_worker["ignition"]
-    assert not cluster_api["calls"].exists()
 
 
 def test_a_master_made_again_on_day_2_of_a_4_19_cluster_boots_from_the_pointer_the_cluster_serves(tmp_path, cluster_api, monkeypatch):
