@@ -24,16 +24,26 @@ def clouds_yaml_file() -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
-def clouds_yaml_auth_url(config: ClusterConfig) -> tuple[str, str] | None:
-    """The clouds.yaml entry (named, with its file) and its auth_url, where the provider logs in; None: not read."""
-    path = clouds_yaml_file() if config.openstack is not None else None
-    if config.openstack is None or path is None:
+def _entry(cloud: str) -> tuple[Path, dict] | None:
+    """The clouds.yaml file and its entry `cloud` ({} where it has none); None where no file can be read
+    (the installer reports an unreadable clouds.yaml in its own words)."""
+    path = clouds_yaml_file()
+    if path is None:
         return None
     try:
-        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(config.openstack.cloud) or {}
+        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(cloud) or {}
     except (OSError, yaml.YAMLError, AttributeError):
         return None
-    auth = entry.get("auth") if isinstance(entry, dict) else None
+    return path, entry if isinstance(entry, dict) else {}
+
+
+def clouds_yaml_auth_url(config: ClusterConfig) -> tuple[str, str] | None:
+    """The clouds.yaml entry (named, with its file) and its auth_url, where the provider logs in; None: not read."""
+    found = _entry(config.openstack.cloud) if config.openstack is not None else None
+    if found is None:
+        return None
+    path, entry = found
+    auth = entry.get("auth")
     url = auth.get("auth_url") if isinstance(auth, dict) else None
     return (f'"{config.openstack.cloud}" ({path})', str(url)) if url else None
 
@@ -41,14 +51,11 @@ def clouds_yaml_auth_url(config: ClusterConfig) -> tuple[str, str] | None:
 def clouds_yaml_ca(config: ClusterConfig) -> tuple[str | None, list[str]]:
     """The CA that the clouds.yaml entry's `cacert` names, and its problems: in integrated mode (the
     installer and the cluster read it) and wherever the bootstrap fetches its config from Glance."""
-    path = clouds_yaml_file() if config.integrated or config.uses_glance else None
-    if config.openstack is None or path is None:
+    found = _entry(config.openstack.cloud) if config.openstack is not None and (config.integrated or config.uses_glance) else None
+    if found is None:
         return None, []
-    try:
-        entry = ((yaml.safe_load(path.read_text()) or {}).get("clouds") or {}).get(config.openstack.cloud) or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return None, []  # the installer reports an unreadable clouds.yaml in its own words
-    cacert = entry.get("cacert") if isinstance(entry, dict) else None
+    path, entry = found
+    cacert = entry.get("cacert")
     if not cacert:
         return None, []
     ca_file = Path(str(cacert)).expanduser()

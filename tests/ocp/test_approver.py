@@ -12,7 +12,6 @@ import json
 import time
 from datetime import datetime, timedelta
 
-import pytest
 from cryptography import x509
 
 from cluster.csr import CLIENT_SIGNER, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Verdict, parse_time
@@ -27,15 +26,6 @@ DOMAIN = "ocp4.lab.local"
 CLIENT = ["digital signature", "client auth"]
 SERVING = ["digital signature", "server auth"]
 NOW = timedelta(0)  # no settling where a test is about another rule (tests/ocp/test_csr_race.py has the period)
-
-
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    reason = kubeapi.missing()
-    if reason:
-        pytest.skip(reason)
-    with kubeapi.running(tmp_path_factory.mktemp("kubeapi"), controllers=("csrsigning",)) as running:
-        yield running
 
 
 def submit(api: kubeapi.KubeAPI, name: str, requester: str, signer: str, usages: list[str], pem: str) -> None:

@@ -32,15 +32,6 @@ DOMAIN = "race.lab.local"
 SETTLE = timedelta(seconds=4)
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    reason = kubeapi.missing()
-    if reason:
-        pytest.skip(reason)
-    with kubeapi.running(tmp_path_factory.mktemp("kubeapi"), controllers=("csrsigning",)) as running:
-        yield running
-
-
 def kube(api: kubeapi.KubeAPI) -> Kube:
     return Kube(str(toolchain.binary("kubectl")), api.kubeconfig)
 
@@ -94,15 +85,20 @@ def race(api: kubeapi.KubeAPI, node: str, address: str, forged: str, kubelets: s
     return said
 
 
-def stack_of(api: kubeapi.KubeAPI, tmp_path, nodes: dict[str, str], created: dict[str, str]):
-    """What `python -m ocp approve-csrs --stack race` reads of its stack (outputs, config), for the CLI's main."""
-    outputs = {"nodes": nodes, "nodeCreated": created, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+def as_stack(api: kubeapi.KubeAPI, tmp_path, monkeypatch, node: str, address: str, made_before: str | None, platform: str = "openstack") -> None:
+    """`python -m ocp approve-csrs --stack race` reads this stack (outputs, config) in the CLI's main: one node,
+    its server made 2 s before the request `made_before` (None: outputs without nodeCreated, as libvirt's
+    and those of a stack last `up` by 0.1.0)."""
+    outputs = {"nodes": {node: address}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+    if made_before is not None:
+        outputs["nodeCreated"] = {node: stamp(parse_time(csr(api, made_before)["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
     stack = SimpleNamespace(name="race", outputs=lambda: {key: auto.OutputValue(value, False) for key, value in outputs.items()})
     config = SimpleNamespace(
         installer=SimpleNamespace(binary=None, assets_dir=str(tmp_path / "assets"), oc=str(toolchain.binary("kubectl"))),
-        cluster_domain=DOMAIN, platform="openstack",
+        cluster_domain=DOMAIN, platform=platform,
     )
-    return stack, config
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setattr(driver, "_config", lambda s: config)
 
 
 def test_a_forged_request_before_a_new_workers_kubelets_gets_no_certificate(api, tmp_path, monkeypatch, capsys):
@@ -122,10 +118,7 @@ def test_a_forged_request_before_a_new_workers_kubelets_gets_no_certificate(api,
     no_certificate(api, "forged-worker")
     no_certificate(api, "kubelet-worker")
     # The user finds kubelet-worker in the node's journal and names it: that one only is approved and signed.
-    created = {node: stamp(parse_time(csr(api, "forged-worker")["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
-    stack, config = stack_of(api, tmp_path, {node: address}, created)
-    monkeypatch.setattr(driver, "_stack", lambda name: stack)
-    monkeypatch.setattr(driver, "_config", lambda s: config)
+    as_stack(api, tmp_path, monkeypatch, node, address, made_before="forged-worker")
     code = main(["approve-csrs", "--stack", "race", "--csr", "kubelet-worker", "--timeout", "0.05"], settle=SETTLE)
     out = capsys.readouterr().out
     assert f"csr: approved kubelet-worker: client certificate of {node}, a node of this stack" in out, out
@@ -145,10 +138,7 @@ def test_a_forged_request_for_a_replaced_master_gets_no_certificate(api, tmp_pat
     no_certificate(api, "forged-master")
     no_certificate(api, "kubelet-master")
     # Named, exactly that request is approved; a name that is no pending request is said so, and fails the command.
-    created = {node: stamp(parse_time(csr(api, "forged-master")["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
-    stack, config = stack_of(api, tmp_path, {node: address}, created)
-    monkeypatch.setattr(driver, "_stack", lambda name: stack)
-    monkeypatch.setattr(driver, "_config", lambda s: config)
+    as_stack(api, tmp_path, monkeypatch, node, address, made_before="forged-master")
     assert main(["approve-csrs", "--stack", "race", "--csr", "no-such-csr"], settle=SETTLE) == 1
     assert "csr: no pending request no-such-csr (`oc get csr no-such-csr`: it may be decided already, or deleted)" in capsys.readouterr().out
     no_certificate(api, "kubelet-master")
@@ -190,11 +180,7 @@ def test_a_stack_without_creation_times_approves_no_client_request_by_itself(api
     node, address = f"untimed-{platform}-worker-0", "192.0.2.70"
     ask(api, f"untimed-{platform}", node)
     time.sleep(SETTLE.total_seconds())
-    stack, config = stack_of(api, tmp_path, {node: address}, {})
-    stack.outputs = lambda: {key: auto.OutputValue(value, False) for key, value in {"nodes": {node: address}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "x"}.items()}
-    config.platform = platform
-    monkeypatch.setattr(driver, "_stack", lambda name: stack)
-    monkeypatch.setattr(driver, "_config", lambda s: config)
+    as_stack(api, tmp_path, monkeypatch, node, address, made_before=None, platform=platform)
     assert main(["approve-csrs", "--stack", "race", "--timeout", "0.02"], settle=SETTLE) == 1
     out = capsys.readouterr().out
     why = {

@@ -258,16 +258,20 @@ for half in pulumi.Config().require_object("halves"):
 
 @pytest.fixture
 def engine_stack(tmp_path):
-    """A stack of RULES_PROGRAM on the toolchain's real CLI and language host, a file backend in tmp_path."""
+    return rules_stack_in(tmp_path)
+
+
+def rules_stack_in(work: Path, program: str = RULES_PROGRAM) -> auto.Stack:
+    """A stack of `program` on the toolchain's real CLI and language host, a file backend in `work`."""
     for name in ("pulumi", "pulumi-language-python"):
         if toolchain.binary(name) is None:
             pytest.skip(toolchain.missing(name))
-    project = tmp_path / "project"
+    project = work / "project"
     project.mkdir()
     (project / "Pulumi.yaml").write_text("name: rules\nruntime: python\n")
-    (project / "__main__.py").write_text(RULES_PROGRAM)
-    (tmp_path / "state").mkdir()
-    env = {**toolchain.pulumi_env(tmp_path / "home", tmp_path / "state", driver.PROJECT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "test"}
+    (project / "__main__.py").write_text(program)
+    (work / "state").mkdir()
+    env = {**toolchain.pulumi_env(work / "home", work / "state", driver.PROJECT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "test"}
     command = auto.PulumiCommand(root=str(toolchain.BIN.parent))
     return auto.create_stack("rules", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env, pulumi_command=command))
 

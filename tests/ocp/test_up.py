@@ -14,8 +14,7 @@ from pulumi import automation as auto
 from ocp import driver
 from ocp.__main__ import main
 from ocp.update import update
-from tests.ocp.test_driver import OUTPUTS, PACK, FakeStack, step
-from tools import toolchain
+from tests.ocp.test_driver import OUTPUTS, PACK, FakeStack, rules_stack_in, step
 
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
 
@@ -85,18 +84,7 @@ for source in config.require_object("sources"):
 @pytest.fixture(scope="module")
 def rules_stack(tmp_path_factory):
     """A stack of RULES_PROGRAM on the toolchain's real CLI and language host, a file backend of its own."""
-    for name in ("pulumi", "pulumi-language-python"):
-        if toolchain.binary(name) is None:
-            pytest.skip(toolchain.missing(name))
-    work = tmp_path_factory.mktemp("rules")
-    project = work / "project"
-    project.mkdir()
-    (project / "Pulumi.yaml").write_text("name: rules\nruntime: python\n")
-    (project / "__main__.py").write_text(RULES_PROGRAM)
-    (work / "state").mkdir()
-    env = {**toolchain.pulumi_env(work / "home", work / "state", driver.PROJECT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "test"}
-    command = auto.PulumiCommand(root=str(toolchain.BIN.parent))
-    return auto.create_stack("rules", work_dir=str(project), opts=auto.LocalWorkspaceOptions(env_vars=env, pulumi_command=command))
+    return rules_stack_in(tmp_path_factory.mktemp("rules"), RULES_PROGRAM)
 
 
 @pytest.mark.parametrize(
