@@ -19,6 +19,11 @@ Change isolation: peers, DNS names and backends come from the address plan's res
 *slots*, never from the current node counts, so scaling workers or removing the bootstrap
 changes no other node's files. The one exception: with no workers the masters run the
 routers, so `workers.count` 0 vs more changes the masters' keepalived.conf.
+
+Two address families (a machine network of IPv4 and IPv6): every VIP of the second family gets
+VRRP instances of its own (keepalived refuses both families in one), peers and source from the
+nodes' addresses of that family; haproxy listens on both; the redirect and CoreDNS cover both
+VIPs. A single-family IPv4 stack renders exactly what it did before (running nodes keep their files).
 docs/networking.md explains priorities, VRIDs and the rest.
 """
 
@@ -26,13 +31,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from ipaddress import IPv4Address
 from typing import Any, Literal
 
 from cluster.addresses import AddressPlan, Node, plan_addresses
 from cluster.config import ClusterConfig, ConfigError
 from cluster.identity import ClusterIdentity
 from cluster.networking import API_PORT, DNS_HEALTH_PORT, IMAGE_NAMES, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
+from ignition import families
 from ignition.assembly import Additions, File, Unit
 from ignition.render import render
 
@@ -79,6 +84,9 @@ INGRESS_PRIORITY = 40
 GARP_MASTER_DELAY_S = 1
 
 ImageSource = Literal["payload", "override"]
+Address = families.Address
+# keepalived's variable for the interface holding the node's address of the primary family.
+INTERFACE_VARIABLE = "VRRP_INTERFACE"
 
 
 @dataclass(frozen=True)
@@ -110,12 +118,34 @@ def listening(port: int) -> str:
 @dataclass(frozen=True)
 class Instance:
     name: str
-    vip: IPv4Address
+    vip: Address
     vrid: int
     priority: int
-    password: str
-    peers: tuple[IPv4Address, ...]
+    # None for IPv6: keepalived speaks VRRP version 3 there, which has no authentication.
+    password: str | None
+    source: Address  # the node's address of the VIP's family
+    interface: str  # the keepalived variable naming the interface that holds `source`
+    peers: tuple[Address, ...]
     checks: tuple[Check, ...]
+
+
+def _families(plan: AddressPlan) -> tuple[int, ...]:
+    """The machine network's IP versions, primary first: (4,), (4, 6), (6, 4) or (6,)."""
+    return tuple(network.version for network in families.networks(plan))
+
+
+def _suffix(plan: AddressPlan, version: int) -> str:
+    """What names of the second family's instances and variables end with: nothing for the primary family."""
+    return "" if version == _families(plan)[0] else f"_ipv{version}"
+
+
+def _address(addresses: tuple[Address, ...], version: int) -> Address:
+    return next(address for address in addresses if address.version == version)
+
+
+def _ipv6(plan: AddressPlan) -> bool:
+    """Whether any IPv6 is in the plan: then the scripts are rendered for both families."""
+    return 6 in _families(plan)
 
 
 def node_images(config: ClusterConfig, node: Node, identity: ClusterIdentity) -> dict[str, tuple[str, ImageSource]]:
@@ -161,10 +191,12 @@ def _routes_ingress(config: ClusterConfig, node: Node) -> bool:
 
 
 def vrids(config: ClusterConfig, identity: ClusterIdentity) -> dict[str, int]:
-    """VRRP router IDs (1-255) of the two VIPs, always different from each other.
+    """VRRP router IDs (1-255) of the VIPs, always different from each other: `api` and `ingress`,
+    and with a second address family `api_ipv6` and `ingress_ipv6` (or `_ipv4`, IPv6 first).
 
     Derived from the infra ID, which is unique per installation even for clusters with the
-    same name; `ocp:networking.apiVrid` / `ingressVrid` override them.
+    same name; `ocp:networking.apiVrid` / `ingressVrid` override them. The second family's
+    follow from them: half the range on from its twin, stepping past IDs already taken.
     """
     settings = config.networking
     digest = int.from_bytes(hashlib.sha256(identity.infra_id.encode()).digest()[:8], "big")
@@ -173,7 +205,17 @@ def vrids(config: ClusterConfig, identity: ClusterIdentity) -> dict[str, int]:
     ingress = settings.ingress_vrid or 1 + (api + digest // 255 % 254) % 255
     if ingress == api:  # only when ingressVrid is set and the derived API ID hit it
         api = ingress % 255 + 1
-    return {"api": api, "ingress": ingress}
+    ids = {"api": api, "ingress": ingress}
+    plan = plan_addresses(config)
+    for version in _families(plan)[1:]:
+        for name in ("api", "ingress"):
+            ids[name + _suffix(plan, version)] = _free_vrid(ids[name] + 127, set(ids.values()))
+    return ids
+
+
+def _free_vrid(start: int, taken: set[int]) -> int:
+    """The first VRRP router ID from `start` on (around 255) that is not taken."""
+    return next(vrid for step in range(255) if (vrid := 1 + (start - 1 + step) % 255) not in taken)
 
 
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
@@ -213,37 +255,52 @@ def _vrrp_instances(
                 Check("api_haproxy", through_haproxy, MASTER_CHECK_WEIGHT),
                 Check("mcs_listening", mcs, MASTER_MCS_WEIGHT, interval=1),
             )
-        instances.append(
-            Instance(
-                name="api",
-                vip=plan.api_vip,
-                vrid=ids["api"],
-                priority=priority,
-                password=identity.derive("keepalived-api", 8),
-                peers=_peers((plan.bootstrap,) + plan.master_slots, node),
-                checks=checks,
-            )
-        )
+        instances += _per_family(
+            plan, node, "api", families.api_vips(plan), ids, priority, identity.derive("keepalived-api", 8),
+            (plan.bootstrap,) + plan.master_slots, checks,
+        )  # fmt: skip
     if node in plan.router_slots:
         router_ready = f"http://localhost:{ROUTER_HEALTH_PORT}/healthz/ready"
-        instances.append(
-            Instance(
-                name="ingress",
-                vip=plan.ingress_vip,
-                vrid=ids["ingress"],
-                priority=INGRESS_PRIORITY,
-                password=identity.derive("keepalived-ingress", 8),
-                peers=_peers(plan.router_slots, node),
-                # The router's readiness (its pod's readiness probe): not ready, the node leaves
-                # the election within two checks a second apart and the VIP moves at once.
-                checks=(Check("router_ready", answers(router_ready), 0, interval=1, rise=3, fall=2),),
-            )
-        )
+        # The router's readiness (its pod's readiness probe): not ready, the node leaves
+        # the election within two checks a second apart and the VIP moves at once.
+        checks = (Check("router_ready", answers(router_ready), 0, interval=1, rise=3, fall=2),)
+        instances += _per_family(
+            plan, node, "ingress", families.ingress_vips(plan), ids, INGRESS_PRIORITY,
+            identity.derive("keepalived-ingress", 8), plan.router_slots, checks,
+        )  # fmt: skip
     return tuple(instances)
 
 
-def _peers(candidates: tuple[Node, ...], node: Node) -> tuple[IPv4Address, ...]:
-    return tuple(candidate.ip for candidate in candidates if candidate.ip != node.ip)
+def _per_family(
+    plan: AddressPlan,
+    node: Node,
+    name: str,
+    vips: tuple[Address, ...],
+    ids: dict[str, int],
+    priority: int,
+    password: str,
+    candidates: tuple[Node, ...],
+    checks: tuple[Check, ...],
+) -> list[Instance]:
+    """One instance per VIP, primary family first, each speaking from the node's address of its
+    family to the candidates' addresses of that family, with the same checks and priority."""
+    instances = []
+    for vip in vips:
+        suffix = _suffix(plan, vip.version)
+        instances.append(
+            Instance(
+                name=name + suffix,
+                vip=vip,
+                vrid=ids[name + suffix],
+                priority=priority,
+                password=password if vip.version == 4 else None,
+                source=_address(families.node_ips(node), vip.version),
+                interface=INTERFACE_VARIABLE + suffix.upper(),
+                peers=tuple(_address(families.node_ips(other), vip.version) for other in candidates if other.ip != node.ip),
+                checks=checks,
+            )
+        )
+    return instances
 
 
 def _keepalived(
@@ -254,6 +311,7 @@ def _keepalived(
         "keepalived.conf.j2",
         node_name=node.name,
         node_ip=node.ip,
+        ipv6=_ipv6(plan),
         runner=KEEPALIVED_RUN,
         advert_int=config.networking.advert_int,
         garp_master_delay=GARP_MASTER_DELAY_S,
@@ -264,17 +322,21 @@ def _keepalived(
         "keepalived-run.env.j2",
         runner=KEEPALIVED_RUN,
         node_ip=node.ip,
-        # Both, whatever this node may hold: a VIP it held under another config (the Ingress
+        # Each of the node's addresses, after the keepalived variable naming its interface.
+        interfaces=[
+            f"{INTERFACE_VARIABLE}{_suffix(plan, address.version).upper()}={address}" for address in families.node_ips(node)
+        ] if _ipv6(plan) else None,
+        # Every one, whatever this node may hold: a VIP it held under another config (the Ingress
         # VIP of a compact cluster's master) is stale too.
-        vips=[plan.api_vip, plan.ingress_vip],
-    )
+        vips=[*families.api_vips(plan), *families.ingress_vips(plan)],
+    )  # fmt: skip
     run = ["/bin/sh", KEEPALIVED_RUN, KEEPALIVED_RUN_CONFIG, KEEPALIVED_CONF, KEEPALIVED_RUN_DIR]
     liveness = {"exec": {"command": [*run, "alive"]}, "initialDelaySeconds": 10, "periodSeconds": 10}
     return Additions(
         files=(
             # The VRRP passwords are in it.
             File(KEEPALIVED_CONF, conf.encode(), 0o600),
-            File(KEEPALIVED_RUN, render("keepalived-run.sh.j2").encode(), 0o755),
+            File(KEEPALIVED_RUN, render("keepalived-run.sh.j2", ipv6=_ipv6(plan)).encode(), 0o755),
             File(KEEPALIVED_RUN_CONFIG, settings.encode()),
             _static_pod(
                 "keepalived", images, run, KEEPALIVED_CONF, liveness, privileged=True, run_dir=KEEPALIVED_RUN_DIR
@@ -287,18 +349,22 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
     settings = config.networking
     cfg = render(
         "haproxy.cfg.j2",
-        api_vip=plan.api_vip,
+        api_vips=families.api_vips(plan),
+        ipv6=_ipv6(plan),
         api_port=API_PORT,
         port=settings.haproxy_port,
         health_port=settings.haproxy_health_port,
         health_path=HAPROXY_HEALTH_PATH,
         stats_port=settings.haproxy_stats_port,
-        masters=plan.master_slots,
+        # The primary family's addresses, as upstream's haproxy on two families: every master
+        # has one, and haproxy's own family for the backends does not matter to its clients.
+        masters=[{"name": slot.name, "address": _host_port(slot.ip, API_PORT)} for slot in plan.master_slots],
     )
     env = render(
         "api-vip-redirect.env.j2",
         script=REDIRECT_SCRIPT,
-        api_vip=plan.api_vip,
+        api_vips=families.api_vips(plan),
+        ipv6=_ipv6(plan),
         api_port=API_PORT,
         lb_port=settings.haproxy_port,
         health_url=f"http://127.0.0.1:{settings.haproxy_health_port}{HAPROXY_HEALTH_PATH}",
@@ -316,7 +382,7 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
         files=(
             File(HAPROXY_CFG, cfg.encode()),
             _static_pod("haproxy", images, command, HAPROXY_CFG, liveness),
-            File(REDIRECT_SCRIPT, render("api-vip-redirect.sh.j2").encode(), 0o755),
+            File(REDIRECT_SCRIPT, render("api-vip-redirect.sh.j2", ipv6=_ipv6(plan)).encode(), 0o755),
             File(REDIRECT_CONFIG, env.encode()),
         ),
         units=(
@@ -325,18 +391,36 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
     )
 
 
+def _host_port(address: Address, port: int) -> str:
+    return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+
+
 def _dns(config: ClusterConfig, plan: AddressPlan, node: Node, images: dict[str, str]) -> Additions:
     domain = config.cluster_domain
     escaped = domain.replace(".", r"\.")
+    patterns = {"api": rf"^api(-int)?\.{escaped}\.$", "ingress": rf"^.+\.apps\.{escaped}\.$"}
+    records = [
+        {"type": "A" if vip.version == 4 else "AAAA", "pattern": patterns[name], "ip": vip}
+        for version in sorted(_families(plan))
+        for name, vips in (("api", families.api_vips(plan)), ("ingress", families.ingress_vips(plan)))
+        for vip in vips
+        if vip.version == version
+    ]
+    # One family only: the other's queries for the cluster's names get an empty answer.
+    versions = _families(plan)
+    empty = None if len(versions) == 2 else {"type": "AAAA" if versions == (4,) else "A", "only": f"IPv{versions[0]}"}
     corefile = render(
         "Corefile.j2",
         domain=domain,
         health_port=DNS_HEALTH_PORT,
-        records=[
-            {"pattern": rf"^api(-int)?\.{escaped}\.$", "ip": plan.api_vip},
-            {"pattern": rf"^.+\.apps\.{escaped}\.$", "ip": plan.ingress_vip},
+        records=records,
+        empty=empty,
+        patterns=list(patterns.values()),
+        hosts=[
+            {"ip": address, "name": slot.name}
+            for slot in (plan.bootstrap,) + plan.master_slots + plan.worker_slots
+            for address in families.node_ips(slot)
         ],
-        hosts=(plan.bootstrap,) + plan.master_slots + plan.worker_slots,
         nameservers=config.nameservers,
     )
     prepender = render(
