@@ -7,11 +7,17 @@ import argparse
 import sys
 from datetime import timedelta
 
+from pulumi import automation as auto
+
 from cluster.csr import SETTLE
-from ocp import checks, driver, update
+from ocp import checks, driver, locks, update
 from ocp.version import VERSION
 
 
+CLEAR_DEAD = (
+    "first remove the stack's lock if its process is gone from this host (a killed run's; never another host's, nor a live run's): "
+    "see docs/teams.md"
+)
 STACK_HELP = "the Pulumi stack (Pulumi.<stack>.yaml in this directory, its state in the backend `pulumi login` chose)"
 INSTALL = """From nothing (or wherever the cluster is) to an installed cluster: `pulumi preview` (stops if a
 running machine would be disrupted), `pulumi up` with progress, a check that this machine resolves
@@ -75,22 +81,27 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
     destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
     for sub in (install, edit, approve, destroy):
         sub.add_argument("--stack", required=True, help=STACK_HELP)
+    for sub in (install, edit, destroy):
+        sub.add_argument(locks.FLAG, action="store_true", dest="clear_dead", help=CLEAR_DEAD)
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
-            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle)
+            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle, clear_dead=args.clear_dead)
         elif args.command == "up":
-            update.update(args.stack, driver.say, args.yes, tuple(args.replace))
+            update.update(args.stack, driver.say, args.yes, tuple(args.replace), args.clear_dead)
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:
-            return 0 if driver.destroy(args.stack, driver.say, lambda what: args.yes or _confirm(what, args.stack)) else 1
+            return 0 if driver.destroy(args.stack, driver.say, lambda what: args.yes or _confirm(what, args.stack), args.clear_dead) else 1
     except checks.MissingTools as missing:
         for line in missing.lines:
             print(f"missing: {line}", file=sys.stderr)
         return 2
-    except driver.Stop as stop:
+    except (driver.Stop, locks.Locked) as stop:
         print(f"stopped: {stop}", file=sys.stderr)
+        return 1
+    except auto.ConcurrentUpdateError as error:  # the engine's lock, taken after the driver's check (a destroy's)
+        print(f"stopped: {locks.refused(driver._stack(args.stack), error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"interrupted: run the same command again to go on (`python -m tools.recover --stack {args.stack}` if pulumi says pending operations)", file=sys.stderr)

@@ -22,7 +22,7 @@ from pulumi import automation as auto
 from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
 from cluster.installer import installer_dir
-from ocp import checks
+from ocp import checks, locks
 from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
@@ -200,7 +200,7 @@ def up(stack: auto.Stack, say: Callable[[str], None], total: int, replace: tuple
     try:
         result = stack.up(on_event=seen, policy_packs=policy_pack(say), **({"replace": list(replace)} if replace else {}))
     except auto.ConcurrentUpdateError as error:
-        raise Stop(f"another update holds the stack's lock ({error}); if none runs, `pulumi cancel`") from error
+        raise locks.Locked(locks.refused(stack, error)) from error  # locked after the check: the engine's lock is the guard
     except auto.CommandError as error:
         text = str(error)
         if "pending operations" in text or "interrupted" in text:
@@ -243,10 +243,11 @@ def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd:
 
 def install(
     name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600,
-    settle: timedelta = SETTLE,
+    settle: timedelta = SETTLE, clear_dead: bool = False,
 ) -> dict:
     began = time.monotonic()
     stack = _stack(name)
+    locks.check(stack, say, clear_dead)  # before anything is made (ocp/locks.py)
     config = _config(stack)
     checks.check("install", config)
     binary = config.installer.binary or "openshift-install"
@@ -334,13 +335,14 @@ def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[
     return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=why)
 
 
-def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool]) -> bool:
+def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool], clear_dead: bool = False) -> bool:
     """Everything of the stack, the cluster's own cloud resources too (the program's cleanup).
     Protected resources (ocp:protect) stop it until the key is lowered; then their protection is
     lifted with an `up` that changes nothing else (previewed and run with the policy pack), and the
     stack is destroyed: the engine's destroy takes no policy pack, and a deletion gives a pack no
     inputs to judge. False when the user did not confirm."""
     stack = _stack(name)
+    locks.check(stack, say, clear_dead)
     resources = stack.export_stack().deployment.get("resources") or []
     if not resources:
         say(f"stack {name} has nothing to destroy")

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ocp import driver
+from ocp import driver, locks
 
 
-def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: tuple[str, ...] = ()) -> int:
-    """Stops (driver.Stop) on a violation, or on a disruption of running machines unless `go_on`;
-    `replace`: URNs to replace, as `pulumi up --replace`. The number of changes made."""
+def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: tuple[str, ...] = (), clear_dead: bool = False) -> int:
+    """Stops (driver.Stop) on a violation, or on a disruption of running machines unless `go_on`, and
+    (locks.Locked) while another run holds the stack's lock; `replace`: URNs to replace, as `pulumi up
+    --replace`; `clear_dead`: remove a lock whose process is gone from this host first. The number of changes made."""
     stack = driver._stack(name)
+    locks.check(stack, say, clear_dead)
     say(f"1/2 preview of stack {name}")
     total = driver.preview(stack, say, go_on, replace)
     if total:

@@ -40,8 +40,10 @@ def step(op: str, kind: str, name: str, parent: str = "", stack: str = "kvm") ->
 class FakeStack:
     """What the driver asks of an Automation API stack, answered from lists; what it was asked with, recorded."""
 
-    def __init__(self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None):
+    def __init__(self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None, backend: str = "file:///nonexistent"):
         self.name = "kvm"
+        # Its backend, where the driver reads the stack's lock (ocp/locks.py): by default a file backend holding none.
+        self.workspace = SimpleNamespace(who_am_i=lambda: SimpleNamespace(url=backend), work_dir="/", project_settings=lambda: SimpleNamespace(name="ocp"))
         self.steps, self.values, self.up_error = steps, outputs, up_error
         self.policy, self.preview_error = policy, preview_error
         self.config: dict[str, str] = {}

@@ -1,0 +1,235 @@
+"""The stack's lock, read where Pulumi's DIY backend keeps it, before the driver makes anything.
+
+The engine locks a stack for `pulumi up`, refresh and destroy (not for a preview): it writes
+`.pulumi/locks/organization/<project>/<stack>/<uuid>.json` (`.pulumi/locks/<stack>/` in a backend of
+the old layout) holding the run's pid, user, host and start time, then lists the directory again.
+The lock has no lease: a killed run's stays until someone removes it. The engine's lock stays the
+guard (a run that starts between this read and the engine's own is refused by the engine, and
+`refused` words that the same way); this module names the holder and tells a live one from a dead one.
+
+Backends are read through a Store per URL scheme (STORES): file:// now; an s3:// reader on a
+well-kept client (boto3) is the next round's, with the state in the cloud's object store. Any other
+backend's check is skipped, and the run says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import yaml
+from pulumi import automation as auto
+
+# Longer than any `pulumi up` or destroy of a cluster takes: another host's lock older than this
+# was most likely left by a killed run (this machine cannot ask that host whether its pid runs).
+STALE = timedelta(hours=6)
+FLAG = "--clear-dead-lock"
+
+
+class Store(Protocol):
+    """A backend's storage, as the lock is kept there: keys are slash paths under its root."""
+
+    def keys(self, prefix: str) -> list[str]: ...
+
+    def read(self, key: str) -> bytes: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def where(self, key: str) -> str: ...
+
+    def removal(self, key: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class FileStore:
+    """A file:// backend (gocloud's fileblob: each object a file, its metadata in a `.attrs` file beside it)."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, url: str, work_dir: Path) -> FileStore:
+        path = urlsplit(url)._replace(scheme="", query="", fragment="").geturl().removeprefix("//")
+        return cls(work_dir / Path(path).expanduser())
+
+    def keys(self, prefix: str) -> list[str]:
+        directory = self.root / prefix
+        if not directory.is_dir():
+            return []
+        return sorted(f"{prefix}/{path.name}" for path in directory.iterdir() if path.is_file() and path.name.endswith(".json"))
+
+    def read(self, key: str) -> bytes:
+        return (self.root / key).read_bytes()
+
+    def delete(self, key: str) -> None:
+        for path in (self.root / key, self.root / f"{key}.attrs"):
+            path.unlink(missing_ok=True)
+
+    def where(self, key: str) -> str:
+        return str(self.root / key)
+
+    def removal(self, key: str) -> str:
+        return f"rm {shlex.quote(str(self.root / key))}"
+
+
+# URL scheme -> the reader of that backend's storage. s3:// is the next round's (boto3).
+STORES: dict[str, Callable[[str, Path], Store]] = {"file": FileStore.at}
+
+
+@dataclass(frozen=True)
+class Lock:
+    key: str
+    pid: int
+    user: str
+    host: str
+    since: datetime | None  # None: a file that does not read as a lock (being written, or damaged)
+
+    def state(self, now: datetime) -> str:
+        """live (its process runs on this host), gone (provably not: this host, pid gone or reused),
+        elsewhere (another host's, within STALE), stale (another host's, older), unknown (unreadable)."""
+        if self.since is None:
+            return "unknown"
+        if self.host != socket.gethostname():
+            return "stale" if now - self.since > STALE else "elsewhere"
+        return "live" if _runs(self.pid, self.since) else "gone"
+
+    def line(self, now: datetime, store: Store) -> str:
+        if self.since is None:
+            return f"  a lock that does not read as one (being written, or damaged): {store.where(self.key)}"
+        said = {
+            "live": "its process runs on this host",
+            "gone": "no such process on this host: the run was killed before it could unlock",
+            "elsewhere": "on another host, which this machine cannot ask",
+            "stale": f"on another host, and older than any run takes ({int(STALE.total_seconds() // 3600)} h): most likely left by a killed run",
+        }[self.state(now)]
+        return f"  {self.user}@{self.host}, pid {self.pid}, since {self.since:%Y-%m-%d %H:%M:%S} UTC ({_age(now - self.since)} ago): {said} (lock {store.where(self.key)})"
+
+
+def _runs(pid: int, since: datetime) -> bool:
+    """Whether `pid` may still be the run that locked at `since`: False only when provably not
+    (no such process, a zombie, or a process started after the lock was written: the pid reused)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+    except (OSError, StopIteration):
+        return True
+    fields = stat.rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
+    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    # btime is whole seconds: a process started 2 s after the lock's time is not the one that wrote it.
+    return fields[0] != "Z" and started <= since.timestamp() + 2
+
+
+def _age(age: timedelta) -> str:
+    minutes = max(0, int(age.total_seconds() // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h {minutes % 60} min"
+    return f"{minutes // 1440} d {minutes % 1440 // 60} h"
+
+
+@dataclass(frozen=True)
+class Found:
+    """The stack's locks in its backend's storage; `skipped`: why they could not be read."""
+
+    stack: str
+    store: Store | None = None
+    locks: tuple[Lock, ...] = ()
+    skipped: str = ""
+
+
+def find(stack: auto.Stack) -> Found:
+    try:
+        url = stack.workspace.who_am_i().url or ""
+    except auto.CommandError as error:
+        return Found(stack.name, skipped=f"`pulumi whoami` failed ({str(error).strip()[-200:]})")
+    scheme = urlsplit(url).scheme
+    if scheme not in STORES:
+        return Found(stack.name, skipped=(
+            f"the driver reads the locks of file:// backends only, this stack's is {scheme or url}:// "
+            "(s3:// comes with the state in the cloud's object store)"
+        ))
+    store = STORES[scheme](url, Path(stack.workspace.work_dir))
+    parts = stack.name.split("/")
+    project = parts[-2] if len(parts) > 1 else stack.workspace.project_settings().name
+    try:
+        layout = (yaml.safe_load(store.read(".pulumi/meta.yaml")) or {}).get("version", 0)
+    except OSError:
+        layout = 0
+    directory = f".pulumi/locks/organization/{project}/{parts[-1]}" if layout else f".pulumi/locks/{parts[-1]}"
+    return Found(stack.name, store, tuple(_read(store, key) for key in store.keys(directory)))
+
+
+def _read(store: Store, key: str) -> Lock:
+    try:
+        content = json.loads(store.read(key))
+        since = datetime.fromisoformat(content["timestamp"]).astimezone(UTC)
+        return Lock(key, int(content["pid"]), str(content["username"]), str(content["hostname"]), since)
+    except (OSError, ValueError, KeyError, TypeError):
+        return Lock(key, 0, "", "", None)
+
+
+class Locked(Exception):
+    """Another run holds the stack's lock (or held it and died): the message says whose and what to do."""
+
+
+def check(stack: auto.Stack, say: Callable[[str], None], clear_dead: bool = False) -> None:
+    """Raises Locked while a lock of the stack stands; with `clear_dead`, each lock whose process is
+    provably gone from this host is removed first, and only those."""
+    found = find(stack)
+    if found.skipped:
+        say(f"the stack's lock is not read before the run: {found.skipped}; the engine's own lock still refuses a second run")
+        return
+    now = datetime.now(UTC)
+    locks = list(found.locks)
+    if clear_dead and found.store is not None:
+        for lock in [lock for lock in locks if lock.state(now) == "gone"]:
+            found.store.delete(lock.key)
+            locks.remove(lock)
+            say(f"removed the dead lock of {lock.user}@{lock.host} (pid {lock.pid} no longer runs here): {found.store.where(lock.key)}")
+    if locks:
+        raise Locked(_words(found, locks, now, clear_dead))
+
+
+def refused(stack: auto.Stack, error: auto.ConcurrentUpdateError) -> str:
+    """The engine refused the run for a lock taken after `check` read none: the same words, or the engine's own."""
+    found = find(stack)
+    if found.locks:
+        return _words(found, list(found.locks), datetime.now(UTC), False)
+    return f"stack {stack.name} is locked by another run ({str(error).strip()[-600:]}); run the same command again once it ended"
+
+
+def _words(found: Found, locks: list[Lock], now: datetime, clear_dead: bool) -> str:
+    assert found.store is not None
+    states = {lock.state(now) for lock in locks}
+    lines = [lock.line(now, found.store) for lock in locks]
+    name = found.stack
+    if states & {"live", "elsewhere", "unknown"}:  # a dead lock beside a live one: the live one decides
+        return "\n".join([
+            f"stack {name} is locked by a run in progress, so nothing was done here:", *lines,
+            "Wait for it to end, then run the same command again"
+            + (f" ({FLAG} removes only a lock whose process is gone from this host)." if clear_dead else "."),
+        ])
+    hosts = sorted({f"on {lock.host}: `ps -p {lock.pid}`" for lock in locks if lock.state(now) == "stale"})
+    return "\n".join([
+        f"stack {name} is locked by a run that is {'gone' if 'gone' in states else 'most likely gone'}, so nothing was done here:", *lines,
+        "Its work may be half done; the next run goes on from the state. Clear the lock once you know no run of this stack is alive anywhere"
+        + (f" ({'; '.join(hosts)}, or its CI job ended)" if hosts else "") + ":",
+        *[f"  {found.store.removal(lock.key)}   (that lock alone)" for lock in locks if lock.state(now) in ("gone", "stale")],
+        *([f"  or run again with {FLAG} (it removes only a lock whose process is gone from this host)"] if "gone" in states else []),
+        f"  or `pulumi cancel --stack {name} --yes`, which deletes every lock of the stack, a live run's too, and stops nothing: "
+        "with a run alive, two runs would then write one state and one cloud.",
+        f"Then run the same command again (if pulumi says pending operations: `python -m tools.recover --stack {name}`).",
+    ])

@@ -1,0 +1,220 @@
+"""Runs of one stack at once (issue 44, item 3), with the real Pulumi CLI, language host and file
+backend, and the real install driver (`python -m ocp up`, its check of the stack's lock, then the
+engine's): the second run stops before anything and names the first's user, host, pid and start; a
+run that passed the check before the first locked is refused by the engine and worded the same; the
+first completes; another stack of the project completes beside it; a run killed with SIGKILL leaves
+its lock, which the next run names as gone, --clear-dead-lock removes, and the run after converges.
+
+The program is this project's driver and policy pack on a small stand-in program (a project copy
+whose __main__.py registers three components and waits, during a preview or an up as the test says,
+for a gate file): the lock is the engine's and the backend's, whatever the program makes; a cluster
+stack would hold the lock for minutes of cloud calls instead of a gate."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tools import toolchain
+
+PROGRAM = '''
+import os, time, pulumi
+
+class Part(pulumi.ComponentResource):
+    def __init__(self, name):
+        super().__init__("ocp:test:Part", name, {})
+        self.register_outputs({})
+
+Part("network")
+Part("master-0")
+gate = os.environ.get("GATE_PREVIEW" if pulumi.runtime.is_dry_run() else "GATE_UP")
+if gate:  # held here (with the stack's lock, in an up) until the test makes the file
+    open(gate + ".waiting", "w").close()
+    while not os.path.exists(gate):
+        time.sleep(0.1)
+Part("worker-0")
+'''
+PARTS = ["master-0", "network", "ocp-{stack}", "worker-0"]
+
+
+def _needs() -> str | None:
+    for name in ("pulumi", "pulumi-language-python"):
+        if toolchain.binary(name) is None:
+            return toolchain.missing(name)
+    return None if (ROOT / "policy" / "venv").is_dir() else "the policy pack's virtualenv policy/venv is missing: bash .ci/setup"
+
+
+pytestmark = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
+
+
+class Run:
+    """`python -m ocp ARGS` of the project copy, as a user runs it there, in a session of its own."""
+
+    def __init__(self, project: Path, env: dict[str, str], *args: str, **gates: Path):
+        self.process = subprocess.Popen(
+            [str(ROOT / "venv" / "bin" / "python"), "-m", "ocp", *args], cwd=project, env={**env, **{k: str(v) for k, v in gates.items()}},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+
+    def finish(self, timeout: float = 300) -> tuple[int, str, str]:
+        out, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, out, err
+
+    def kill_leftovers(self) -> None:
+        """SIGKILL to whatever of its session still runs (a killed CLI leaves its language host and program)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The project copy with the stand-in program, stacks a, b and c on a file backend of its own, and
+    the runs the tests start (any left running is killed at the end)."""
+    work = tmp_path_factory.mktemp("locks")
+    copy = work / "project"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
+    (copy / "venv").symlink_to(ROOT / "venv")
+    (copy / "policy" / "venv").symlink_to(ROOT / "policy" / "venv")
+    (copy / "Pulumi.yaml").write_text("name: ocp\nruntime: python\n")
+    (copy / "__main__.py").write_text(PROGRAM)
+    (work / "state").mkdir()
+    env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "locks-only-passphrase"}
+    for stack in ("a", "b", "c"):
+        done = subprocess.run(["pulumi", "stack", "init", stack, "--non-interactive"], cwd=copy, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    runs: list[Run] = []
+
+    def run(*args: str, **gates: Path) -> Run:
+        runs.append(Run(copy, env, *args, **gates))
+        return runs[-1]
+
+    yield copy, env, work, run
+    for started in runs:
+        if started.process.poll() is None:
+            started.kill_leftovers()
+            started.process.wait()
+
+
+def waiting(gate: Path, run: Run, timeout: float = 180) -> None:
+    """Until the run's program waits at `gate`."""
+    deadline = time.monotonic() + timeout
+    while not Path(f"{gate}.waiting").exists():
+        if run.process.poll() is not None:
+            pytest.fail(f"the run ended ({run.process.returncode}) before its gate: {run.finish()}")
+        assert time.monotonic() < deadline, f"no run waited at {gate} within {timeout} s"
+        time.sleep(0.1)
+
+
+def lock_of(work: Path, stack: str) -> tuple[Path, dict]:
+    """The stack's one lock file, where the real CLI writes it, and its fields."""
+    found = list((work / "state" / ".pulumi" / "locks" / "organization" / "ocp" / stack).glob("*.json"))
+    assert len(found) == 1, found
+    assert re.fullmatch(r"[0-9a-f-]{36}\.json", found[0].name), found[0].name
+    return found[0], json.loads(found[0].read_text())
+
+
+def resources(project: Path, env: dict[str, str], stack: str) -> list[str]:
+    """The state's resources by name (each once, if the state holds exactly one of each), and no pending operation."""
+    done = subprocess.run(["pulumi", "stack", "export", "--stack", stack], cwd=project, env=env, capture_output=True, text=True, check=True)
+    deployment = json.loads(done.stdout)["deployment"]
+    assert not deployment.get("pending_operations"), deployment["pending_operations"]
+    return sorted(resource["urn"].rsplit("::", 1)[1] for resource in deployment["resources"])
+
+
+def since(fields: dict) -> str:
+    return datetime.fromisoformat(fields["timestamp"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def held_by(stack: str, lock: Path, fields: dict) -> list[str]:
+    return [
+        f"stopped: stack {stack} is locked by a run in progress, so nothing was done here:",
+        f"  {fields['username']}@{fields['hostname']}, pid {fields['pid']}, since {since(fields)} UTC (0 min ago): its process runs on this host (lock {lock})",
+        "Wait for it to end, then run the same command again.",
+    ]
+
+
+def test_a_second_run_of_a_stack_stops_naming_the_first_which_completes_and_another_stack_runs_beside(project):
+    copy, env, work, run = project
+    began = time.monotonic()
+    # Passes the driver's check before anyone locks, then waits in its preview (which takes no lock).
+    late = run("up", "--stack", "a", GATE_PREVIEW=work / "gate-late")
+    waiting(work / "gate-late", late)
+    first = run("up", "--stack", "a", GATE_UP=work / "gate-first")
+    waiting(work / "gate-first", first)
+    lock, fields = lock_of(work, "a")
+    # The real CLI's lock: who, from where, since when.
+    assert sorted(fields) == ["hostname", "pid", "timestamp", "username"]
+    assert (fields["username"], fields["hostname"]) == (getpass.getuser(), socket.gethostname())
+    assert Path(f"/proc/{fields['pid']}/comm").read_text().strip() == "pulumi"  # the first run's CLI
+    before = lock.read_bytes()
+
+    second, beside = run("up", "--stack", "a"), run("up", "--stack", "b")
+    code, out, err = second.finish()
+    assert code == 1 and out == "", (out, err)
+    assert err.splitlines() == held_by("a", lock, fields)
+    code, out, err = beside.finish()
+    assert code == 0, (out, err)
+    assert out.splitlines()[-1].startswith("up: 4 changed in "), out
+
+    # The late run's `pulumi up` meets the engine's lock: refused, in the same words.
+    Path(work / "gate-late").touch()
+    code, out, err = late.finish()
+    assert code == 1 and "2/2 pulumi up" in out, (out, err)
+    assert err.splitlines() == held_by("a", lock, fields)
+
+    assert lock.read_bytes() == before and first.process.poll() is None  # nothing of the first run disturbed
+    Path(work / "gate-first").touch()
+    code, out, err = first.finish()
+    assert code == 0, (out, err)
+    assert out.splitlines()[-1].startswith("up: 4 changed in "), out
+    for stack in ("a", "b"):
+        assert resources(copy, env, stack) == sorted(name.format(stack=stack) for name in PARTS)
+        assert list(lock.parent.parent.joinpath(stack).glob("*")) == []
+    print(f"two runs of a stack, a third beside: {time.monotonic() - began:.1f} s")
+
+
+def test_a_killed_runs_lock_is_named_as_gone_cleared_by_the_flag_and_the_next_run_converges(project):
+    copy, env, work, run = project
+    began = time.monotonic()
+    killed = run("up", "--stack", "c", GATE_UP=work / "gate-killed")
+    waiting(work / "gate-killed", killed)
+    lock, fields = lock_of(work, "c")
+    os.kill(fields["pid"], signal.SIGKILL)  # the run's pulumi: a crash, no unlock
+    code, out, err = killed.finish()
+    killed.kill_leftovers()  # its language host and program, still at the gate
+    assert code == 1 and "pulumi up failed" in err, (out, err)
+    assert lock.exists()
+
+    code, out, err = run("up", "--stack", "c").finish()
+    assert code == 1 and out == "", (out, err)
+    said = err.splitlines()
+    assert said[:2] == [
+        "stopped: stack c is locked by a run that is gone, so nothing was done here:",
+        f"  {fields['username']}@{fields['hostname']}, pid {fields['pid']}, since {since(fields)} UTC (0 min ago): "
+        f"no such process on this host: the run was killed before it could unlock (lock {lock})",
+    ]
+    assert f"  rm {lock}   (that lock alone)" in said
+    assert "  or run again with --clear-dead-lock (it removes only a lock whose process is gone from this host)" in said
+
+    code, out, err = run("up", "--stack", "c", "--clear-dead-lock").finish()
+    assert code == 0, (out, err)
+    said = out.splitlines()
+    assert said[0] == f"removed the dead lock of {fields['username']}@{fields['hostname']} (pid {fields['pid']} no longer runs here): {lock}"
+    assert said[-1].startswith("up: ") and "2/2 pulumi up" in said, out
+    assert resources(copy, env, "c") == sorted(name.format(stack="c") for name in PARTS)
+    assert list(lock.parent.glob("*")) == []
+    print(f"a killed run, its lock named and cleared, the next run: {time.monotonic() - began:.1f} s")
