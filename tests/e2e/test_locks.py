@@ -73,11 +73,18 @@ class Run:
         return self.process.returncode, out, err
 
     def kill_leftovers(self) -> None:
-        """SIGKILL to whatever of its session still runs (a killed CLI leaves its language host and program)."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL to whatever of its session still runs: a killed CLI leaves its language host and program, and
+        its policy pack, which runs in a process group of its own (the session is the run's)."""
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                session = int(stat.read_text().rsplit(")", 1)[1].split()[3])
+            except (OSError, IndexError, ValueError):
+                continue
+            if session == self.process.pid:
+                try:
+                    os.kill(int(stat.parent.name), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 @pytest.fixture(scope="module")
