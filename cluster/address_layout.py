@@ -9,6 +9,9 @@ Layout, as host offsets inside the machine network (10.0.0.0/16: offset 5 is 10.
     30 ...       worker slots 0 .. workers.maxCount-1
     after that   the subnet's DHCP allocation pool, up to the last host
 
+Dual-stack: the second family's network has the same layout, so a node's or VIP's address in
+each family sits at the same offset of that family's network (fd00:10::/64: offset 20 is fd00:10::14).
+
 A node's address depends only on its role and index, never on how many nodes there are,
 so scaling workers (within maxCount) or removing the bootstrap moves no one. The same
 holds for the *slot* lists, which the on-node networking uses for VRRP peers and DNS
@@ -17,7 +20,11 @@ names: they cover every address a node of that role may ever have.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
+from collections.abc import Sequence
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+
+IPAddress = IPv4Address | IPv6Address
+IPNetwork = IPv4Network | IPv6Network
 
 GATEWAY_OFFSET = 1
 API_VIP_OFFSET = 5
@@ -29,22 +36,27 @@ MASTER_SLOTS = 5
 WORKER_OFFSET = 30
 
 
-def host(network: IPv4Network, offset: int) -> IPv4Address:
+def host(network: IPNetwork, offset: int) -> IPAddress:
     return network.network_address + offset
 
 
-def gateway(network: IPv4Network) -> IPv4Address:
+def gateway(network: IPNetwork) -> IPAddress:
     return host(network, GATEWAY_OFFSET)
 
 
 def effective_vips(
-    network: IPv4Network, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None
-) -> tuple[IPv4Address, IPv4Address]:
+    network: IPNetwork, api_vip: IPAddress | None, ingress_vip: IPAddress | None
+) -> tuple[IPAddress, IPAddress]:
     """The configured VIPs, or the installer's defaults (5th and 7th host)."""
     return api_vip or host(network, API_VIP_OFFSET), ingress_vip or host(network, INGRESS_VIP_OFFSET)
 
 
-def reserved_addresses(network: IPv4Network, name: str, max_workers: int) -> dict[IPv4Address, str]:
+def per_family(networks: Sequence[IPNetwork], vips: Sequence[IPAddress]) -> tuple[IPAddress | None, ...]:
+    """The VIP written for each machine network, by family (None: that family's default)."""
+    return tuple(next((vip for vip in vips if vip.version == network.version), None) for network in networks)
+
+
+def reserved_addresses(network: IPNetwork, name: str, max_workers: int) -> dict[IPAddress, str]:
     """Every address the plan gives a node or the router, with what it is."""
     return {
         gateway(network): "the router's gateway address",
@@ -56,7 +68,7 @@ def reserved_addresses(network: IPv4Network, name: str, max_workers: int) -> dic
 
 
 def placement_problems(
-    network: IPv4Network, name: str, api_vip: IPv4Address | None, ingress_vip: IPv4Address | None, max_workers: int
+    network: IPNetwork, name: str, api_vip: IPAddress | None, ingress_vip: IPAddress | None, max_workers: int
 ) -> list[str]:
     """Why these addresses cannot be planned, one message per problem; checked with the config
     (cluster/config_rules.py), so they come with every other problem of the stack at once."""

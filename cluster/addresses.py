@@ -4,12 +4,15 @@ A node's address depends only on its role and index, never on how many nodes the
 so scaling workers (within maxCount) or removing the bootstrap moves no one. The same
 holds for the *slot* lists, which the on-node networking uses for VRRP peers and DNS
 names: they cover every address a node of that role may ever have.
+
+Dual-stack (two machine networks, the primary first): a node has an address in each family at
+the same offset of that family's network (`Node.ips`), and so do the VIPs (`api_vips`,
+`ingress_vips`); the singular attributes are the primary family's, as on a single-family stack.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from cluster.address_layout import (
@@ -18,9 +21,12 @@ from cluster.address_layout import (
     MASTER_OFFSET,
     MASTER_SLOTS,
     WORKER_OFFSET,
+    IPAddress,
+    IPNetwork,
     effective_vips,
     gateway,
     host,
+    per_family,
     placement_problems,
 )
 from cluster.config_base import ConfigError
@@ -33,7 +39,12 @@ class Node:
     name: str  # hostname, also the server's name: <cluster>-master-0
     role: Role
     index: int
-    ip: IPv4Address
+    ips: tuple[IPAddress, ...]  # one per family of the machine network, the primary first
+
+    @property
+    def ip(self) -> IPAddress:
+        """The node's address in the primary family."""
+        return self.ips[0]
 
     def fqdn(self, cluster_domain: str) -> str:
         return f"{self.name}.{cluster_domain}"
@@ -41,18 +52,45 @@ class Node:
 
 @dataclass(frozen=True)
 class AddressPlan:
-    network: IPv4Network
-    gateway: IPv4Address
-    api_vip: IPv4Address
-    ingress_vip: IPv4Address
+    # One entry per family of ocp:machineNetwork, the primary first.
+    networks: tuple[IPNetwork, ...]
+    gateways: tuple[IPAddress, ...]
+    api_vips: tuple[IPAddress, ...]
+    ingress_vips: tuple[IPAddress, ...]
     bootstrap: Node
-    helper_ip: IPv4Address
+    helper_ip: IPAddress  # the bootstrap helper, primary family only
     master_slots: tuple[Node, ...]
     worker_slots: tuple[Node, ...]
     master_count: int
     worker_count: int
     bootstrap_enabled: bool
-    allocation_pools: tuple[tuple[IPv4Address, IPv4Address], ...]
+    # Each network's DHCP pools, its VIPs cut out.
+    family_pools: tuple[tuple[tuple[IPAddress, IPAddress], ...], ...]
+
+    @property
+    def network(self) -> IPNetwork:
+        return self.networks[0]
+
+    @property
+    def gateway(self) -> IPAddress:
+        return self.gateways[0]
+
+    @property
+    def api_vip(self) -> IPAddress:
+        return self.api_vips[0]
+
+    @property
+    def ingress_vip(self) -> IPAddress:
+        return self.ingress_vips[0]
+
+    @property
+    def allocation_pools(self) -> tuple[tuple[IPAddress, IPAddress], ...]:
+        """The primary network's DHCP pools."""
+        return self.family_pools[0]
+
+    @property
+    def dual_stack(self) -> bool:
+        return len(self.networks) == 2
 
     @property
     def masters(self) -> tuple[Node, ...]:
@@ -104,31 +142,33 @@ def server_name(config: ClusterConfig, node: Node, infra_id: str) -> str:
 
 
 def plan_addresses(config: ClusterConfig) -> AddressPlan:
-    network = config.machine_network
+    networks = config.machine_networks
     name = config.cluster_name
-    last_host = network.broadcast_address - 1
     max_workers = config.workers.max_count
-    pool_start = host(network, WORKER_OFFSET + max_workers)
-    problems = placement_problems(network, name, config.api_vip, config.ingress_vip, max_workers)
+    written = tuple(zip(per_family(networks, config.api_vips), per_family(networks, config.ingress_vips)))
+    problems = [
+        problem
+        for network, (api, ingress) in zip(networks, written)
+        for problem in placement_problems(network, name, api, ingress, max_workers)
+    ]
     if problems:
         raise ConfigError(problems)
 
-    master_slots = tuple(
-        Node(f"{name}-master-{i}", "master", i, host(network, MASTER_OFFSET + i)) for i in range(MASTER_SLOTS)
-    )
-    worker_slots = tuple(
-        Node(f"{name}-worker-{i}", "worker", i, host(network, WORKER_OFFSET + i)) for i in range(max_workers)
-    )
-    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, host(network, BOOTSTRAP_OFFSET))
-    api_vip, ingress_vip = effective_vips(network, config.api_vip, config.ingress_vip)
+    def ips(offset: int) -> tuple[IPAddress, ...]:
+        return tuple(host(network, offset) for network in networks)
+
+    master_slots = tuple(Node(f"{name}-master-{i}", "master", i, ips(MASTER_OFFSET + i)) for i in range(MASTER_SLOTS))
+    worker_slots = tuple(Node(f"{name}-worker-{i}", "worker", i, ips(WORKER_OFFSET + i)) for i in range(max_workers))
+    bootstrap = Node(f"{name}-bootstrap", "bootstrap", 0, ips(BOOTSTRAP_OFFSET))
+    vips = tuple(effective_vips(network, api, ingress) for network, (api, ingress) in zip(networks, written))
 
     return AddressPlan(
-        network=network,
-        gateway=gateway(network),
-        api_vip=api_vip,
-        ingress_vip=ingress_vip,
+        networks=networks,
+        gateways=tuple(gateway(network) for network in networks),
+        api_vips=tuple(api for api, _ in vips),
+        ingress_vips=tuple(ingress for _, ingress in vips),
         bootstrap=bootstrap,
-        helper_ip=host(network, HELPER_OFFSET),
+        helper_ip=host(networks[0], HELPER_OFFSET),
         master_slots=master_slots,
         worker_slots=worker_slots,
         master_count=config.masters.count,
@@ -136,13 +176,14 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
         bootstrap_enabled=config.bootstrap.enabled,
         router_count=min(config.networking.router_nodes, max_workers),
         routers_on_masters=config.workers.count == 0,
-        allocation_pools=_pools(pool_start, last_host, {api_vip, ingress_vip}),
+        family_pools=tuple(
+            _pools(host(network, WORKER_OFFSET + max_workers), network.broadcast_address - 1, set(pair))
+            for network, pair in zip(networks, vips)
+        ),
     )
 
 
-def _pools(
-    start: IPv4Address, end: IPv4Address, holes: set[IPv4Address]
-) -> tuple[tuple[IPv4Address, IPv4Address], ...]:
+def _pools(start: IPAddress, end: IPAddress, holes: set[IPAddress]) -> tuple[tuple[IPAddress, IPAddress], ...]:
     """The range start..end with the VIPs cut out (a VIP may sit at the top of the network)."""
     pools = []
     for hole in sorted(h for h in holes if start <= h <= end):

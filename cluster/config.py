@@ -46,7 +46,7 @@ NAMESPACE = "ocp"
 SECRET_KEYS = ("pullSecret", "proxy")
 
 # Keys the program reads; anything else in the `ocp:` namespace is an error.
-KNOWN_KEYS = tuple(to_camel(name) for name in ClusterConfig.model_fields)
+KNOWN_KEYS = tuple(field.alias or to_camel(name) for name, field in ClusterConfig.model_fields.items())
 # Keys whose value is an object or a list: Pulumi hands those over as JSON text.
 STRUCTURED_KEYS = frozenset(
     {
@@ -144,7 +144,7 @@ def _provider_cloud(cloud: str | None, data: dict[str, Any]) -> list[str]:
 def _partial(data: Mapping[str, Any]) -> Partial:
     values = {}
     for name, field in ClusterConfig.model_fields.items():
-        key = to_camel(name)
+        key = field.alias or to_camel(name)
         if key in data:
             try:
                 values[name] = _adapter(name).validate_python(data[key])
@@ -152,7 +152,8 @@ def _partial(data: Mapping[str, Any]) -> Partial:
                 continue
         elif not field.is_required():
             values[name] = field.get_default(call_default_factory=True)
-    return Partial(values, {name for name in ClusterConfig.model_fields if to_camel(name) in data})
+    fields_set = {name for name, field in ClusterConfig.model_fields.items() if (field.alias or to_camel(name)) in data}
+    return Partial(values, fields_set, ClusterConfig)
 
 
 _ADAPTERS: dict[str, TypeAdapter] = {}
@@ -204,9 +205,9 @@ def _keys_at(path: list[str]) -> list[str]:
     """The keys the model accepts at `path` (camelCase), for spelling suggestions."""
     model: type[BaseModel] | None = ClusterConfig
     for part in path:
-        field = next((f for n, f in model.model_fields.items() if part in (n, to_camel(n))), None) if model else None
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias or to_camel(n))), None) if model else None
         model = _model_in(field.annotation) if field else None
-    return [to_camel(name) for name in model.model_fields] if model else []
+    return [field.alias or to_camel(name) for name, field in model.model_fields.items()] if model else []
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

@@ -11,7 +11,7 @@ import json
 import re
 import ssl
 import uuid
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
@@ -92,6 +92,49 @@ def _canonical_cidr(value: Any) -> Any:
             except ValueError:
                 raise ValueError(f"{value!r} is not an IPv4 CIDR: write one such as 203.0.113.7/32") from None
             raise ValueError(f"{value!r} has host bits set: write {network}") from None
+    return value
+
+
+def _network_of_either_family(value: Any) -> Any:
+    """An IPv4 or IPv6 CIDR, written without host bits."""
+    if isinstance(value, str):
+        try:
+            return ipaddress.ip_network(value)
+        except ValueError:
+            try:
+                network = ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a CIDR: write one such as 10.0.0.0/16 or fd00:10::/64") from None
+            raise ValueError(f"{value!r} has host bits set: write {network}") from None
+    return value
+
+
+def _address_of_either_family(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IP address: write one such as 10.0.0.5 or fd00:10::5") from None
+    return value
+
+
+def _one_or_list(value: Any) -> Any:
+    """One value, or a list of one or two (a list in the stack file reaches the program as JSON text)."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("is neither one value nor a list: write one value, or [first, second]") from None
+    return value if isinstance(value, (list, tuple)) else (value,)
+
+
+def _one_per_family(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    """At most one entry of each address family: the first is the primary (dual-stack)."""
+    if len(value) == 2 and value[0].version == value[1].version:
+        raise ValueError(
+            f"lists two IPv{value[0].version} entries ({value[0]}, {value[1]}): a second entry is the other address "
+            "family (dual-stack), one IPv4 and one IPv6, the first the primary"
+        )
     return value
 
 
@@ -235,9 +278,13 @@ def _pull_secret(value: SecretStr) -> SecretStr:
     return value
 
 
-def _machine_network_size(value: IPv4Network) -> IPv4Network:
-    if value.prefixlen > 24:
+def _machine_network_size(value: IPv4Network | IPv6Network) -> IPv4Network | IPv6Network:
+    # The address plan's slots need a /24's 256 addresses; an IPv6 subnet's address modes want a /64
+    # (SLAAC refuses anything else), so that is the size this program plans IPv6 with.
+    if value.version == 4 and value.prefixlen > 24:
         raise ValueError(f"{value} is too small: use a /24 or larger, e.g. 10.0.0.0/16")
+    if value.version == 6 and value.prefixlen != 64:
+        raise ValueError(f"{value} is not a /64: an IPv6 machine network is one /64, e.g. fd00:10::/64")
     return value
 
 
@@ -276,7 +323,21 @@ def _no_proxy_entry(value: str) -> str:
     return value
 
 
-MachineNetwork = Annotated[IPv4Network, BeforeValidator(_canonical_cidr), AfterValidator(_machine_network_size)]
+MachineNetwork = Annotated[
+    IPv4Network | IPv6Network, BeforeValidator(_network_of_either_family), AfterValidator(_machine_network_size)
+]
+# ocp:machineNetwork: one CIDR, or one per address family (dual-stack), the primary first.
+MachineNetworks = Annotated[
+    tuple[MachineNetwork, ...], BeforeValidator(_one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
+]
+Address = Annotated[IPv4Address | IPv6Address, BeforeValidator(_address_of_either_family)]
+# ocp:apiVip, ocp:ingressVip: one address, or one per family of ocp:machineNetwork, in its order.
+Vips = Annotated[tuple[Address, ...], BeforeValidator(_one_or_list), Field(max_length=2), AfterValidator(_one_per_family)]
+# A network of either family (ocp:serviceNetwork, ocp:clusterNetwork's cidr).
+AnyCidr = Annotated[IPv4Network | IPv6Network, BeforeValidator(_network_of_either_family)]
+ServiceNetworks = Annotated[
+    tuple[AnyCidr, ...], BeforeValidator(_one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
+]
 
 
 PemBundle = Annotated[str, AfterValidator(_pem_bundle)]

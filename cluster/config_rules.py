@@ -243,15 +243,20 @@ class _Invalid(Exception):
 class Partial:
     """The top-level keys that are valid on their own, for checks when the whole is not."""
 
-    def __init__(self, values: dict[str, Any], fields_set: set[str]):
+    def __init__(self, values: dict[str, Any], fields_set: set[str], model: type | None = None):
         self._values = values
         self.model_fields_set = fields_set
+        self._model = model
 
     def __getattr__(self, name: str) -> Any:
         try:
             return self._values[name]
         except KeyError:
-            raise _Invalid(name) from None
+            pass
+        derived = getattr(self._model, name, None)  # the model's properties (machine_network: the primary's)
+        if isinstance(derived, property):
+            return derived.fget(self)
+        raise _Invalid(name)
 
 
 def cross_key_problems(config: Any) -> list[str]:

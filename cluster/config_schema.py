@@ -7,18 +7,19 @@ run once the whole config is read.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+import json
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from cluster.config_base import Model
 from cluster.config_fields import (
-    Cidr,
+    AnyCidr,
     DnsLabel,
     DnsName,
     DomainType,
-    MachineNetwork,
+    MachineNetworks,
     Nameservers,
     NonEmpty,
     NoProxy,
@@ -27,8 +28,10 @@ from cluster.config_fields import (
     PemBundle,
     ProxyUrl,
     PullSecret,
+    ServiceNetworks,
     SshPublicKeys,
     Tags,
+    Vips,
     distinct,
 )
 from cluster.config_openstack import OpenStack
@@ -240,17 +243,63 @@ class Proxy(Model):
 class ClusterNetwork(Model):
     """Pod addresses: each node gets a /hostPrefix out of cidr (the installer's networking.clusterNetwork)."""
 
-    cidr: Cidr = IPv4Network("10.128.0.0/14")
-    host_prefix: Annotated[int, Field(ge=8, le=30)] = 23
+    cidr: AnyCidr = IPv4Network("10.128.0.0/14")
+    # IPv4: 23 unless set; IPv6: 64, the only prefix the installer takes there.
+    host_prefix: Annotated[int, Field(ge=8, le=64)] = 23
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ipv6_default_prefix(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "hostPrefix" not in value and "host_prefix" not in value and ":" in str(value.get("cidr", "")):
+            return {**value, "hostPrefix": 64}
+        return value
 
     @model_validator(mode="after")
     def _room_for_nodes(self) -> ClusterNetwork:
+        if self.cidr.version == 6:
+            if self.host_prefix != 64:
+                raise ValueError(
+                    f"hostPrefix {self.host_prefix} with IPv6 {self.cidr}: the installer takes only 64 for IPv6 "
+                    "networks: write hostPrefix: 64 (or leave it out)"
+                )
+            if self.cidr.prefixlen >= 64:
+                raise ValueError(f"{self.cidr} leaves no room for a /64 per node: write a larger network, e.g. fd01::/48")
+            return self
+        if self.host_prefix > 30:
+            raise ValueError(f"hostPrefix {self.host_prefix} is more than 30 for IPv4 {self.cidr}: write e.g. hostPrefix: 23")
         if self.host_prefix <= self.cidr.prefixlen:
             raise ValueError(
                 f"hostPrefix {self.host_prefix} leaves no room in {self.cidr} for more than one node: "
                 f"write a larger prefix, e.g. hostPrefix: {min(self.cidr.prefixlen + 9, 30)}"
             )
         return self
+
+
+def _one_or_list_of_objects(value: Any) -> Any:
+    """ocp:clusterNetwork: one object (as before dual-stack) or a list of one per family."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return (value,) if isinstance(value, dict) else value
+
+
+def _one_network_per_family(value: tuple[ClusterNetwork, ...]) -> tuple[ClusterNetwork, ...]:
+    if len(value) == 2 and value[0].cidr.version == value[1].cidr.version:
+        raise ValueError(
+            f"lists two IPv{value[0].cidr.version} networks: a second entry is the other address family "
+            "(dual-stack), one IPv4 and one IPv6"
+        )
+    return value
+
+
+ClusterNetworks = Annotated[
+    tuple[ClusterNetwork, ...],
+    BeforeValidator(_one_or_list_of_objects),
+    Field(min_length=1, max_length=2),
+    AfterValidator(_one_network_per_family),
+]
 
 
 class Capabilities(Model):
@@ -271,9 +320,11 @@ class ClusterConfig(Model):
     platform: Literal["openstack", "libvirt"]
     cluster_name: DnsLabel
     base_domain: DnsName
-    machine_network: MachineNetwork = IPv4Network("10.0.0.0/16")
-    api_vip: IPv4Address | None = None
-    ingress_vip: IPv4Address | None = None
+    # One entry per address family, the primary first (dual-stack: two); the singular
+    # properties below are the primary family's.
+    machine_networks: MachineNetworks = Field((IPv4Network("10.0.0.0/16"),), alias="machineNetwork")
+    api_vips: Vips = Field((), alias="apiVip")
+    ingress_vips: Vips = Field((), alias="ingressVip")
     masters: Masters = Masters()
     workers: Workers = Workers()
     bootstrap: Bootstrap = Bootstrap()
@@ -285,8 +336,8 @@ class ClusterConfig(Model):
     pull_secret: PullSecret
     proxy: Proxy | None = None
     additional_trust_bundle: PemBundle | None = None
-    cluster_network: ClusterNetwork = ClusterNetwork()
-    service_network: Cidr = IPv4Network("172.30.0.0/16")
+    cluster_networks: ClusterNetworks = Field((ClusterNetwork(),), alias="clusterNetwork")
+    service_networks: ServiceNetworks = Field((IPv4Network("172.30.0.0/16"),), alias="serviceNetwork")
     fips: bool = False
     # Time sources for every node (chrony): RHCOS's default pool needs the internet.
     ntp_servers: NtpServers = ()
@@ -346,6 +397,33 @@ class ClusterConfig(Model):
         """The flavor a description of the worker pool names: the workers', or the masters' when
         the workers have none (count 0), since the installer and the Machine API need one."""
         return self.workers.flavor or self.masters.flavor
+
+    @property
+    def machine_network(self) -> IPv4Network | IPv6Network:
+        """The primary family's machine network."""
+        return self.machine_networks[0]
+
+    @property
+    def api_vip(self) -> IPv4Address | IPv6Address | None:
+        """The primary family's API VIP as written (None: the plan's default)."""
+        return self.api_vips[0] if self.api_vips else None
+
+    @property
+    def ingress_vip(self) -> IPv4Address | IPv6Address | None:
+        return self.ingress_vips[0] if self.ingress_vips else None
+
+    @property
+    def cluster_network(self) -> ClusterNetwork:
+        return self.cluster_networks[0]
+
+    @property
+    def service_network(self) -> IPv4Network | IPv6Network:
+        return self.service_networks[0]
+
+    @property
+    def families(self) -> tuple[int, ...]:
+        """The IP versions of ocp:machineNetwork, the primary first: (4,), (6,), (4, 6) or (6, 4)."""
+        return tuple(network.version for network in self.machine_networks)
 
     @property
     def bootstrap_image(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from ipaddress import IPv4Address
 
 import pytest
@@ -92,3 +93,41 @@ def test_worker_slots_that_do_not_fit_are_an_error():
 def test_a_vip_outside_the_network_is_an_error():
     with pytest.raises(ConfigError, match="ocp:ingressVip: 192.168.0.7 is not a host address"):
         plan_for(ingressVip="192.168.0.7")
+
+
+def dual_plan(machine: list[str], **keys):
+    ordered = {"fd00:10::/64": ("fd01::/48", "fd02::/112")}
+    cluster = [{"cidr": ordered[m][0], "hostPrefix": 64} if ":" in m else {"cidr": "10.128.0.0/14", "hostPrefix": 23} for m in machine]
+    service = [ordered[m][1] if ":" in m else "172.30.0.0/16" for m in machine]
+    return plan_for(machineNetwork=json.dumps(machine), clusterNetwork=json.dumps(cluster), serviceNetwork=json.dumps(service), **keys)
+
+
+@pytest.mark.parametrize("machine", [["10.0.0.0/16", "fd00:10::/64"], ["fd00:10::/64", "10.0.0.0/16"]])
+def test_two_families_put_each_node_and_vip_at_the_same_offset_of_each_network(machine):
+    plan = dual_plan(machine)
+    assert [str(n) for n in plan.networks] == machine and plan.network == plan.networks[0]
+    master = {"10.0.0.0/16": "10.0.0.20", "fd00:10::/64": "fd00:10::14"}
+    assert [str(ip) for ip in plan.masters[0].ips] == [master[m] for m in machine]
+    assert plan.masters[0].ip == plan.masters[0].ips[0]
+    apis = {"10.0.0.0/16": "10.0.0.5", "fd00:10::/64": "fd00:10::5"}
+    ingresses = {"10.0.0.0/16": "10.0.0.7", "fd00:10::/64": "fd00:10::7"}
+    assert [str(v) for v in plan.api_vips] == [apis[m] for m in machine]
+    assert [str(v) for v in plan.ingress_vips] == [ingresses[m] for m in machine]
+    assert plan.api_vip == plan.api_vips[0] and plan.gateway == plan.gateways[0]
+    gateways = {"10.0.0.0/16": "10.0.0.1", "fd00:10::/64": "fd00:10::1"}
+    assert [str(g) for g in plan.gateways] == [gateways[m] for m in machine]
+
+
+def test_the_second_familys_pools_cut_out_its_vips():
+    plan = dual_plan(["10.0.0.0/16", "fd00:10::/64"], apiVip=json.dumps(["10.0.0.5", "fd00:10::ff00"]))
+    assert plan.allocation_pools == plan.family_pools[0]
+    assert [(str(a), str(b)) for a, b in plan.family_pools[1]] == [
+        ("fd00:10::82", "fd00:10::feff"),
+        ("fd00:10::ff01", "fd00:10::ffff:ffff:ffff:fffe"),
+    ]
+
+
+def test_one_family_plans_as_before():
+    plan = plan_for()
+    assert plan.networks == (plan.network,) and plan.masters[0].ips == (IPv4Address("10.0.0.20"),)
+    assert plan.api_vips == (IPv4Address("10.0.0.5"),) and plan.family_pools == (plan.allocation_pools,)

@@ -234,7 +234,7 @@ def _resource_violations(validate, kind: str, name: str, props: dict, config: di
 
 
 def test_the_pack_knows_the_programs_default_machine_network():
-    assert guard.MACHINE_NETWORK == str(ClusterConfig.model_fields["machine_network"].default)
+    assert guard.MACHINE_NETWORK == str(ClusterConfig.model_fields["machine_networks"].default[0])
 
 
 @pytest.mark.parametrize(
