@@ -1,19 +1,18 @@
 """Which pending certificate signing requests are this stack's nodes', and nothing else. Pure Python.
 
-The Machine API's approver approves only CSRs that match a Machine it knows; this program makes
-its nodes outside the Machine API, so it judges against what it made: the stack's `nodes`
-output (name -> address) and, where the platform has them, its servers' creation times
-(`nodeCreated`: OpenStack's; libvirt's domains keep none). Every request is checked as the machine
-approver (openshift/cluster-machine-approver) checks it for Machines:
+The Machine API's approver approves only CSRs that match a Machine it knows; this program makes its
+nodes outside the Machine API, so it judges against what it made: the stack's `nodes` output (name ->
+address) and, where the platform has them, its servers' creation times (`nodeCreated`: OpenStack's;
+libvirt's domains keep none). Each is checked as the machine approver checks it for Machines:
 
 - a client CSR (signer kubernetes.io/kube-apiserver-client-kubelet) asked for by the node
-  bootstrapper service account, for `CN=system:node:<name>, O=system:nodes` where `<name>` is
-  one of ours, not the bootstrap (it never joins), with no Node object now and none approved
-  before for this server (a client certificate approved for it already, with no Node now, means
-  its Node was deleted: only a new server joins again), with the kubelet's usages and no
-  alternative names; where the server's creation time is known, the request is no older than
-  the server (10 s for clocks, the machine approver's skew) and the approval comes within
-  CLIENT_WINDOW of the server's creation (below);
+  bootstrapper service account, for `CN=system:node:<name>, O=system:nodes` where `<name>` is one
+  of ours, not the bootstrap (it never joins), with the kubelet's usages and no alternative names;
+  with no Node object now (one whose kubelet went quiet after a long shutdown: by name only, see
+  cluster/csr_expired.py) and none approved before for this server (one approved already, with no
+  Node now, means its Node was deleted: only a new server joins again); where the server's creation
+  time is known, the request is no older than the server (10 s for clocks, the machine approver's
+  skew) and the approval comes within CLIENT_WINDOW of the server's creation (below);
 - a serving CSR (signer kubernetes.io/kubelet-serving) asked for by `system:node:<name>` itself,
   for that same subject, with the kubelet's usages, DNS names within the node's hostname and IP
   addresses within its addresses in the stack.
@@ -27,9 +26,8 @@ approved only when named (`named`), after every check but the wait and the dupli
 serving requests that would pass for one node approve neither.
 
 The request is read as Kubernetes reads it (one PEM block, type CERTIFICATE REQUEST, with nothing
-but whitespace around it: see `read_request`), so what is judged is what the signer signs.
-Everything else stays pending, with its reason; what a requester wrote is shown with its control
-characters escaped.
+but whitespace around it: `read_request`), so what is judged is what the signer signs. Everything
+else stays pending, with its reason; what a requester wrote is shown with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -45,6 +43,8 @@ from datetime import datetime, timedelta
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import NameOID
+
+from cluster.csr_expired import named_only, quiet_problem
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
@@ -198,10 +198,10 @@ def review(
     when `created` is None (None: they do not); `named`: the requests the user named, the only
     ones judged then, without the settling and duplicate rules."""
     requests = sorted(requests, key=lambda r: r.name)
-    known = set(registered)
+    known = registered if isinstance(registered, Mapping) else dict.fromkeys(registered, {})  # name -> Node
     joined = _by_node(requests, lambda r: r.approved)  # the CSR cleaner keeps approved ones 1 h
     judged = [r for r in requests if not r.decided and (named is None or r.name in named)]
-    verdicts = [_verdict(request, nodes, known, domain, created, now, joined) for request in judged]
+    verdicts = [_verdict(request, nodes, known, domain, created, now, joined, named is not None) for request in judged]
     if named is not None:
         return verdicts
     claims = _by_node(requests, lambda r: r.username == NODE_BOOTSTRAPPER)  # any state
@@ -296,11 +296,12 @@ def _by_node(requests: Iterable[Request], keep: Callable[[Request], bool]) -> di
 def _verdict(
     request: Request,
     nodes: Mapping[str, str],
-    registered: set[str],
+    registered: Mapping[str, Mapping],
     domain: str,
     created: Mapping[str, str] | None,
     now: datetime | None,
     joined: Mapping[str, list[Request]],
+    named: bool = False,
 ) -> Verdict:
     kind = {CLIENT_SIGNER: "client", SERVING_SIGNER: "serving"}.get(request.signer, "other")
     judged: tuple[str, tuple[str, ...]] = ("", ())
@@ -335,12 +336,14 @@ def _verdict(
     if kind == "client":
         if request.username != NODE_BOOTSTRAPPER:
             return refuse(f"requested by {shown(request.username) or '(nobody)'}, not the node bootstrapper", node)
-        if node in registered:
-            return refuse(f"Node {node} exists: its kubelet renews with its own identity", node)
         if usages not in CLIENT_USAGES:
             return refuse(f"usages {shown(str(sorted(usages)))} are not a kubelet client's", node)
         if dns or ips or other:
             return refuse("a client certificate carries no alternative names", node)
+        if node in registered:  # a kubelet back after its certificate expired, or a forger: named only (cluster/csr_expired.py)
+            quiet, beat = quiet_problem(node, registered[node], nodes[node], request.created, now)
+            reason = quiet or (f"client certificate of {node}, a node of this stack whose kubelet stopped reporting at {beat:%Y-%m-%d %H:%M:%S}Z" if named else named_only(node, beat))
+            return Verdict(request.name, node, kind, named and not quiet, reason, *judged, by_name=not quiet and not named)
         late = _client_time(request, node, created, now, joined.get(node, ()))
         if late:
             return refuse(late, node)

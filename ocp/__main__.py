@@ -33,7 +33,8 @@ preview` first (stops on a guard rail's violation, or if a running machine would
 APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
 cluster's, no other requester's) until every worker is Ready. A worker's client request is approved once it
 has stayed its node's only one for 10 min (a second one, maybe a forger's, holds both for a name); a
-master's, and every client request of a stack without servers' creation times (libvirt), only by name:
+master's, a quiet node's after a long shutdown (its Node Ready=Unknown), and every client request of a stack
+without servers' creation times (libvirt), only by name:
 --csr NAME, once the node's kubelet journal names it (`journalctl -u kubelet | grep 'Certificate signing
 request created'`). Needs the Pulumi CLI and oc or kubectl (ocp:installer.oc); reaches the API by
 api.<cluster>.<domain> with the stack's kubeconfig."""

@@ -91,8 +91,53 @@ def test_each_case(request_, approve, reason):
     assert verdict[0] is approve and reason in verdict[1], verdict
 
 
-def test_a_node_that_registered_renews_its_client_certificate_itself():
-    assert verdicts(client("a"), registered=["ocp4-worker-0"])["a"] == (False, "Node ocp4-worker-0 exists: its kubelet renews with its own identity")
+def node(status: str, beat: datetime, address: str = "192.0.2.30") -> dict:
+    """A Node as the API shows it: its Ready condition (Unknown: the node lifecycle controller's, once the lease stopped)."""
+    ready = {"type": "Ready", "status": status, "lastHeartbeatTime": beat.strftime("%Y-%m-%dT%H:%M:%SZ"), "reason": "NodeStatusUnknown" if status == "Unknown" else "KubeletReady"}
+    return {"status": {"conditions": [ready], "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": "ocp4-worker-0"}]}}
+
+
+def back(registered: dict, made: datetime, now: datetime, named: bool) -> tuple[bool, str, bool]:
+    """A bootstrapper's client request for ocp4-worker-0, whose Node exists, made at `made` and judged at `now`."""
+    request = replace(client("a"), created=made)
+    (verdict,) = review([request], NODES, registered, DOMAIN, SERVERS, now, named={"a"} if named else None)
+    return verdict.approve, verdict.reason, verdict.by_name
+
+
+# A cluster shut down on the 1st of March, started again on the 2nd of May: the kubelet asks at 09:00.
+SHUT = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
+ASKED = datetime(2026, 5, 2, 9, 0, tzinfo=UTC)
+
+
+def test_a_node_back_after_a_long_shutdown_gets_its_client_certificate_only_when_named():
+    quiet = {"ocp4-worker-0": node("Unknown", SHUT)}
+    approve, reason, by_name = back(quiet, ASKED, ASKED + timedelta(minutes=2), named=False)
+    assert (approve, by_name) == (False, True)
+    assert reason == (
+        "Node ocp4-worker-0 exists and its kubelet stopped reporting at 2026-03-01 18:00:00Z (Ready Unknown): a kubelet whose client "
+        "certificate expired (a long shutdown) asks again so, and so may a forger: approved only when named, once the node's journal names it"
+    )
+    # Named: approved, though its server was made months ago (the new-server window is not this case's).
+    approve, reason, _ = back(quiet, ASKED, ASKED + timedelta(minutes=2), named=True)
+    assert approve and reason == "client certificate of ocp4-worker-0, a node of this stack whose kubelet stopped reporting at 2026-03-01 18:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "case, registered, made, now, why",
+    [
+        ("its kubelet reports", node("True", ASKED - timedelta(seconds=20)), ASKED, ASKED,
+         "Node ocp4-worker-0 exists and is Ready as its kubelet reported at 2026-05-02 08:59:40Z: that kubelet holds a working client certificate"),
+        ("its kubelet reports NotReady", node("False", ASKED - timedelta(minutes=3)), ASKED, ASKED, "Node ocp4-worker-0 exists and is NotReady (KubeletReady) as its kubelet reported"),
+        ("asked while it reported", node("Unknown", ASKED - timedelta(seconds=10)), ASKED, ASKED, "while ocp4-worker-0's kubelet still reported (last at 2026-05-02 08:59:50Z)"),
+        ("asked too long ago", node("Unknown", SHUT), ASKED, ASKED + timedelta(minutes=16), "more than 15 min ago: its kubelet has asked again since, with a new key"),
+        ("another address", node("Unknown", SHUT, address="198.51.100.7"), ASKED, ASKED, "internal addresses (198.51.100.7) do not include 192.0.2.30, this stack's address for it"),
+        ("no status", {}, ASKED, ASKED, "internal addresses (none) do not include 192.0.2.30"),
+    ],
+)
+def test_a_request_for_a_node_that_exists_is_refused_even_named_unless_its_kubelet_went_quiet(case, registered, made, now, why):
+    for named in (False, True):
+        approve, reason, by_name = back({"ocp4-worker-0": registered}, made, now, named)
+        assert not approve and not by_name and why in reason, (case, named, reason)
 
 
 def test_two_requests_of_one_kind_for_one_node_approve_neither():

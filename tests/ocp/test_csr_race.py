@@ -190,3 +190,48 @@ def test_a_stack_without_creation_times_approves_no_client_request_by_itself(api
     assert f"csr: left pending untimed-{platform} (client): {why}: a client certificate is approved automatically only where its server's creation time is known" in out, out
     assert f"python -m ocp approve-csrs --stack race --csr untimed-{platform}" in out
     no_certificate(api, f"untimed-{platform}")
+
+
+def test_a_node_back_after_a_long_shutdown_is_approved_only_by_name(api, tmp_path, monkeypatch, capsys):
+    """docs/day2.md's restart after a long shutdown: back-worker-5's kubelet lost its client certificate while the
+    cluster was off and asks again as the bootstrapper; its Node exists, marked Unknown by the node lifecycle
+    controller (played here: none runs). A forger asks for live-worker-6, whose kubelet still reports."""
+    back, live = "back-worker-5", "live-worker-6"
+    nodes = {back: "192.0.2.55", live: "192.0.2.56"}
+    played = PlayedCluster(api, nodes, DOMAIN)
+    shut = datetime.now(UTC) - timedelta(days=62)
+    for node in nodes:
+        played.register(node, datetime.now(UTC))
+    quiet = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": stamp(shut), "lastTransitionTime": stamp(shut + timedelta(seconds=40))}
+    played.status("node", back, {"conditions": [quiet]})
+    asked = ask(api, "kubelet-back", back)
+    ask(api, "forged-live", live)
+    outputs = {"nodes": nodes, "nodeCreated": {node: stamp(asked - timedelta(days=400)) for node in nodes}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+    stack = SimpleNamespace(name="race", outputs=lambda: {key: auto.OutputValue(value, False) for key, value in outputs.items()})
+    config = SimpleNamespace(installer=SimpleNamespace(binary=None, assets_dir=str(tmp_path / "assets"), oc=str(toolchain.binary("kubectl"))), cluster_domain=DOMAIN, platform="openstack")
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setattr(driver, "_config", lambda s: config)
+    # Unnamed: both stay pending; the quiet node's request with what to check and how to name it.
+    assert main(["approve-csrs", "--stack", "race", "--timeout", "0.02"], settle=SETTLE) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"csr: left pending kubelet-back (client): Node {back} exists and its kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z (Ready Unknown): "
+        "a kubelet whose client certificate expired (a long shutdown) asks again so, and so may a forger: approved only when named, once the node's journal names it"
+    ) in out, out
+    assert f"csr:   approve it only if {back}'s kubelet made it (on {back}, by its console or ssh: " in out
+    assert "python -m ocp approve-csrs --stack race --csr kubelet-back" in out
+    assert f"csr: left pending forged-live (client): Node {live} exists and is Ready as its kubelet reported at " in out, out
+    assert "--csr forged-live" not in out
+    no_certificate(api, "kubelet-back")
+    no_certificate(api, "forged-live")
+    # Named, the forger's request for the node that still reports is refused all the same.
+    assert main(["approve-csrs", "--stack", "race", "--csr", "forged-live", "--timeout", "0.02"], settle=SETTLE) == 1
+    out = capsys.readouterr().out
+    assert "csr: left pending forged-live (client): Node live-worker-6 exists and is Ready as its kubelet reported at " in out and "csr: approved" not in out, out
+    no_certificate(api, "forged-live")
+    # Named, the quiet node's request is approved and signed for exactly that node.
+    main(["approve-csrs", "--stack", "race", "--csr", "kubelet-back", "--timeout", "0.02"], settle=SETTLE)
+    out = capsys.readouterr().out
+    assert f"csr: approved kubelet-back: client certificate of {back}, a node of this stack whose kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z" in out, out
+    assert issued(api, "kubelet-back").subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{back}"
+    no_certificate(api, "forged-live")
