@@ -85,8 +85,9 @@ class Lab:
         _ip("-n", name, "link", "set", "lo", "up")
         return name
 
-    def attach(self, namespace: str, interface: str, address: str, flood: bool = True) -> str:
-        """Give `namespace` an interface `interface` with `address` (CIDR) on the lab's segment.
+    def attach(self, namespace: str, interface: str, address: str, flood: bool = True, more: Sequence[str] = ()) -> str:
+        """Give `namespace` an interface `interface` with `address` (CIDR) on the lab's segment, and
+        the addresses `more` too; IPv6 ones without duplicate address detection, so usable at once.
 
         Without `flood`, the switch sends the port no unicast frame for a MAC it has not
         learnt there (broadcasts still go), as a cloud's port security does: a bridge inside
@@ -102,7 +103,8 @@ class Lab:
         _ip("-n", self._switch, "link", "set", port, "master", BRIDGE, "up")
         if not flood:
             _ip("-n", self._switch, "link", "set", port, "type", "bridge_slave", "flood", "off")
-        _ip("-n", namespace, "addr", "add", address, "dev", interface)
+        for each in (address, *more):
+            _ip("-n", namespace, "addr", "add", each, "dev", interface, *(["nodad"] if ":" in each else []))
         _ip("-n", namespace, "link", "set", interface, "up")
         return port
 

@@ -12,7 +12,7 @@ import re
 import shlex
 import threading
 from dataclasses import dataclass, field
-from ipaddress import IPv4Address, IPv4Interface
+from ipaddress import IPv4Address, IPv6Address, ip_interface
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Script:
 @dataclass(frozen=True)
 class Instance:
     name: str
-    vip: IPv4Address
+    vip: IPv4Address | IPv6Address
     priority: int
     advert_int: float
     scripts: tuple[Script, ...]
@@ -92,7 +92,7 @@ def parse(text: str) -> KeepalivedConf:
     instances = tuple(
         Instance(
             name=block.words[1],
-            vip=IPv4Interface(block.block("virtual_ipaddress").lines[0][0]).ip,
+            vip=ip_interface(block.block("virtual_ipaddress").lines[0][0]).ip,
             priority=int(block.value("priority")),
             advert_int=float(block.value("advert_int")),
             scripts=tuple(scripts[line[0]] for line in block.block("track_script").lines),

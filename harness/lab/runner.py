@@ -57,6 +57,7 @@ class LabRun:
     advert_int: float
     nodes: dict[str, str]  # name: role
     results: list[Result] = field(default_factory=list)
+    vips: dict[str, str] = field(default_factory=dict)  # the VIPs the scenarios observed: api, ingress
     # While no fault was being injected or healed (from the bring-up's end on): two holders
     # of a VIP, and holder changes (flapping). Both should be nil.
     split_brain_s: float = 0.0
@@ -107,6 +108,7 @@ def run_lab(plan: LabPlan, workdir: Path, names: list[str]) -> LabRun:
     A failure ends the run early with `error` set; SIGINT/SIGTERM end it too, and raise
     Interrupted once everything is cleaned up."""
     run = LabRun(plan.label, plan.advert_int(), {node.name: node.role for node in plan.nodes})
+    run.vips = {name: str(plan.vip(name)) for name in ("api", "ingress") if plan.candidates(name)}
     started = time.monotonic()
     lab: netns.Lab | None = None
     interrupted: Interrupted | None = None

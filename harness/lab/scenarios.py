@@ -16,7 +16,7 @@ from harness.lab.clock import wait_until
 from harness.lab.observation import Observation, Result, sole_holder, takeover_budget, two_holders
 from harness.lab.services import HAPROXY, KEEPALIVED, STANDINS
 from harness.lab.standins import API, HEALTHY, MCS, ROUTER, STOPPED, UNHEALTHY
-from harness.lab.topology import NICS, OVS_BRIDGE, Testbed
+from harness.lab.topology import NICS, OVS_BRIDGE, Testbed, url_host
 from ignition.networking import GARP_MASTER_DELAY_S
 
 # After the VIP answers again: how long to go on counting failures.
@@ -186,10 +186,10 @@ def new_node(bed: Testbed) -> Result:
     holder = sole_holder(bed.holders.current("api"))
     if holder is None:
         return Result("new-node", "api", notes=["no single holder of the API VIP to start from"])
-    others = [node.ip for node in bed.plan.of_role("master") if node.name != holder]
+    others = [url_host(node.ip) for node in bed.plan.of_role("master") if node.name != holder]
     # What the old design did from a node: keepalived's curl of the local MCS, haproxy's
     # connections to every master's MCS (itself and the others), a client on the holder via the VIP.
-    own = bed.plan_node(holder).ip
+    own = url_host(bed.plan_node(holder).ip)
     tried = [f"http://127.0.0.1:{MCS_HTTP_PORT}/healthz", f"http://{own}:{MCS_HTTP_PORT}/healthz"]
     tried += [f"http://{ip}:{MCS_HTTP_PORT}/healthz" for ip in others[:1]]
     tried.append(bed.fetch_urls["mcs"])

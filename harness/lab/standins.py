@@ -50,11 +50,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """Listens on both families (IPv4 as mapped addresses), as the cluster's own servers do."""
+
     daemon_threads = True
+    address_family = socket.AF_INET6
 
     def __init__(self, port: int, service: _Service, tls: ssl.SSLContext | None):
         self.service, self.tls = service, tls
-        super().__init__(("0.0.0.0", port), _Handler)
+        super().__init__(("::", port), _Handler)
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
     def finish_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
         # The TLS handshake happens here, in the request's own thread, so that a slow

@@ -5,7 +5,8 @@ role (NICS: nothing in the rendered files names one) and the node's address in t
 network; a namespace for the client at the gateway's address (where traffic from outside
 would come from); all joined by a bridge in a namespace of its own (harness.netns). A node's
 address can move from its NIC to a bridge br-ex in its namespace, as OVN-Kubernetes moves it
-(`move_address`). Every node's namespace has OVN-Kubernetes' rules that reject connections
+(`move_address`). With two address families a node has an address of each on its link (IPv6
+without duplicate address detection, as the client's). Every node's namespace has OVN-Kubernetes' rules that reject connections
 from the node to the machine config server (harness.lab.ovnk): the bootstrap's too, which runs
 no OVN-Kubernetes, so that no check anywhere may connect to an MCS. A node can join later
 (`add_node`), without those rules, as a node at first boot. Nothing is added to the host's own
@@ -17,7 +18,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 
 from cluster.addresses import Role
@@ -38,12 +39,17 @@ NICS: dict[Role, str] = {"bootstrap": "enp1s0", "master": "ens3", "worker": "ens
 OVS_BRIDGE = "br-ex"
 
 
+def url_host(address: IPv4Address | IPv6Address) -> str:
+    """`address` as a URL's host: IPv6 in brackets."""
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
 class Holders:
-    """Who holds each VIP: `ip -4 addr show` in every node's namespace, every 50 ms.
+    """Who holds each VIP: `ip addr show` (both families) in every node's namespace, every 50 ms.
 
     Keeps every change with the time it was seen, for the scenarios to measure from."""
 
-    def __init__(self, namespaces: dict[str, str], vips: dict[str, IPv4Address]):
+    def __init__(self, namespaces: dict[str, str], vips: dict[str, IPv4Address | IPv6Address]):
         self._namespaces, self._vips = namespaces, vips
         self._history: dict[str, list[tuple[float, frozenset[str]]]] = {vip: [] for vip in vips}
         self._lock = threading.Lock()
@@ -66,7 +72,7 @@ class Holders:
         # `ip -n` rather than `ip netns exec`: no mount namespace to set up, half the cost.
         addresses = {
             node: subprocess.run(
-                ["ip", "-n", namespace, "-4", "-o", "addr", "show"], capture_output=True, text=True
+                ["ip", "-n", namespace, "-o", "addr", "show"], capture_output=True, text=True
             ).stdout
             for node, namespace in self._namespaces.items()
         }
@@ -98,7 +104,6 @@ class Testbed:
     def __init__(self, lab: netns.Lab, plan: LabPlan, workdir: Path):
         self.lab, self.plan, self.workdir = lab, plan, workdir
         tls = _certificate(workdir)
-        prefix = plan.network.prefixlen
         self.namespaces: dict[str, str] = {}
         self._ports: dict[str, str] = {}
         self.nodes: dict[str, NodeServices] = {}
@@ -107,17 +112,17 @@ class Testbed:
             self.namespaces[node.name] = namespace
             # No flooding to a node's port: its br-ex (after `move_address`) would take frames meant
             # for another node (a cut one) and answer for the VIP through its redirect.
-            self._ports[node.name] = lab.attach(namespace, NICS[node.role], f"{node.ip}/{prefix}", flood=False)
+            first, *more = plan.interfaces(node.ips)
+            self._ports[node.name] = lab.attach(namespace, NICS[node.role], first, flood=False, more=more)
             ovnk.block_mcs(namespace)
             self.nodes[node.name] = NodeServices(lab, node, namespace, workdir, tls)
         self.client = lab.namespace("client")
-        lab.attach(self.client, CLIENT_INTERFACE, f"{plan.gateway}/{prefix}")
-        self.urls = {
-            "api": f"https://{plan.vip('api')}:{API_PORT}/readyz",
-            "ingress": f"http://{plan.vip('ingress')}:{INGRESS_PORT}/",
-        }
+        first, *more = plan.interfaces(plan.gateways)
+        lab.attach(self.client, CLIENT_INTERFACE, first, more=more)
+        api, ingress = url_host(plan.vip("api")), url_host(plan.vip("ingress"))
+        self.urls = {"api": f"https://{api}:{API_PORT}/readyz", "ingress": f"http://{ingress}:{INGRESS_PORT}/"}
         # Not a VIP of its own: what a new node fetches through the API VIP at first boot.
-        self.fetch_urls = {"mcs": f"http://{plan.vip('api')}:{MCS_HTTP_PORT}/config/worker"}
+        self.fetch_urls = {"mcs": f"http://{api}:{MCS_HTTP_PORT}/config/worker"}
         self.holders = Holders(self.namespaces, {vip: plan.vip(vip) for vip in self.urls})
         self.holders.start()
 
@@ -125,21 +130,26 @@ class Testbed:
         self.holders.stop()
 
     def vip_label(self, vip: str, node: str) -> str | None:
-        """The label `node` holds the VIP under (`ip -o` ends the scope with it), None if it does not hold it."""
+        """The label `node` holds the VIP under (`ip -o` ends the scope with it), None if it does not hold it.
+        IPv6 has no labels: "deprecated" when the VIP is (so never a source address), else None."""
+        address = self.plan.vip(vip)
         line = subprocess.run(
-            ["ip", "-n", self.namespaces[node], "-4", "-o", "addr", "show", "to", f"{self.plan.vip(vip)}/32"],
+            ["ip", "-n", self.namespaces[node], "-o", "addr", "show", "to", f"{address}/{address.max_prefixlen}"],
             capture_output=True, text=True,
         ).stdout
         if " scope " not in line:
             return None
+        if address.version == 6:
+            return "deprecated" if " deprecated" in line else None
         scope = line.split(" scope ", 1)[1].split("\\", 1)[0].split()
         return scope[1] if len(scope) > 1 else None
 
-    def add_node(self, label: str, address: IPv4Address) -> str:
-        """A new worker's namespace at `address`, on the lab's network: a node booting for the
-        first time (no OVN-Kubernetes yet, so no rules). Returns the namespace."""
+    def add_node(self, label: str, addresses: tuple[IPv4Address | IPv6Address, ...]) -> str:
+        """A new worker's namespace at `addresses` (one per family), on the lab's network: a node
+        booting for the first time (no OVN-Kubernetes yet, so no rules). Returns the namespace."""
         namespace = self.lab.namespace(label)
-        self.lab.attach(namespace, NICS["worker"], f"{address}/{self.plan.network.prefixlen}", flood=False)
+        first, *more = self.plan.interfaces(addresses)
+        self.lab.attach(namespace, NICS["worker"], first, flood=False, more=more)
         return namespace
 
     def connects(self, node: str, url: str) -> bool:
@@ -170,15 +180,16 @@ class Testbed:
     def move_address(self, node: str) -> None:
         """Move the node's address from its NIC to a new bridge br-ex with the NIC as its port,
         as OVN-Kubernetes' first configuration does: the NIC's addresses (a VIP too) are
-        flushed, the bridge takes the NIC's MAC and the address."""
+        flushed, the bridge takes the NIC's MAC and the addresses (IPv6 without duplicate address
+        detection: the lab's links have no other holder of them)."""
         namespace, nic = self.namespaces[node], NICS[self.plan_node(node).role]
-        address = f"{self.plan_node(node).ip}/{self.plan.network.prefixlen}"
+        addresses = self.plan.interfaces(self.plan_node(node).ips)
         for command in (
             ["addr", "flush", "dev", nic],
             ["link", "add", OVS_BRIDGE, "type", "bridge"],
             ["link", "set", nic, "master", OVS_BRIDGE],
             ["link", "set", OVS_BRIDGE, "up"],
-            ["addr", "add", address, "dev", OVS_BRIDGE],
+            *(["addr", "add", address, "dev", OVS_BRIDGE, *(["nodad"] if ":" in address else [])] for address in addresses),
         ):
             subprocess.run(["ip", "-n", namespace, *command], check=True, capture_output=True)
 
