@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from cluster import address_layout
+from cluster import address_layout, cloud_provider_config
 from cluster.config_rules_openstack import OPENSTACK_CHECKS
 
 
@@ -142,6 +142,14 @@ def _added_at_the_installer_run(c: Any) -> Iterable[str]:
             "own `openshift-install create manifests` (OpenShift's docs show them) and leave ntpServers out, or set "
             "installer.binary"
         )
+    if c.installer.cloud_provider_config is not None and c.installer.assets_dir is not None:
+        yield (
+            "ocp:installer.cloudProviderConfig goes with installer.binary only: configs in ocp:installer.assetsDir are "
+            "made already, so merge the settings into manifests/cloud-provider-config.yaml of your own `openshift-install "
+            "create manifests` before `create ignition-configs`, and remove cloudProviderConfig"
+        )
+    yield from cloud_provider_config.problems(c.installer.cloud_provider_config, c.platform == "openstack" and c.openstack is not None and c.openstack.mode == "integrated")
+
 
 
 def _fips_ssh_keys(c: Any) -> Iterable[str]:

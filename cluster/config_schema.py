@@ -217,6 +217,8 @@ class Installer(Model):
     # A directory of the user's own manifests (*.yaml, *.yml, *.json), added to the installer's
     # between `create manifests` and `create ignition-configs` (cluster/manifests.py).
     extra_manifests: NonEmpty | None = None
+    # INI lines merged into the installer's manifests/cloud-provider-config.yaml (cluster/cloud_provider_config.py).
+    cloud_provider_config: NonEmpty | None = None
     # The installer runs once per cluster; a new generation is a deliberate new PKI and infra
     # ID, refused while the cluster it would orphan exists (cluster/day2.py).
     generation: Annotated[int, Field(ge=1)] = 1

@@ -164,7 +164,7 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
     then was kvm, so a change to qemu is refused there too. One written before
     ocp:bootstrap.configSource existed is of a bootstrap served by the helper. One written before
-    ocp:ntpServers or ocp:installer.extraManifests existed had neither: setting them warns too. One
+    ocp:ntpServers, ocp:installer.extraManifests or ocp:installer.cloudProviderConfig existed had none: setting them warns too. One
     written before ocp:loadBalancer existed is of keepalived and haproxy on the nodes: UserManaged is refused."""
     if "libvirt.uri" in installed:
         installed.setdefault("libvirt.domainType", "kvm")
@@ -174,6 +174,7 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     installed.setdefault("loadBalancer", "OpenShiftManagedDefault")
     if not any(key.split(".")[:2] == ["installer", "extraManifests"] for key in installed):
         installed["installer.extraManifests"] = None
+    installed.setdefault("installer.cloudProviderConfig", None)
     return installed
 
 

@@ -183,6 +183,11 @@ EFFECTS: dict[str, Effect] = {
         "the installer already consumed them (install time only): the cluster keeps what they made. Apply changes "
         "with `oc apply -f` (MachineConfigs roll out one node at a time, each rebooted)",
     ),
+    "installer.cloudProviderConfig": Effect(
+        "warn",
+        "merged into the cloud provider's config at install only: the running cluster keeps its own. Change it there: "
+        "`oc edit cm cloud-provider-config -n openshift-config` (docs/day2.md, \"The cloud provider's config\")",
+    ),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
 }

@@ -22,6 +22,7 @@ from fnmatch import fnmatch
 from typing import Any
 
 from cluster.addresses import AddressPlan
+from cluster.cloud_provider_config import environment_value, merge_script
 from cluster.config import ClusterConfig
 from cluster.install_config import cloud_ca_bundle, install_config, render_install_config
 from cluster.installer_output import (
@@ -139,16 +140,17 @@ fi
 if [ "$PLATFORM" = openstack ] || [ -n "${{EXTRA_MANIFESTS:-}}" ]; then
   "$OPENSHIFT_INSTALL" create manifests --dir "$dir" >&2
   if [ "$PLATFORM" = openstack ]; then rm -f -- {removed}; fi
-  # The stack's own (ocp:ntpServers, ocp:installer.extraManifests): one "name base64" per line.
+  # The stack's own (ocp:ntpServers, ocp:installer.extraManifests): one "name base64" per line, manifests/<name> to manifests/.
   printf '%s\n' "${{EXTRA_MANIFESTS:-}}" | while read -r name data; do
     if [ -z "$name" ]; then continue; fi
-    if [ -e "$dir/openshift/$name" ]; then
-      echo "ocp:installer.extraManifests: $name would replace the installer's own openshift/$name: rename it" >&2
+    case "$name" in manifests/*) target="$dir/$name";; *) target="$dir/openshift/$name";; esac
+    if [ -e "$target" ]; then
+      echo "ocp:installer.extraManifests: $name would replace the installer's own ${{target#"$dir"/}}: rename it" >&2
       exit 3
     fi
-    printf '%s' "$data" | base64 -d > "$dir/openshift/$name"
+    printf '%s' "$data" | base64 -d > "$target"
   done
-fi
+{merge_script()}fi
 "$OPENSHIFT_INSTALL" create ignition-configs --dir "$dir" >&2
 generated_at=$(date -u +%s)
 release=$("$OPENSHIFT_INSTALL" version | sed -n 's/^release image //p')
@@ -251,6 +253,8 @@ def run_environment(
         environment["EXTRA_MANIFESTS"] = "\n".join(
             f"{name} {base64.b64encode(data).decode()}" for name, data in sorted(manifests.items())
         )
+    if installer.cloud_provider_config is not None:  # merged into the installer's manifests/cloud-provider-config.yaml
+        environment["CLOUD_PROVIDER_CONFIG"] = environment_value(installer.cloud_provider_config)
     if config.integrated:
         assert config.openstack is not None
         environment["OS_CLOUD"] = config.openstack.cloud  # the installer validates against the cloud

@@ -1,7 +1,12 @@
 """The user's own manifests (ocp:installer.extraManifests): the *.yaml, *.yml and *.json files
 of one directory, each checked as YAML before anything runs, added to the installer's
 `openshift/` between `create manifests` and `create ignition-configs` (cluster/installer.py),
-as OpenShift's docs do for MachineConfigs. Pure Python but for reading that directory."""
+as OpenShift's docs do for MachineConfigs; those of its subdirectory `manifests/` go to the
+installer's `manifests/` (what must exist before the cluster's operators start), as the
+installer's own directory has them: one key, one record of digests, one warning on day 2.
+The installer's cloud provider config there is not replaced but merged into
+(ocp:installer.cloudProviderConfig, cluster/cloud_provider_config.py). Pure Python but for
+reading that directory."""
 
 from __future__ import annotations
 
@@ -14,6 +19,10 @@ import yaml
 
 KEY = "ocp:installer.extraManifests"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# The subdirectory whose files go to the installer's manifests/ (named so in the run script's list).
+EARLY = "manifests"
+# The installer's own file there that users used to edit by hand: merged into, never replaced.
+CLOUD_PROVIDER_CONFIG = "cloud-provider-config.yaml"
 # The run script gets every added manifest in one environment string (EXTRA_MANIFESTS), which Linux
 # caps at 128 KiB (MAX_ARG_STRLEN); the rest is left to ocp:ntpServers' MachineConfigs.
 ENVIRONMENT_BUDGET = 120 * 1024
@@ -30,25 +39,28 @@ def read_extra_manifests(directory: str | None, ours: Mapping[str, bytes] | None
     path = Path(directory)
     if not path.is_dir():
         return {}, [f"{KEY}: {directory} is not a directory: name the directory that holds the manifests to add"]
+    early = path / EARLY
     try:
-        names = sorted(p for p in path.iterdir() if p.suffix in MANIFEST_SUFFIXES and not p.is_dir())
+        names = [(p, p.name) for p in sorted(path.iterdir()) if p.suffix in MANIFEST_SUFFIXES and not p.is_dir()]
+        if early.is_dir():
+            names += [(p, f"{EARLY}/{p.name}") for p in sorted(early.iterdir()) if p.suffix in MANIFEST_SUFFIXES and not p.is_dir()]
     except OSError as error:
         return {}, [f"{KEY}: {directory} cannot be read ({error.strerror})"]
     if not names:
-        return {}, [f"{KEY}: {directory} holds no .yaml, .yml or .json file: add the manifests, or remove the key"]
+        return {}, [f"{KEY}: {directory} holds no .yaml, .yml or .json file (nor its {EARLY}/): add the manifests, or remove the key"]
     files: dict[str, bytes] = {}
     problems = []
-    for file in names:
+    for file, name in names:
         try:
             data = file.read_bytes()
         except OSError as error:
-            problems.append(f"{KEY}: {file.name} in {directory} cannot be read ({error.strerror})")
+            problems.append(f"{KEY}: {name} in {directory} cannot be read ({error.strerror})")
             continue
-        problem = manifest_problem(file.name, data) or _replaces(file.name, data, ours or {})
+        problem = manifest_problem(file.name, data) or (_replaces_early(file.name) if name != file.name else _replaces(file.name, data, ours or {}))
         if problem:
-            problems.append(f"{KEY}: {file.name} in {directory} {problem}")
+            problems.append(f"{KEY}: {name} in {directory} {problem}")
         else:
-            files[file.name] = data
+            files[name] = data
     size = sum(len(name) + 2 + 4 * -(-len(data) // 3) for name, data in files.items())
     if size > ENVIRONMENT_BUDGET:
         problems.append(
@@ -62,6 +74,15 @@ def read_extra_manifests(directory: str | None, ours: Mapping[str, bytes] | None
 def _objects(data: bytes) -> set[tuple[str, str]]:
     documents = [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
     return {(str(d.get("kind")), str((d.get("metadata") or {}).get("name"))) for d in documents}
+
+
+def _replaces_early(name: str) -> str | None:
+    if name == CLOUD_PROVIDER_CONFIG:
+        return (
+            "would replace the installer's cloud provider config (its [Global] section holds what the installer read from "
+            "your cloud): write your settings in ocp:installer.cloudProviderConfig instead, which merges them into it"
+        )
+    return None
 
 
 def _replaces(name: str, data: bytes, ours: Mapping[str, bytes]) -> str | None:

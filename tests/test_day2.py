@@ -172,6 +172,7 @@ DEV_EDITS = [
     # Install-time inputs: warned, nothing changes.
     Edit("ntpServers", key("ntpServers", ["10.20.0.1", "ntp.example.com"]), warns=("ntpServers",)),
     Edit("installer.extraManifests", lambda config: {**config, "ocp:installer": json.dumps({**json.loads(config["ocp:installer"]), "extraManifests": str(ROOT / "samples" / "manifests")})}, warns=("installer.extraManifests",)),
+    Edit("installer.cloudProviderConfig", section("installer", cloudProviderConfig="[BlockStorage]\nignore-volume-az = yes\n"), warns=("installer.cloudProviderConfig",)),
     # Two workers stay in the first group; a third starts the second; one group each would move worker 1.
     Edit("workers.serverGroupSize 2", section("workers", serverGroupSize=2)),
     Edit(
@@ -386,6 +387,7 @@ def test_a_kvm_stack_installed_before_the_domain_type_key_keeps_its_domains():
 @pytest.mark.parametrize("name,edit", [
     ("ntpServers", key("ntpServers", ["10.20.0.1"])),
     ("installer.extraManifests", section("installer", extraManifests=str(ROOT / "samples" / "manifests"))),
+    ("installer.cloudProviderConfig", section("installer", cloudProviderConfig="[BlockStorage]\nignore-volume-az = yes\n")),
 ])
 def test_a_stack_installed_before_a_key_existed_is_warned_when_it_is_set(name, edit):
     """Such a record lacks the key, and only recorded keys are compared: it was unset then."""

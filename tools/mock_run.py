@@ -265,10 +265,10 @@ def _plan_root(files: dict[str, bytes]) -> bytes:
 
 
 def _added_manifests(environment: dict[str, str]) -> dict[str, bytes]:
-    """The manifests the run script writes into openshift/ (its EXTRA_MANIFESTS: `name base64` lines),
-    so that the fake's bootstrap config carries them as the installer's does."""
+    """The manifests the run script writes into openshift/, or manifests/ for `manifests/<name>` (its
+    EXTRA_MANIFESTS: `name base64` lines), so that the fake's bootstrap config carries them as the installer's does."""
     lines = (line.split(" ", 1) for line in environment.get("EXTRA_MANIFESTS", "").splitlines() if line.strip())
-    return {f"openshift/{name}": base64.b64decode(data) for name, data in lines}
+    return {name if name.startswith("manifests/") else f"openshift/{name}": base64.b64decode(data) for name, data in lines}
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):

@@ -128,3 +128,51 @@ def test_the_run_script_never_lets_a_manifest_replace_one_of_the_installers(tmp_
     assert result.returncode == 3 and result.stdout == ""
     assert f"ocp:installer.extraManifests: {ssh} would replace the installer's own openshift/{ssh}" in result.stderr
     assert "99-master-ssh" in (tmp_path / "assets" / "openshift" / ssh).read_text(), "the installer's file stays"
+
+
+def test_files_of_the_manifests_subdirectory_go_to_the_installers_manifests(tmp_path):
+    directory = _directory(tmp_path, {"a.yaml": CONFIG_MAP.format(name="a")})
+    (directory / "manifests").mkdir()
+    (directory / "manifests" / "early.yaml").write_text(CONFIG_MAP.format(name="early"))
+    (directory / "manifests" / "cloud-provider-config.yaml").write_text(CONFIG_MAP.format(name="cloud-provider-config"))
+    files, problems = read_extra_manifests(str(directory))
+    assert sorted(files) == ["a.yaml", "manifests/early.yaml"]
+    assert problems == [
+        f"{KEY}: manifests/cloud-provider-config.yaml in {directory} would replace the installer's cloud provider config (its [Global] "
+        "section holds what the installer read from your cloud): write your settings in ocp:installer.cloudProviderConfig instead, which merges them into it"
+    ]
+    # Only a subdirectory: the key still names manifests.
+    only = _directory(tmp_path / "only", {})
+    (only / "manifests").mkdir()
+    (only / "manifests" / "early.yaml").write_text(CONFIG_MAP.format(name="early"))
+    assert read_extra_manifests(str(only)) == ({"manifests/early.yaml": CONFIG_MAP.format(name="early").encode()}, [])
+
+
+def test_the_real_installer_puts_them_where_the_bootstrap_applies_them(tmp_path):
+    """With the real installer (platform none, offline): a file of manifests/ reaches the bootstrap's
+    /opt/openshift/manifests/, beside the installer's own; one named as one of those stops the run."""
+    binary = real_installer.binary()
+    if binary is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    config = load_config(stack_config("standalone"))
+    plan = plan_addresses(config)
+
+    def run(added: dict[str, bytes], where: Path) -> subprocess.CompletedProcess:
+        environment = {
+            **run_environment(config, "standalone", render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan), added),
+            "PATH": os.environ["PATH"], "OPENSHIFT_INSTALL": str(binary), "OC": str(stand_in_oc(tmp_path)), "INSTALLER_DIR": str(where),
+        }
+        return subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)
+
+    early = CONFIG_MAP.format(name="early").encode()
+    result = run({"manifests/99-early.yaml": early, "late.yaml": CONFIG_MAP.format(name="late").encode()}, tmp_path / "assets")
+    assert result.returncode == 0, result.stderr
+    from cluster.dataurl import decode_data_url
+    from cluster.installer import InstallerAssets, unbundle
+
+    files = {entry["path"]: entry for entry in InstallerAssets.from_files(unbundle(result.stdout)).bootstrap["storage"]["files"]}
+    assert decode_data_url(files["/opt/openshift/manifests/99-early.yaml"]["contents"]["source"]) == early
+    assert "/opt/openshift/openshift/late.yaml" in files and "/opt/openshift/manifests/cluster-config.yaml" in files
+    refused = run({"manifests/cluster-config.yaml": early}, tmp_path / "again")
+    assert refused.returncode == 3 and refused.stdout == ""
+    assert "ocp:installer.extraManifests: manifests/cluster-config.yaml would replace the installer's own manifests/cluster-config.yaml" in refused.stderr

@@ -18,7 +18,7 @@ from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.installer import render_install_config
 from tests.conftest import PULL_SECRET, stack_config
-from tests.localcloud.conftest import ROOT
+from tests.localcloud.conftest import ROOT, sdk
 from tools import real_installer
 from tools.sample_installer.release import FAKE_MARKER
 
@@ -64,3 +64,30 @@ def test_the_offline_plan_of_dev_uses_the_real_installer_while_the_local_cloud_i
     assert f"installer configs: made by the real {real_installer.version()} against the local cloud (harness.localcloud)" in planned.stdout
     bootstrap = next(path for path in (out / "nodes").iterdir() if path.name.endswith("-bootstrap"))
     assert FAKE_MARKER not in (bootstrap / "ignition.json").read_text()
+
+
+def test_the_cloud_provider_settings_reach_the_bootstrap_merged_into_the_installers(installer, cloud, cloud_env, tmp_path):
+    """ocp:installer.cloudProviderConfig through the program's run script and the real installer: the bootstrap's
+    copy of manifests/cloud-provider-config.yaml holds the installer's [Global] and [LoadBalancer] (the local cloud's
+    external network) with the user's keys in their sections."""
+    from cluster.day2 import stack_settings
+    from cluster.installer import InstallerAssets, run_environment, run_script, unbundle
+    from tests.cluster.test_cloud_provider_config import bootstrap_cloud_provider_config
+    from tests.conftest import with_section
+
+    settings = "[BlockStorage]\nignore-volume-az = yes\n[LoadBalancer]\nlb-provider = amphora\nmax-shared-lb = 2\n"
+    config = load_config(with_section(stack_config("dev"), "installer", cloudProviderConfig=settings))
+    plan = plan_addresses(config)
+    environment = {
+        **cloud_env, **run_environment(config, "dev", render_install_config(config, plan, PULL_SECRET), PULL_SECRET, stack_settings(config, plan)),
+        "PATH": os.environ["PATH"], "OPENSHIFT_INSTALL": str(installer), "INSTALLER_DIR": str(tmp_path / "assets"),
+    }
+    result = subprocess.run(["bash", "-c", run_script()], env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    merged = bootstrap_cloud_provider_config(InstallerAssets.from_files(unbundle(result.stdout)))
+    external = sdk(cloud, "result = tenant.network.find_network('external', ignore_missing=False).id")  # type: ignore[attr-defined]
+    assert merged == (
+        "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n"
+        f"region = RegionOne\n\n[LoadBalancer]\nfloating-network-id = {external}\nlb-provider = amphora\nmax-shared-lb = 2\n"
+        "\n[BlockStorage]\nignore-volume-az = yes\n"
+    ), merged
