@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         "--shape",
         action="append",
         choices=[*SHAPES, "all"],
-        help="node counts: as-is (default), compact (no workers), five-masters, or all; several run side by side",
+        help="node counts: as-is (default), compact (no workers), five-masters, dual-stack (compact, IPv6 VIPs observed), or all; several run side by side",
     )
     parser.add_argument("--scenario", choices=list(SCENARIOS), help="run this one (after those it needs)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
