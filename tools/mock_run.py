@@ -41,6 +41,7 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import wait_for_rpcs
 from pulumi.runtime.sync_await import _sync_await
 
+from cluster.cloud_provider_config import MERGE_AWK
 from cluster.installer import RECORD_FILE, RELEASE_FILE, ROOT_FILE, bundle, read_script, unbundle, upi_manifests
 from components import program
 from tools import real_installer, sample_installer
@@ -241,6 +242,8 @@ class ClusterMocks(pulumi.runtime.Mocks):
             if clash:  # as the run script refuses it
                 name = clash[0].removeprefix("openshift/")
                 raise pulumi.RunError(f"installer-run: ocp:installer.extraManifests: {name} would replace the installer's own {clash[0]}")
+            if environment.get("CLOUD_PROVIDER_CONFIG"):  # merged by the run script's own awk program
+                manifests[CLOUD_CONFIG] = _merged_cloud_config(manifests[CLOUD_CONFIG], environment["CLOUD_PROVIDER_CONFIG"])
             files = sample_installer.ignition_configs(install_config, {**manifests, **added})
         else:
             files = sample_installer.generate(install_config)
@@ -262,6 +265,15 @@ class ClusterMocks(pulumi.runtime.Mocks):
 def _plan_root(files: dict[str, bytes]) -> bytes:
     """The run script's 32 random bytes, made from the configs here so that a plan is the same on every run."""
     return hashlib.sha256(b"ocp-offline-plan-root\0" + files["metadata.json"]).digest()
+
+
+CLOUD_CONFIG = "manifests/cloud-provider-config.yaml"
+
+
+def _merged_cloud_config(installers: bytes, settings: str) -> bytes:
+    """The fake's cloud provider config with the stack's settings merged as the run script merges them."""
+    merged = subprocess.run(["awk", MERGE_AWK], input=installers, env={"PATH": os.environ.get("PATH", os.defpath), "CLOUD_PROVIDER_CONFIG": settings}, capture_output=True, check=True)
+    return merged.stdout
 
 
 def _added_manifests(environment: dict[str, str]) -> dict[str, bytes]:

@@ -169,3 +169,18 @@ def test_the_install_record_keeps_the_settings():
     config = load_config(with_section(stack_config("dev"), "installer", cloudProviderConfig=SETTINGS))
     assert stack_settings(config, plan_addresses(config))["installer.cloudProviderConfig"] == SETTINGS
     assert json.loads(json.dumps(SETTINGS)) == SETTINGS
+
+
+def test_the_offline_plan_shows_the_bootstrap_the_merged_config():
+    """The program under mocks with the fake installer (the offline plan's): the bootstrap's config holds the settings
+    as the run script merges them (tools/mock_run.py runs its awk program on the fake's file)."""
+    from cluster.dataurl import file_contents
+    from tests.conftest import run
+    from tools.plan import node_outputs
+
+    program_run = run(with_section(stack_config("dev"), "installer", cloudProviderConfig=SETTINGS))
+    bootstrap = next(node for node in node_outputs(program_run) if node.hostname.endswith("-bootstrap"))
+    (entry,) = [e for e in bootstrap.ignition["storage"]["files"] if e["path"] == "/opt/openshift/manifests/cloud-provider-config.yaml"]
+    merged = _sections(yaml.safe_load(file_contents(entry))["data"]["config"])
+    assert merged["[BlockStorage]"] == ["ignore-volume-az = yes"], merged
+    assert merged["[LoadBalancer]"] == ["lb-provider = ovn", "lb-method = SOURCE_IP_PORT", 'floating-network-id = "6a4e1c2e-0000-4000-8000-000000000001"'], merged
