@@ -58,7 +58,7 @@ class AddressPlan:
     api_vips: tuple[IPAddress, ...]
     ingress_vips: tuple[IPAddress, ...]
     bootstrap: Node
-    helper_ip: IPAddress  # the bootstrap helper, primary family only
+    helper_ips: tuple[IPAddress, ...]  # the bootstrap helper's, one per family
     master_slots: tuple[Node, ...]
     worker_slots: tuple[Node, ...]
     master_count: int
@@ -82,6 +82,10 @@ class AddressPlan:
     @property
     def ingress_vip(self) -> IPAddress:
         return self.ingress_vips[0]
+
+    @property
+    def helper_ip(self) -> IPAddress:
+        return self.helper_ips[0]
 
     @property
     def allocation_pools(self) -> tuple[tuple[IPAddress, IPAddress], ...]:
@@ -168,7 +172,7 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
         api_vips=tuple(api for api, _ in vips),
         ingress_vips=tuple(ingress for _, ingress in vips),
         bootstrap=bootstrap,
-        helper_ip=host(networks[0], HELPER_OFFSET),
+        helper_ips=ips(HELPER_OFFSET),
         master_slots=master_slots,
         worker_slots=worker_slots,
         master_count=config.masters.count,

@@ -71,6 +71,8 @@ class Subnet:
     cidr: str | None  # None: unknown
     # Its DHCP allocation pools, (first, last) address each: what Neutron may hand any port.
     pools: tuple[tuple[str, str], ...] = ()
+    # IPv6: how ports get their addresses (slaac, dhcpv6-stateless, dhcpv6-stateful; None: not set).
+    ipv6_address_mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,11 @@ def _network(item: Mapping[str, Any]) -> Network:
 def _subnet(item: Mapping[str, Any]) -> Subnet:
     cidr = item.get("cidr")
     pools = tuple((str(first), str(last)) for first, last in item.get("pools") or ())
-    return Subnet(str(item["id"]), str(item.get("name") or ""), str(item.get("network") or ""), str(cidr) if cidr is not None else None, pools)
+    mode = item.get("ipv6AddressMode")
+    return Subnet(
+        str(item["id"]), str(item.get("name") or ""), str(item.get("network") or ""), str(cidr) if cidr is not None else None, pools,
+        str(mode) if mode is not None else None,
+    )
 
 
 def _strings(value: object) -> bool:
@@ -301,7 +307,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         extensions=config.integrated or bool(openstack.extra_networks),
         hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
         networks=tuple(dict.fromkeys(networks)),
-        subnets=(existing.subnet_id,) if existing else (),
+        subnets=tuple(existing.subnet_ids) if existing else (),
     )
 
 

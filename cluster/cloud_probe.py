@@ -147,6 +147,7 @@ def subnets_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str,
             {
                 "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
                 "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
+                **({"ipv6AddressMode": found.ipv6_address_mode} if ":" in (found.cidr or "") else {}),
             }
             for found in _by_ref(connection.network.get_subnet, connection.network.subnets, ref)
         ]

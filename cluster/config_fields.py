@@ -118,7 +118,7 @@ def _address_of_either_family(value: Any) -> Any:
     return value
 
 
-def _one_or_list(value: Any) -> Any:
+def one_or_list(value: Any) -> Any:
     """One value, or a list of one or two (a list in the stack file reaches the program as JSON text)."""
     if isinstance(value, str) and value.lstrip().startswith("["):
         try:
@@ -145,7 +145,7 @@ def _list_of_text(value: Any) -> Any:
     return value
 
 
-def _nameserver(value: IPv4Address) -> IPv4Address:
+def _nameserver(value: IPv4Address | IPv6Address) -> IPv4Address | IPv6Address:
     if value.is_loopback or value.is_unspecified or value.is_multicast:
         raise ValueError(
             f"{value} is a local address, not a DNS server the nodes can ask: write the upstream resolver "
@@ -328,21 +328,23 @@ MachineNetwork = Annotated[
 ]
 # ocp:machineNetwork: one CIDR, or one per address family (dual-stack), the primary first.
 MachineNetworks = Annotated[
-    tuple[MachineNetwork, ...], BeforeValidator(_one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
+    tuple[MachineNetwork, ...], BeforeValidator(one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
 ]
 Address = Annotated[IPv4Address | IPv6Address, BeforeValidator(_address_of_either_family)]
 # ocp:apiVip, ocp:ingressVip: one address, or one per family of ocp:machineNetwork, in its order.
-Vips = Annotated[tuple[Address, ...], BeforeValidator(_one_or_list), Field(max_length=2), AfterValidator(_one_per_family)]
+Vips = Annotated[tuple[Address, ...], BeforeValidator(one_or_list), Field(max_length=2), AfterValidator(_one_per_family)]
 # A network of either family (ocp:serviceNetwork, ocp:clusterNetwork's cidr).
 AnyCidr = Annotated[IPv4Network | IPv6Network, BeforeValidator(_network_of_either_family)]
+# Sources of either family: a list, or the installer's comma-separated string.
+AnyCidrList = Annotated[tuple[AnyCidr, ...], BeforeValidator(_list_of_text), AfterValidator(distinct)]
 ServiceNetworks = Annotated[
-    tuple[AnyCidr, ...], BeforeValidator(_one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
+    tuple[AnyCidr, ...], BeforeValidator(one_or_list), Field(min_length=1, max_length=2), AfterValidator(_one_per_family)
 ]
 
 
 PemBundle = Annotated[str, AfterValidator(_pem_bundle)]
 Nameservers = Annotated[
-    tuple[Annotated[IPv4Address, AfterValidator(_nameserver)], ...],
+    tuple[Annotated[IPv4Address | IPv6Address, BeforeValidator(_address_of_either_family), AfterValidator(_nameserver)], ...],
     BeforeValidator(_list_of_addresses),
     Field(min_length=1, max_length=3),
     AfterValidator(distinct),

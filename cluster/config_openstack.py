@@ -7,18 +7,19 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_serializer, model_validator
 
 from cluster.config_base import Model
 from cluster.config_fields import (
-    Cidr,
-    CidrList,
+    AnyCidr,
+    AnyCidrList,
     FloatingIpChoice,
     NeutronRef,
     NonEmpty,
     OpenStackId,
     PemBundle,
     distinct,
+    one_or_list,
 )
 
 PoolName = Literal["masters", "workers"]
@@ -27,13 +28,25 @@ VnicType = Literal["normal", "direct", "macvtap"]
 
 class ExistingNetwork(Model):
     """A network and subnet the user is given (the installer's controlPlanePort): the nodes' ports
-    and the VIPs are made on it; nothing of it is made or deleted. Each by ID or by name."""
+    and the VIPs are made on it; nothing of it is made or deleted. Each by ID or by name.
+    Dual-stack: subnetId lists one subnet per family of ocp:machineNetwork, in its order."""
 
     network_id: NeutronRef
-    subnet_id: NeutronRef
+    subnet_ids: Annotated[
+        tuple[NeutronRef, ...], BeforeValidator(one_or_list), Field(min_length=1, max_length=2), AfterValidator(distinct)
+    ] = Field(alias="subnetId")
     # A router from this network's subnet to externalNetwork: only where the subnet is not routed
     # already and floating IPs are wanted (a provider network needs none).
     router: bool = False
+
+    @field_serializer("subnet_ids")
+    def _one_as_written_before(self, value: tuple[str, ...]) -> str | list[str]:
+        return value[0] if len(value) == 1 else list(value)  # the install record of one family, unchanged
+
+    @property
+    def subnet_id(self) -> str:
+        """The subnet of ocp:machineNetwork's first (primary) family."""
+        return self.subnet_ids[0]
 
 
 class AdditionalNetwork(Model):
@@ -89,11 +102,12 @@ class OpenStack(Model):
     existing_network: ExistingNetwork | None = None
     # Who may reach what beyond the machine network (cluster/firewall.py). The machine network
     # itself is always admitted; a list replaces the default, [] admits nobody else.
-    api_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
-    ingress_allowed_cidrs: CidrList = (IPv4Network("0.0.0.0/0"),)
-    node_port_allowed_cidrs: CidrList = ()
+    # Unset, the API and Ingress admit the world of each family of ocp:machineNetwork (cluster/firewall.py).
+    api_allowed_cidrs: AnyCidrList = (IPv4Network("0.0.0.0/0"),)
+    ingress_allowed_cidrs: AnyCidrList = (IPv4Network("0.0.0.0/0"),)
+    node_port_allowed_cidrs: AnyCidrList = ()
     # SSH to the bootstrap helper, for `pulumi up`'s upload; required with a helper floating IP.
-    ssh_allowed_cidr: Cidr | None = None
+    ssh_allowed_cidr: AnyCidr | None = None
 
     @property
     def extra_networks(self) -> tuple[AdditionalNetwork, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 from cluster import address_layout, cloud_provider_config
+from cluster.config_rules_families import FAMILY_CHECKS
 from cluster.config_rules_openstack import OPENSTACK_CHECKS
 
 
@@ -166,11 +167,14 @@ def _fips_ssh_keys(c: Any) -> Iterable[str]:
 
 def _machine_network_clear(c: Any) -> Iterable[str]:
     # The cluster's own networks (ocp:clusterNetwork, ocp:serviceNetwork) and OVN-Kubernetes' internal ones.
-    network = c.machine_network
-    for other, what in (
-        (c.cluster_network.cidr, "the cluster network (pod addresses, ocp:clusterNetwork)"),
-        (c.service_network, "the service network (ocp:serviceNetwork)"),
-        *_OVN_NETWORKS,
+    for network, other, what in (
+        (network, other, what)
+        for network in c.machine_networks
+        for other, what in (
+            *((entry.cidr, "the cluster network (pod addresses, ocp:clusterNetwork)") for entry in c.cluster_networks),
+            *((each, "the service network (ocp:serviceNetwork)") for each in c.service_networks),
+            *_OVN_NETWORKS,
+        )
     ):
         if network.overlaps(other):
             yield (
@@ -187,35 +191,43 @@ _OVN_NETWORKS = (
 
 
 def _cluster_networks_apart(c: Any) -> Iterable[str]:
-    pods, services = c.cluster_network.cidr, c.service_network
-    if pods.overlaps(services):
-        yield (
-            f"ocp:serviceNetwork: {services} overlaps ocp:clusterNetwork {pods}: services and pods need "
-            "separate ranges, e.g. serviceNetwork: 172.30.0.0/16"
-        )
+    for pods in (entry.cidr for entry in c.cluster_networks):
+        for services in c.service_networks:
+            if pods.overlaps(services):
+                example = "172.30.0.0/16" if services.version == 4 else "fd02::/112"
+                yield (
+                    f"ocp:serviceNetwork: {services} overlaps ocp:clusterNetwork {pods}: services and pods need "
+                    f"separate ranges, e.g. serviceNetwork: {example}"
+                )
     for other, what in _OVN_NETWORKS:
-        for key, network in (("clusterNetwork", pods), ("serviceNetwork", services)):
+        for key, network in (
+            *(("clusterNetwork", entry.cidr) for entry in c.cluster_networks),
+            *(("serviceNetwork", each) for each in c.service_networks),
+        ):
             if network.overlaps(other):
                 yield f"ocp:{key}: {network} overlaps {what} {other}: pick a range outside it"
 
 
 def _addresses(c: Any) -> Iterable[str]:
 
-    yield from address_layout.placement_problems(
-        c.machine_network, c.cluster_name, c.api_vip, c.ingress_vip, c.workers.max_count
-    )
+    networks = c.machine_networks
+    for network, api_vip, ingress_vip in zip(
+        networks, address_layout.per_family(networks, c.api_vips), address_layout.per_family(networks, c.ingress_vips)
+    ):
+        yield from address_layout.placement_problems(network, c.cluster_name, api_vip, ingress_vip, c.workers.max_count)
 
 
 def _nameservers_outside_the_cluster(c: Any) -> Iterable[str]:
 
-    network = c.machine_network
-    api_vip, ingress_vip = address_layout.effective_vips(network, c.api_vip, c.ingress_vip)
-    ours = {
-        **address_layout.reserved_addresses(network, c.cluster_name, c.workers.max_count),
-        api_vip: "the API VIP",
-        ingress_vip: "the Ingress VIP",
-    }
-    ours.pop(address_layout.gateway(network), None)  # a router or the libvirt host may well serve DNS
+    ours = {}
+    networks = c.machine_networks
+    for network, api, ingress in zip(
+        networks, address_layout.per_family(networks, c.api_vips), address_layout.per_family(networks, c.ingress_vips)
+    ):
+        api_vip, ingress_vip = address_layout.effective_vips(network, api, ingress)
+        ours.update(address_layout.reserved_addresses(network, c.cluster_name, c.workers.max_count))
+        ours.update({api_vip: "the API VIP", ingress_vip: "the Ingress VIP"})
+        ours.pop(address_layout.gateway(network), None)  # a router or the libvirt host may well serve DNS
     for server in c.nameservers:
         if server in ours:
             yield (
@@ -237,6 +249,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _root_volume_zones,
     _fips_ssh_keys,
     _added_at_the_installer_run,
+    *FAMILY_CHECKS,
     _machine_network_clear,
     _cluster_networks_apart,
     _addresses,

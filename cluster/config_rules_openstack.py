@@ -83,9 +83,10 @@ def _allowed_cidrs_measured(c: Any) -> Iterable[str]:
         ports = [f"{protocol.upper()} {low}-{high}" for protocol, low, high in opened if not world_port(protocol, low, high)]
         sources = getattr(c.openstack, to_snake(key))
         # The machine network is always admitted too (cluster/firewall.py), as the pack counts it.
-        wide = too_wide([c.machine_network, *sources]) if ports else []
+        wide = too_wide([*c.machine_networks, *sources]) if ports else []
         if wide:
-            machine = f" with ocp:machineNetwork {c.machine_network}" if public_addresses([c.machine_network])[4] else ""
+            public = public_addresses(c.machine_networks)
+            machine = f" with ocp:machineNetwork {', '.join(map(str, c.machine_networks))}" if public[4] or public[6] else ""
             yield (
                 f"ocp:openstack.{key}: [{', '.join(map(str, sources))}]{machine} admits {' and '.join(wide)} to "
                 f"{' and '.join(ports)}: only TCP 6443, 80, 443 and ICMP may be open that wide (the policy pack "
@@ -135,9 +136,10 @@ def _floating_ips(c: Any) -> Iterable[str]:
         if isinstance(address, IPv4Address)
     }
     for key, address in chosen.items():
-        if address in c.machine_network:
+        inside = next((n for n in c.machine_networks if n.version == address.version and address in n), None)
+        if inside is not None:
             yield (
-                f"ocp:openstack.{key}: {address} is in ocp:machineNetwork {c.machine_network}: a floating IP is an "
+                f"ocp:openstack.{key}: {address} is in ocp:machineNetwork {inside}: a floating IP is an "
                 "address of the external network (`openstack floating ip list`), or write 'create'"
             )
     if len(chosen) == 2 and chosen["apiFloatingIp"] == chosen["ingressFloatingIp"]:

@@ -11,7 +11,7 @@ import json
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_serializer, field_validator, model_validator
 
 from cluster.config_base import Model
 from cluster.config_fields import (
@@ -399,6 +399,13 @@ class ClusterConfig(Model):
         """The flavor a description of the worker pool names: the workers', or the masters' when
         the workers have none (count 0), since the installer and the Machine API need one."""
         return self.workers.flavor or self.masters.flavor
+
+    @field_serializer("machine_networks", "api_vips", "ingress_vips", "cluster_networks", "service_networks")
+    def _one_as_written_before(self, value: tuple[Any, ...]) -> Any:
+        # One family dumps as one value, as before dual-stack: the install record and the day-2
+        # review of running stacks read these keys unchanged.
+        dumped = [item.model_dump(by_alias=True, mode="json") if isinstance(item, ClusterNetwork) else str(item) for item in value]
+        return None if not dumped else dumped[0] if len(dumped) == 1 else dumped
 
     @property
     def machine_network(self) -> IPv4Network | IPv6Network:

@@ -29,6 +29,7 @@ from cluster.addresses import AddressPlan, server_name
 from cluster.config import ClusterConfig
 from cluster.day2_effects import EFFECTS, Effect, Kind, effect_of
 from cluster.installer import MAX_BOOTSTRAP_AGE_HOURS, InstallerAssets, check_assets, installed_settings
+from cluster.installer_output import one_or_all
 from cluster.manifests import digests, read_extra_manifests
 
 # The catalogue's names, as the program, the tools and the tests import them from here.
@@ -39,7 +40,7 @@ def stack_settings(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     """The stack's settings as the user writes them, flattened to dotted keys, with the VIPs
     the plan resolved and the pull secret as a digest: what the install record keeps."""
     document = config.model_dump(mode="json", by_alias=True, exclude={"pull_secret"})
-    document["apiVip"], document["ingressVip"] = str(plan.api_vip), str(plan.ingress_vip)
+    document["apiVip"], document["ingressVip"] = one_or_all(plan.api_vips), one_or_all(plan.ingress_vips)  # dual-stack: lists
     secret = config.pull_secret.get_secret_value().encode()
     document["pullSecret"] = "sha256:" + hashlib.sha256(secret).hexdigest()
     if config.installer.extra_manifests is not None:  # what the installer got, not only where from
@@ -100,7 +101,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     refused = {problem.split(":")[1] for problem in problems}
     problems += [
         problem
-        for problem in check_assets(config, str(plan.api_vip), str(plan.ingress_vip), assets)
+        for problem in check_assets(config, one_or_all(plan.api_vips), one_or_all(plan.ingress_vips), assets)
         if problem.split(":")[1] not in refused
     ]
     problems += _config_source(config, installed)

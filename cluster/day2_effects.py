@@ -36,7 +36,7 @@ EFFECTS: dict[str, Effect] = {
     "platform": Effect("refuse", f"a cluster cannot move between platforms: {_NEW_CLUSTER}"),
     "clusterName": Effect("refuse", f"the name is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
     "baseDomain": Effect("refuse", f"the domain is in every certificate and DNS name of the cluster: {_NEW_CLUSTER}"),
-    "machineNetwork": Effect("refuse", f"every node address and the subnet come from it: {_NEW_CLUSTER}"),
+    "machineNetwork": Effect("refuse", f"every node address and the subnet come from it, and a running cluster's address families never change: {_NEW_CLUSTER}"),
     "apiVip": Effect("refuse", "the API VIP is in every node's keepalived, haproxy and DNS configuration"),
     "ingressVip": Effect("refuse", "the Ingress VIP is in every node's keepalived and DNS configuration"),
     "loadBalancer": Effect(

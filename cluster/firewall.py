@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import NamedTuple
 
 from cluster.addresses import AddressPlan
 from cluster.config import ClusterConfig
 
 WORLD = IPv4Network("0.0.0.0/0")
+WORLD6 = IPv6Network("::/0")
+WORLDS = {4: WORLD, 6: WORLD6}
 NODE_PORTS = (30000, 32767)
+Source = IPv4Network | IPv6Network
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Rule:
     protocol: str  # tcp, udp, icmp, esp, vrrp (Neutron's names)
     port_min: int | None
     port_max: int | None
-    source: IPv4Network
+    source: Source
     description: str
     # Why this rule must admit more than the machine network; empty for rules that do not.
     why: str = ""
@@ -41,8 +44,12 @@ class Rule:
     def key(self) -> str:
         """Stable identity, used in resource names: changing one rule touches one resource."""
         ports = "" if self.port_min is None else f"-{self.port_min}" + ("" if self.port_max == self.port_min else f"-{self.port_max}")
-        source = "world" if self.source == WORLD else str(self.source).replace("/", "_")
+        source = {WORLD: "world", WORLD6: "world6"}.get(self.source) or str(self.source).replace("/", "_").replace(":", "-")
         return f"{self.protocol}{ports}-{source}"
+
+    @property
+    def ethertype(self) -> str:
+        return f"IPv{self.source.version}"
 
     @property
     def ports(self) -> str:
@@ -62,26 +69,50 @@ class Exposure(NamedTuple):
     why: str
 
 
-def _rules(source: IPv4Network, entries: list[tuple[str, int | None, int | None, str]]) -> list[Rule]:
-    return [Rule(protocol, low, high, source, text) for protocol, low, high, text in entries]
+def _rule(protocol: str, low: int | None, high: int | None, source: Source, text: str, why: str = "") -> Rule:
+    # Neutron's name for ICMP over IPv6.
+    return Rule("ipv6-icmp" if protocol == "icmp" and source.version == 6 else protocol, low, high, source, text, why)
+
+
+def _rules(source: Source, entries: list[tuple[str, int | None, int | None, str]]) -> list[Rule]:
+    return [_rule(protocol, low, high, source, text) for protocol, low, high, text in entries]
+
+
+def _on_machine_networks(config: ClusterConfig, entries: list[tuple[str, int | None, int | None, str]]) -> list[Rule]:
+    """The entries from each family's machine network (dual-stack: the IPv6 one's rules after the IPv4 one's)."""
+    return [rule for network in config.machine_networks for rule in _rules(network, entries)]
 
 
 def _open_to(
-    cidr: IPv4Network, extra: Iterable[IPv4Network], entries: list[tuple[str, int | None, int | None, str]], why: str
+    config: ClusterConfig, extra: Iterable[Source], entries: list[tuple[str, int | None, int | None, str]], why: str
 ) -> list[Rule]:
     """The machine network always (nodes and pods reach these through the VIPs too), then each
     configured source beyond it, with the reason it must be open."""
-    rules = _rules(cidr, entries)
+    rules = _on_machine_networks(config, entries)
     for source in dict.fromkeys(extra):
-        if source != cidr:
-            rules += [Rule(protocol, low, high, source, text, why) for protocol, low, high, text in entries]
+        if source not in config.machine_networks:
+            rules += [_rule(protocol, low, high, source, text, why) for protocol, low, high, text in entries]
     return rules
+
+
+def _clients(config: ClusterConfig, key: str) -> tuple[Source, ...]:
+    """The sources a client key admits: as written, or unset the world of each family of the machine
+    network (0.0.0.0/0, and ::/0 with IPv6)."""
+    if config.openstack is None:
+        return tuple(WORLDS[family] for family in config.families)
+    if key not in config.openstack.model_fields_set:
+        return tuple(WORLDS[family] for family in config.families)
+    return getattr(config.openstack, key)
+
+
+def within_machine_network(config: ClusterConfig, source: Source) -> bool:
+    return any(source.version == network.version and source.subnet_of(network) for network in config.machine_networks)
 
 
 def _intra_cluster(config: ClusterConfig) -> list[Rule]:
     vrrp = [] if config.user_managed_lb else [("vrrp", None, None, "keepalived VRRP (IP protocol 112)")]
-    return _rules(
-        config.machine_network,
+    return _on_machine_networks(
+        config,
         [
             ("udp", 4789, 4789, "VXLAN"),
             ("udp", 6081, 6081, "Geneve"),
@@ -98,12 +129,14 @@ def _intra_cluster(config: ClusterConfig) -> list[Rule]:
 
 
 def _node_common(config: ClusterConfig) -> list[Rule]:
-    cidr = config.machine_network
     extra = config.openstack.node_port_allowed_cidrs if config.openstack else ()
-    icmp = Rule("icmp", None, None, WORLD, "ICMP", "ping and ICMP errors (path MTU discovery) from clients, as the installer opens it")
+    icmp = [
+        _rule("icmp", None, None, WORLDS[family], "ICMP", "ping and ICMP errors (path MTU discovery) from clients, as the installer opens it")
+        for family in config.families
+    ]
     low, high = NODE_PORTS
-    return [icmp] + _open_to(
-        cidr,
+    return icmp + _open_to(
+        config,
         extra,
         [("tcp", low, high, "NodePort services"), ("udp", low, high, "NodePort services")],
         "NodePort services for these clients (ocp:openstack.nodePortAllowedCidrs)",
@@ -111,30 +144,28 @@ def _node_common(config: ClusterConfig) -> list[Rule]:
 
 
 def _ingress(config: ClusterConfig) -> list[Rule]:
-    cidr = config.machine_network
-    extra = config.openstack.ingress_allowed_cidrs if config.openstack else (WORLD,)
     return _open_to(
-        cidr,
-        extra,
+        config,
+        _clients(config, "ingress_allowed_cidrs"),
         [("tcp", 80, 80, "ingress HTTP"), ("tcp", 443, 443, "ingress HTTPS")],
         "clients reach the routes: console, OAuth, applications (ocp:openstack.ingressAllowedCidrs)",
-    ) + _rules(cidr, [("tcp", 1936, 1936, f"router health ({'the load balancer' if config.user_managed_lb else 'keepalived'} checks)")])
+    ) + _on_machine_networks(
+        config, [("tcp", 1936, 1936, f"router health ({'the load balancer' if config.user_managed_lb else 'keepalived'} checks)")]
+    )
 
 
 def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     """Masters, and the bootstrap, which holds the API VIP and serves the MCS first."""
-    cidr = config.machine_network
-    extra = config.openstack.api_allowed_cidrs if config.openstack else (WORLD,)
     rules = (
         _node_common(config)
         + _open_to(
-            cidr,
-            extra,
+            config,
+            _clients(config, "api_allowed_cidrs"),
             [("tcp", 6443, 6443, "Kubernetes API")],
             "clients reach the Kubernetes API (ocp:openstack.apiAllowedCidrs)",
         )
-        + _rules(
-            cidr,
+        + _on_machine_networks(
+            config,
             [
                 ("tcp", 22623, 22623, "machine config server (HTTPS)"),
                 ("tcp", 53, 53, "CoreDNS"),
@@ -150,7 +181,7 @@ def master_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     if not config.integrated:
         # First boot fetches the MCS config by VIP over plain HTTP: no DNS yet, and with
         # `platform: none` the MCS certificate names only api-int (docs/openstack.md).
-        rules += _rules(cidr, [("tcp", 22624, 22624, "machine config server (HTTP, first boot)")])
+        rules += _on_machine_networks(config, [("tcp", 22624, 22624, "machine config server (HTTP, first boot)")])
     return rules
 
 
@@ -168,12 +199,13 @@ def helper_rules(config: ClusterConfig, plan: AddressPlan) -> list[Rule]:
     """The bootstrap helper: its config server for the bootstrap alone, SSH for `pulumi up`."""
     port = config.bootstrap.helper.port
     ssh_from = config.helper_ssh_cidr
-    why = "" if ssh_from.subnet_of(config.machine_network) else (
+    why = "" if within_machine_network(config, ssh_from) else (
         "`pulumi up` copies the bootstrap config onto the helper (ocp:openstack.sshAllowedCidr)"
     )
-    return _rules(
-        IPv4Network(plan.bootstrap.ip), [("tcp", port, port, "bootstrap ignition over HTTP, to the bootstrap only")]
-    ) + [Rule("tcp", 22, 22, ssh_from, "SSH, for uploading the bootstrap ignition", why)]
+    served = [("tcp", port, port, "bootstrap ignition over HTTP, to the bootstrap only")]
+    return [rule for ip in plan.bootstrap.ips for rule in _rules(ip_network(ip), served)] + [
+        Rule("tcp", 22, 22, ssh_from, "SSH, for uploading the bootstrap ignition", why)
+    ]
 
 
 def bootstrap_rules(config: ClusterConfig) -> list[Rule]:
@@ -181,7 +213,7 @@ def bootstrap_rules(config: ClusterConfig) -> list[Rule]:
     runs, for `openshift-install gather bootstrap`. Inside the machine network the master group
     admits it already: nothing."""
     ssh_from = config.helper_ssh_cidr
-    if ssh_from.subnet_of(config.machine_network):
+    if within_machine_network(config, ssh_from):
         return []
     why = "`openshift-install gather bootstrap` from where `pulumi up` runs (ocp:openstack.sshAllowedCidr)"
     return [Rule("tcp", 22, 22, ssh_from, "SSH, for openshift-install gather bootstrap", why)]
@@ -203,10 +235,9 @@ def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[
 def exposure_table(config: ClusterConfig, plan: AddressPlan) -> list[Exposure]:
     """Every rule open beyond the machine network: (group, rule, source, why), in group order.
     libvirt creates no security groups (its nodes sit on the host's NAT network): empty."""
-    cidr = config.machine_network
     return [
         Exposure(group, rule.ports, str(rule.source), rule.why)
         for group, rules in security_groups(config, plan).items()
         for rule in rules
-        if not rule.source.subnet_of(cidr)
+        if not within_machine_network(config, rule.source)
     ]

@@ -24,11 +24,10 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, c
         "metadata": {"name": config.cluster_name},
         "networking": {
             "networkType": "OVNKubernetes",
-            "machineNetwork": [{"cidr": str(config.machine_network)}],
-            "clusterNetwork": [
-                {"cidr": str(config.cluster_network.cidr), "hostPrefix": config.cluster_network.host_prefix}
-            ],
-            "serviceNetwork": [str(config.service_network)],
+            # One entry per family, the primary first, in every list (dual-stack: two).
+            "machineNetwork": [{"cidr": str(network)} for network in config.machine_networks],
+            "clusterNetwork": [{"cidr": str(entry.cidr), "hostPrefix": entry.host_prefix} for entry in config.cluster_networks],
+            "serviceNetwork": [str(network) for network in config.service_networks],
         },
         "controlPlane": {
             "name": "master",
@@ -90,8 +89,8 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
     # The plural VIP lists: the singular apiVIP/ingressVIP and machinesSubnet are deprecated.
     openstack: dict[str, Any] = {
         "cloud": config.openstack.cloud,
-        "apiVIPs": [str(plan.api_vip)],
-        "ingressVIPs": [str(plan.ingress_vip)],
+        "apiVIPs": [str(vip) for vip in plan.api_vips],
+        "ingressVIPs": [str(vip) for vip in plan.ingress_vips],
     }
     if config.openstack.external_network is not None:
         openstack["externalNetwork"] = config.openstack.external_network  # LoadBalancer Services' floating IPs
@@ -101,7 +100,7 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
         # nodes are on its subnet (and it names the subnet in the machines' specs).
         openstack["controlPlanePort"] = {
             "network": _by_id_or_name(existing.network_id),
-            "fixedIPs": [{"subnet": _by_id_or_name(existing.subnet_id)}],
+            "fixedIPs": [{"subnet": _by_id_or_name(subnet)} for subnet in existing.subnet_ids],
         }
     if config.user_managed_lb:
         # The user's balancer fronts the VIPs: the MCO renders no keepalived, haproxy or their

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from functools import cached_property
-from ipaddress import IPv4Network
+from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +235,7 @@ def installed_settings(assets: InstallerAssets) -> dict[str, Any]:
         settings["baseDomain"] = document["baseDomain"]
     networks = (document.get("networking") or {}).get("machineNetwork") or []
     if networks:
-        settings["machineNetwork"] = str(IPv4Network(networks[0]["cidr"]))
+        settings["machineNetwork"] = one_or_all([ip_network(network["cidr"]) for network in networks])
     replicas = (document.get("controlPlane") or {}).get("replicas")
     if replicas is not None:
         settings["masters.count"] = int(replicas)
@@ -247,17 +247,23 @@ def installed_settings(assets: InstallerAssets) -> dict[str, Any]:
     for key, field_name in (("apiVip", "apiVIPs"), ("ingressVip", "ingressVIPs")):
         for section in platform.values():
             if isinstance(section, dict) and section.get(field_name):
-                settings[key] = str(section[field_name][0])
+                settings[key] = one_or_all(section[field_name])
     return settings
 
 
-def check_assets(config: ClusterConfig, api_vip: str, ingress_vip: str, assets: InstallerAssets) -> list[str]:
+def one_or_all(values: Any) -> str | list[str]:
+    """One family's value as one string, as the stack file and the install record write it; two as a list."""
+    shown = [str(value) for value in values]
+    return shown[0] if len(shown) == 1 else shown
+
+
+def check_assets(config: ClusterConfig, api_vip: str | list[str], ingress_vip: str | list[str], assets: InstallerAssets) -> list[str]:
     """Configs made for another cluster (name, domain, machine network, VIPs, control plane
     size) would build nodes that never join this one: one problem per disagreement."""
     stack = {
         "clusterName": config.cluster_name,
         "baseDomain": config.base_domain,
-        "machineNetwork": str(config.machine_network),
+        "machineNetwork": one_or_all(config.machine_networks),
         "masters.count": config.masters.count,
         "apiVip": api_vip,
         "ingressVip": ingress_vip,

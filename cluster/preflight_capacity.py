@@ -70,8 +70,8 @@ def footprint(
     tagged_ports = sum(use.count for use in uses) + vip_ports + extra_ports if existing is None else existing.ports
     own_network = int(cluster and openstack is not None and openstack.existing_network is None)
     routed = int(cluster and openstack is not None and openstack.routed_by_us())
-    # A router to a given network (existingNetwork.router) holds its interface's port there.
-    network_ports = NETWORK_OWN_PORTS if own_network else routed
+    # A router to a given network (existingNetwork.router) holds its interface's port there, one per subnet (dual-stack: two).
+    network_ports = NETWORK_OWN_PORTS if own_network else routed * (len(openstack.existing_network.subnet_ids) if routed else 0)
     counts = {
         "instances": sum(use.count for use in uses),
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),

@@ -82,15 +82,16 @@ def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
             )
 
 
-def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, subnet: Subnet) -> Iterable[str]:
+def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, subnet: Subnet, family: int = 0) -> Iterable[str]:
     """The subnet's DHCP pools hold none of the planned addresses: Neutron would hand them to any port
-    (and the installer refuses VIPs inside them)."""
+    (and the installer refuses VIPs inside them). `family`: which of the machine networks the subnet holds."""
+    network = plan.networks[family]
     planned = {
-        plan.api_vip: "the API VIP",
-        plan.ingress_vip: "the Ingress VIP",
-        **address_layout.reserved_addresses(config.machine_network, config.cluster_name, config.workers.max_count),
+        plan.api_vips[family]: "the API VIP",
+        plan.ingress_vips[family]: "the Ingress VIP",
+        **address_layout.reserved_addresses(network, config.cluster_name, config.workers.max_count),
     }
-    planned.pop(address_layout.gateway(config.machine_network), None)  # the subnet's own gateway, wherever it is
+    planned.pop(address_layout.gateway(network), None)  # the subnet's own gateway, wherever it is
     for first, last in subnet.pools:
         start, end = ip_address(first), ip_address(last)
         inside = sorted(address for address in planned if start <= address <= end)
@@ -102,6 +103,44 @@ def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, s
                 f"--allocation-pool start=...,end=...`), or move the VIPs (ocp:apiVip, ocp:ingressVip) and lower "
                 "ocp:workers.maxCount (the nodes take the 10th host on, workers from the 30th)"
             )
+
+
+# The one IPv6 address mode where Neutron gives a port the address asked for: with slaac and
+# dhcpv6-stateless the address derives from the port's MAC, so the planned ones could not be had.
+PLANNED_IPV6_MODE = "dhcpv6-stateful"
+
+
+def _given_subnet(
+    config: ClusterConfig, plan: AddressPlan, network: Network, network_ref: str, family: int, key: str, ref: str, subnet: Subnet | None
+) -> Iterable[str]:
+    """One subnet of existingNetwork against the machine network of its family (`family`: its place in both lists)."""
+    if subnet is None:
+        return
+    planned = config.machine_networks[family]
+    if subnet.network and subnet.network != network.id:
+        yield (
+            f'{key}: subnet "{ref}" ({subnet.id}) is on network {subnet.network}, not on network '
+            f'"{network_ref}" ({network.id}): name one of its subnets (`openstack subnet list --network {network.id}`)'
+        )
+        return
+    if subnet.cidr is not None and subnet.cidr != str(planned):
+        written = [str(n) for n in config.machine_networks]
+        written[family] = subnet.cidr
+        shown = written[0] if len(written) == 1 else f"[{', '.join(written)}]"
+        yield (
+            f'ocp:machineNetwork: {planned} is not the CIDR of subnet "{ref}" ({subnet.cidr}), '
+            f"where the nodes' addresses and the VIPs are planned: write machineNetwork: {shown}"
+        )
+        return
+    if planned.version == 6 and subnet.cidr is not None and subnet.ipv6_address_mode != PLANNED_IPV6_MODE:  # None: not read
+        yield (
+            f'{key}: IPv6 subnet "{ref}" has address mode {subnet.ipv6_address_mode or "none"}, and this program gives every '
+            f"node and VIP its planned address, which Neutron assigns only with {PLANNED_IPV6_MODE} (with slaac and "
+            "dhcpv6-stateless the address derives from the port's MAC; with none nothing tells the node its address). "
+            f"Ask its owner for a {PLANNED_IPV6_MODE} subnet (`openstack subnet create --ip-version 6 --ipv6-address-mode "
+            f"{PLANNED_IPV6_MODE} --ipv6-ra-mode {PLANNED_IPV6_MODE} ...`), the mode upstream's single-stack IPv6 guide uses"
+        )
+    yield from _pools_clear(config, plan, key, ref, subnet, family)
 
 
 def _not_ours(network: Network, facts: CloudFacts) -> bool:
@@ -167,27 +206,21 @@ def _existing_network(
     network, problem = _one(network_key, "network", existing.network_id, networks.get(existing.network_id, ()), facts)
     if problem:
         yield problem
-    found = subnets.get(existing.subnet_id, ())
-    if network is not None and len(found) > 1:  # a name several subnets have: the one on that network, where one is
-        found = tuple(each for each in found if each.network == network.id) or found
-    subnet, problem = _one(subnet_key, "subnet", existing.subnet_id, found, facts)
-    if problem:
-        yield problem
+    read = []
+    for family, ref in enumerate(existing.subnet_ids[: len(config.machine_networks)]):
+        key = subnet_key if len(existing.subnet_ids) == 1 else f"{subnet_key}[{family}]"
+        found = subnets.get(ref, ())
+        if network is not None and len(found) > 1:  # a name several subnets have: the one on that network, where one is
+            found = tuple(each for each in found if each.network == network.id) or found
+        subnet, problem = _one(key, "subnet", ref, found, facts)
+        if problem:
+            yield problem
+        read.append((family, key, ref, subnet))
     if network is None:
         return
     name = network.name or network.id
-    if subnet is not None and subnet.network and subnet.network != network.id:
-        yield (
-            f'{subnet_key}: subnet "{existing.subnet_id}" ({subnet.id}) is on network {subnet.network}, not on network '
-            f'"{existing.network_id}" ({network.id}): name one of its subnets (`openstack subnet list --network {network.id}`)'
-        )
-    elif subnet is not None and subnet.cidr is not None and subnet.cidr != str(config.machine_network):
-        yield (
-            f'ocp:machineNetwork: {config.machine_network} is not the CIDR of subnet "{existing.subnet_id}" ({subnet.cidr}), '
-            f"where the nodes' addresses and the VIPs are planned: write machineNetwork: {subnet.cidr}"
-        )
-    elif subnet is not None:
-        yield from _pools_clear(config, plan, subnet_key, existing.subnet_id, subnet)
+    for family, key, ref, subnet in read:
+        yield from _given_subnet(config, plan, network, existing.network_id, family, key, ref, subnet)
     if not network.port_security:
         yield (
             f'{network_key}: network "{name}" has port security off, and the nodes\' ports on it carry the cluster\'s '

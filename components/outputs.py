@@ -2,7 +2,8 @@
 
 `apiVip` and `ingressVip` are the API's and the routers' addresses whoever holds them: the nodes'
 keepalived, or with `ocp:loadBalancer: UserManaged` the user's own balancer, whose frontends they
-are; `loadBalancerPools` then lists what it must front (cluster/balancer.py).
+are; `loadBalancerPools` then lists what it must front (cluster/balancer.py). Dual-stack stacks
+add `apiVips` and `ingressVips`, one address per family, the primary first.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class ClusterOutputs:
             "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),
             "kubeadminPassword": pulumi.Output.secret(assets.apply(lambda a: a.kubeadmin_password)),
         }
+        if plan.dual_stack:
+            # Both families' VIPs, the primary first (apiVip, ingressVip: the primary's, as on one family).
+            values["apiVips"] = [str(vip) for vip in plan.api_vips]
+            values["ingressVips"] = [str(vip) for vip in plan.ingress_vips]
         if servers_created is not None:
             nodes = list(servers_created)
             values["nodeCreated"] = pulumi.Output.unsecret(

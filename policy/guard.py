@@ -136,19 +136,26 @@ def stack_name(urn: str) -> str:
     return urn.split("::", 1)[0].split(":", 2)[2]
 
 
+def _networks(value: Any) -> list[str]:
+    """ocp:machineNetwork as a stack file or the policy config writes it: one CIDR, a list of one per
+    family (dual-stack), or those comma-separated."""
+    items = value if isinstance(value, list) else str(value).strip("[]").split(",")
+    return [str(item).strip().strip("'\"") for item in items if str(item).strip()]
+
+
 def ssh_sources(urn: str, config: Mapping[str, Any] | None, directory: Path | None = None) -> tuple[list[str], str]:
-    """Where SSH may come from and where that was read: the machine network and the allowed CIDR.
-    The policy config (--policy-pack-config) wins; else the stack file the program reads its config from."""
+    """Where SSH may come from and where that was read: the machine network (each family's) and the
+    allowed CIDR. The policy config (--policy-pack-config) wins; else the stack file the program reads its config from."""
     config = dict(config or {})
     if "sshAllowedCidr" in config:
-        return [config.get("machineNetwork", MACHINE_NETWORK), config["sshAllowedCidr"]], "the policy config"
+        return [*_networks(config.get("machineNetwork", MACHINE_NETWORK)), config["sshAllowedCidr"]], "the policy config"
     path = (directory or Path.cwd()) / f"Pulumi.{stack_name(urn)}.yaml"
     if not path.is_file():
-        return [config.get("machineNetwork", MACHINE_NETWORK)], f"no {path.name} here, no policy config"
+        return _networks(config.get("machineNetwork", MACHINE_NETWORK)), f"no {path.name} here, no policy config"
     stack = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
-    machine = config.get("machineNetwork", stack.get("ocp:machineNetwork", MACHINE_NETWORK))
+    machine = _networks(config.get("machineNetwork", stack.get("ocp:machineNetwork", MACHINE_NETWORK)))
     allowed = (stack.get("ocp:openstack") or {}).get("sshAllowedCidr")
-    return [machine, *([allowed] if allowed else [])], f"{path.name} (ocp:machineNetwork, ocp:openstack.sshAllowedCidr)"
+    return [*machine, *([allowed] if allowed else [])], f"{path.name} (ocp:machineNetwork, ocp:openstack.sshAllowedCidr)"
 
 
 def validate_ssh(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -89,6 +89,7 @@ def _neutron(network: Any, project: str) -> tuple[list[dict[str, Any]], list[dic
         {
             "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
             "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
+            **({"ipv6AddressMode": found.ipv6_address_mode} if ":" in (found.cidr or "") else {}),
         }
         for found in sorted(network.subnets(), key=lambda each: each.id)
     ]

@@ -48,7 +48,7 @@ def violations(run: ProgramRun, settings: ClusterConfig) -> list[str]:
     for judged in made.values():
         judged.property_dependencies = {key: [by_id[judged.props[key]]] for key in REFERENCES if judged.props.get(key) in by_id}
     # The pack reads the allowed SSH source from the stack file where it runs; here it is the config's.
-    networks = {"machineNetwork": str(settings.machine_network)}
+    networks = {"machineNetwork": ",".join(str(network) for network in settings.machine_networks)}
     allowed = settings.openstack.ssh_allowed_cidr if settings.openstack else None
     config = {**networks, "sshAllowedCidr": str(allowed or settings.machine_network)}
     found: list[str] = []

@@ -93,6 +93,10 @@ class NeutronAnswers:
             return [fits]
         by_id = [each for each in described if each["id"] == ref] if is_openstack_id(ref) else []
         return [
-            {**{key: each[key] for key in ("id", "name", "network", "cidr")}, "pools": each.get("pools") or []}
+            {
+                **{key: each[key] for key in ("id", "name", "network", "cidr")},
+                "pools": each.get("pools") or [],
+                **({"ipv6AddressMode": each.get("ipv6AddressMode")} if ":" in str(each["cidr"] or "") else {}),
+            }
             for each in sorted(by_id or [each for each in described if each["name"] == ref], key=lambda each: each["id"])
         ]

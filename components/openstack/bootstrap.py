@@ -120,7 +120,7 @@ class BootstrapHelper(pulumi.ComponentResource):
             f"{name}-port",
             name=cluster.named("bootstrap-helper"),
             network_id=subnet.network_id,
-            fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(plan.helper_ip))],
+            fixed_ips=subnet.fixed_ips(plan.helper_ips),
             security_group_ids=[group.id],
             tags=cluster.tags,
             opts=child,
@@ -314,7 +314,7 @@ class Bootstrap(pulumi.ComponentResource):
         if rules:
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
-        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, plan.api_vip), self, of_the_cluster=False)
+        port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, *plan.api_vips), self, of_the_cluster=False)
         additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network

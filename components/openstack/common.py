@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -23,6 +24,13 @@ class Subnet:
     # What routes the subnet to the external network (the router interface; an adopted subnet is
     # routed already): Neutron refuses a floating IP for a port until it exists.
     routed: tuple[pulumi.Resource, ...] = ()
+    # Dual-stack: the second family's subnet on the same network (ocp:machineNetwork's second entry).
+    second_subnet_id: pulumi.Input[str] | None = None
+
+    def fixed_ips(self, addresses: Sequence[object]) -> list[openstack.networking.PortFixedIpArgs]:
+        """A port's fixed IPs: each family's address on that family's subnet, the primary first."""
+        subnets = [self.subnet_id] + ([self.second_subnet_id] if self.second_subnet_id is not None else [])
+        return [openstack.networking.PortFixedIpArgs(subnet_id=subnet, ip_address=str(address)) for subnet, address in zip(subnets, addresses)]
 
     def floating_ip_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=parent, depends_on=list(self.routed))

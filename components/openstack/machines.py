@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 
 import pulumi
 import pulumi_openstack as openstack
@@ -48,7 +48,7 @@ def node_port(
     node: Node,
     subnet: Subnet,
     security_group_ids: pulumi.Input[Sequence[str]],
-    vips: Sequence[IPv4Address],
+    vips: Sequence[IPv4Address | IPv6Address],
     parent: pulumi.Resource,
     protect: bool = False,
     of_the_cluster: bool = True,
@@ -56,9 +56,9 @@ def node_port(
     """`security_group_ids`: the node's groups at creation, the additional ones included.
     Not `of_the_cluster` (the bootstrap, which no controller of the cluster touches): its lists
     follow the program, the SSH group that comes and goes with ocp:openstack.sshAllowedCidr too."""
-    fixed_ip = openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(node.ip))
     return _port(
-        f"{name}-port", cluster, node, subnet.network_id, [fixed_ip], _NodeGroups(security_group_ids), vips, parent, protect, of_the_cluster
+        f"{name}-port", cluster, node, subnet.network_id, subnet.fixed_ips(node.ips), _NodeGroups(security_group_ids), vips, parent,
+        protect, of_the_cluster,
     )
 
 
@@ -124,7 +124,7 @@ def _port(
     network: pulumi.Input[str],
     fixed_ips: list[openstack.networking.PortFixedIpArgs] | None,
     groups: _NodeGroups | _ListedGroups,
-    vips: Sequence[IPv4Address],
+    vips: Sequence[IPv4Address | IPv6Address],
     parent: pulumi.Resource,
     protect: bool,
     of_the_cluster: bool,
@@ -271,7 +271,7 @@ class PoolRole:
     nodes: Sequence[Node]
     settings: RoleBase
     # The VIPs these nodes may hold: without them in allowed_address_pairs Neutron drops the traffic.
-    vips: Sequence[IPv4Address]
+    vips: Sequence[IPv4Address | IPv6Address]
     # Nova honours soft anti-affinity only between servers it already placed.
     one_at_a_time: bool
     # The node's server group by slot index (0: the installer's <infraID>-<name>), and how many there are.
@@ -282,7 +282,7 @@ class PoolRole:
 def control_plane(cluster: ClusterContext) -> PoolRole:
     """Masters: one after the other; they hold the API VIP, and the Ingress VIP when they run the routers."""
     plan = cluster.plan
-    return PoolRole("master", plan.masters, cluster.config.masters, vips_on_nodes(cluster, plan.api_vip, plan.ingress_vip), True)
+    return PoolRole("master", plan.masters, cluster.config.masters, vips_on_nodes(cluster, *plan.api_vips, *plan.ingress_vips), True)
 
 
 def workers(cluster: ClusterContext) -> PoolRole:
@@ -290,7 +290,7 @@ def workers(cluster: ClusterContext) -> PoolRole:
     plan = cluster.plan
     settings = cluster.config.workers
     return PoolRole(
-        "worker", plan.workers, settings, vips_on_nodes(cluster, plan.ingress_vip), False,
+        "worker", plan.workers, settings, vips_on_nodes(cluster, *plan.ingress_vips), False,
         settings.server_group_of, len(settings.server_group_members()),
     )
 

@@ -26,6 +26,8 @@ class Network(pulumi.ComponentResource):
             # DHCP pool is theirs to keep clear of our fixed addresses.
             network_id = cluster.network_id(existing.network_id, self)
             subnet_id = cluster.subnet_id(existing.subnet_id, network_id, self)
+            # Dual-stack: the second family's subnet (ocp:openstack.existingNetwork.subnetId's second entry).
+            second = cluster.subnet_id(existing.subnet_ids[1], network_id, self) if len(existing.subnet_ids) > 1 else None
             routed: tuple[pulumi.Resource, ...] = ()
             if config.integrated:
                 # As the installer tags a network you bring: the Machine API's fallback for the
@@ -48,7 +50,13 @@ class Network(pulumi.ComponentResource):
                         f"{name}-router-interface", router_id=router.id, subnet_id=subnet_id, opts=pulumi.ResourceOptions(parent=self)
                     ),
                 )
-            self.subnet = Subnet(network_id, subnet_id, routed)
+                if second is not None:
+                    # The IPv6 subnet's router advertisements (its gateway and, with dhcpv6-stateful, the
+                    # M flag that starts the nodes' DHCPv6) come from a router interface on it.
+                    openstack.networking.RouterInterface(
+                        f"{name}-router-interface-2", router_id=router.id, subnet_id=second, opts=pulumi.ResourceOptions(parent=self)
+                    )
+            self.subnet = Subnet(network_id, subnet_id, routed, second)
             # Read once the preflight passed (the infra ID waits for it), which reports a missing network once.
             self.mtu = openstack.networking.get_network_output(
                 network_id=pulumi.Output.all(cluster.infra_id, network_id).apply(lambda values: values[1]),

@@ -33,7 +33,7 @@ def security_group(
             f"{name}-{suffix}-{rule.key}",
             security_group_id=group.id,
             direction="ingress",
-            ethertype="IPv4",
+            ethertype=rule.ethertype,
             protocol=rule.protocol,
             port_range_min=rule.port_min,
             port_range_max=rule.port_max,

@@ -9,7 +9,7 @@ refuses them).
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 
 import pulumi
 import pulumi_openstack as openstack
@@ -35,16 +35,17 @@ class VipPorts(pulumi.ComponentResource):
         # Ingress VIP on a router node (in the ingress group, wherever the routers run).
         openstack_config = cluster.openstack
         held_here = (
-            ("api", cluster.plan.api_vip, openstack_config.api_floating_ip, security.master),
-            ("ingress", cluster.plan.ingress_vip, openstack_config.ingress_floating_ip, security.ingress),
+            ("api", cluster.plan.api_vips, openstack_config.api_floating_ip, security.master),
+            ("ingress", cluster.plan.ingress_vips, openstack_config.ingress_floating_ip, security.ingress),
         )
         floating: dict[str, pulumi.Output[str | None]] = {}
-        for vip, address, choice, group in () if cluster.config.user_managed_lb else held_here:
+        for vip, addresses, choice, group in () if cluster.config.user_managed_lb else held_here:
+            # The VIP of each family on one port (dual-stack: the installer's one port per VIP, both addresses).
             port = openstack.networking.Port(
                 f"{name}-{vip}-port",
                 name=cluster.named(f"{vip}-port"),
                 network_id=subnet.network_id,
-                fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet.subnet_id, ip_address=str(address))],
+                fixed_ips=subnet.fixed_ips(addresses),
                 description=f"{vip} VIP, held by keepalived on the nodes (status DOWN is normal)",
                 security_group_ids=[group.id],
                 tags=cluster.tags,
@@ -78,7 +79,7 @@ class VipPorts(pulumi.ComponentResource):
         return association.floating_ip
 
 
-def on_nodes(cluster: ClusterContext, *vips: IPv4Address) -> tuple[IPv4Address, ...]:
+def on_nodes(cluster: ClusterContext, *vips: IPv4Address | IPv6Address) -> tuple[IPv4Address | IPv6Address, ...]:
     """The VIPs a node's port carries as allowed address pairs (Neutron's anti-spoofing would
     drop their traffic on a node that holds one): `vips`, or none when the user's own balancer
     holds them (ocp:loadBalancer: UserManaged), as the installer's ports have none then."""

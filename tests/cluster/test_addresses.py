@@ -99,7 +99,10 @@ def dual_plan(machine: list[str], **keys):
     ordered = {"fd00:10::/64": ("fd01::/48", "fd02::/112")}
     cluster = [{"cidr": ordered[m][0], "hostPrefix": 64} if ":" in m else {"cidr": "10.128.0.0/14", "hostPrefix": 23} for m in machine]
     service = [ordered[m][1] if ":" in m else "172.30.0.0/16" for m in machine]
-    return plan_for(machineNetwork=json.dumps(machine), clusterNetwork=json.dumps(cluster), serviceNetwork=json.dumps(service), **keys)
+    given = {"existingNetwork": {"networkId": "given", "subnetId": [f"subnet-v{m.count(':') and 6 or 4}" for m in machine]}}
+    return plan_for(
+        machineNetwork=json.dumps(machine), clusterNetwork=json.dumps(cluster), serviceNetwork=json.dumps(service), openstack=given, **keys
+    )
 
 
 @pytest.mark.parametrize("machine", [["10.0.0.0/16", "fd00:10::/64"], ["fd00:10::/64", "10.0.0.0/16"]])

@@ -109,7 +109,7 @@ BAD_CONFIGS = [
      "e.g. sshAllowedCidr: 203.0.113.7/32"),
     (with_section(section("openstack", sshAllowedCidr="0.0.0.0/1"), "bootstrap", configSource="helper"), "ocp:openstack.sshAllowedCidr: 0.0.0.0/1 admits SSH"),
     (section("openstack", sshAllowedCidr="8.0.0.0/7"), "ocp:openstack.sshAllowedCidr: 8.0.0.0/7 admits SSH"),
-    (section("openstack", apiAllowedCidrs=["everyone"]), "ocp:openstack.apiAllowedCidrs[0]: 'everyone' is not an IPv4 CIDR"),
+    (section("openstack", apiAllowedCidrs=["everyone"]), "ocp:openstack.apiAllowedCidrs[0]: 'everyone' is not a CIDR: write one such as 10.0.0.0/16 or fd00:10::/64"),
     (section("openstack", ingressAllowedCidrs=["0.0.0.0/0", "0.0.0.0/0"]), "ocp:openstack.ingressAllowedCidrs: lists 0.0.0.0/0 more than once"),
     (bad("nameservers", "127.0.0.53"), "ocp:nameservers[0]: 127.0.0.53 is a local address"),
     (bad("nameservers", ["10.0.0.5"]), "ocp:nameservers: 10.0.0.5 is the API VIP"),

@@ -305,3 +305,44 @@ def test_a_router_to_a_given_network_holds_its_interfaces_port():
         return footprint(config, plan_addresses(config), flavors)["ports"]
 
     assert ports(router=True) == ports() + 1
+
+
+V6_SUBNET = "d1111111-2222-4333-8444-666666666666"
+
+
+def dual_verdict(v6: Subnet, **keys) -> list[str]:
+    """The dev stack dual-stack on network "nodes" with its IPv4 subnet and `v6`."""
+    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "nodes", "subnetId": ["nodes-v4", "nodes-v6"]})
+    config["ocp:machineNetwork"] = json.dumps(["10.0.0.0/16", "fd00:10::/64"])
+    config["ocp:clusterNetwork"] = json.dumps([{"cidr": "10.128.0.0/14", "hostPrefix": 23}, {"cidr": "fd01::/48", "hostPrefix": 64}])
+    config["ocp:serviceNetwork"] = json.dumps(["172.30.0.0/16", "fd02::/112"])
+    config.update({f"ocp:{key}": json.dumps(value) for key, value in keys.items()})
+    loaded = load_config(config)
+    return problems(loaded, plan_addresses(loaded), facts(subnets={"nodes-v6": (v6,)}))
+
+
+def test_a_given_ipv6_subnet_is_read_for_its_cidr_address_mode_and_pools():
+    """Neutron assigns a port the IPv6 address asked for only on a dhcpv6-stateful subnet; its CIDR is the second
+    machine network's; its pools hold none of the planned IPv6 addresses."""
+    fits = Subnet(V6_SUBNET, "nodes-v6", NET, "fd00:10::/64", (("fd00:10::1000", "fd00:10::1fff"),), "dhcpv6-stateful")
+    assert dual_verdict(fits) == []
+    assert dual_verdict(dataclasses.replace(fits, ipv6_address_mode="slaac")) == [
+        'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "nodes-v6" has address mode slaac, and this program gives every '
+        "node and VIP its planned address, which Neutron assigns only with dhcpv6-stateful (with slaac and dhcpv6-stateless the "
+        "address derives from the port's MAC; with none nothing tells the node its address). Ask its owner for a "
+        "dhcpv6-stateful subnet (`openstack subnet create --ip-version 6 --ipv6-address-mode dhcpv6-stateful --ipv6-ra-mode "
+        "dhcpv6-stateful ...`), the mode upstream's single-stack IPv6 guide uses"
+    ]
+    assert dual_verdict(dataclasses.replace(fits, cidr="fd00:11::/64")) == [
+        'ocp:machineNetwork: fd00:10::/64 is not the CIDR of subnet "nodes-v6" (fd00:11::/64), where the nodes\' addresses and '
+        "the VIPs are planned: write machineNetwork: [10.0.0.0/16, fd00:11::/64]"
+    ]
+    pooled = dataclasses.replace(fits, pools=(("fd00:10::2", "fd00:10::ff"),))
+    (problem,) = dual_verdict(pooled)
+    assert problem.startswith(
+        'ocp:openstack.existingNetwork.subnetId[1]: subnet "nodes-v6" hands out fd00:10::2-fd00:10::ff by DHCP, which holds '
+        "addresses this stack plans for itself: fd00:10::5 (the API VIP), fd00:10::7 (the Ingress VIP), fd00:10::a (ocp4-bootstrap)"
+    ), problem
+    elsewhere = dataclasses.replace(fits, network=STORAGE)
+    (problem,) = dual_verdict(elsewhere)
+    assert problem.startswith(f'ocp:openstack.existingNetwork.subnetId[1]: subnet "nodes-v6" ({V6_SUBNET}) is on network {STORAGE}'), problem

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+import yaml
 
 from cluster.config_schema import ClusterConfig
 from tests.conftest import ROOT, deploy, stack_config
@@ -271,6 +272,20 @@ def test_ssh_rule_reads_the_stack_file_and_refuses_elsewhere(tmp_path, monkeypat
     assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {"direction": "ingress", "remoteIpPrefix": "198.51.100.0/24"}) != []
     assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "portRangeMin": 1, "portRangeMax": 1024, "remoteIpPrefix": "198.51.100.0/24"}) != []
     assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteGroupId": "g"}) == []
+
+
+def test_ssh_rule_reads_a_dual_stack_machine_network_from_the_stack_file_and_the_policy_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rule = {"direction": "ingress", "ethertype": "IPv6", "protocol": "tcp", "portRangeMin": 22, "portRangeMax": 22}
+    dual = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    dual["config"]["ocp:machineNetwork"] = ["10.0.0.0/16", "fd00:10::/64"]
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(dual))
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "fd00:10::/64"}) == []
+    assert _resource_violations(guard.validate_ssh, guard.RULE, "r", {**rule, "remoteIpPrefix": "fd00:11::/64"}) != []
+    # The policy config (tools/guard_rails.py writes it so): the families comma-separated.
+    assert guard.ssh_sources("urn:pulumi:dev::ocp::t::n", {"machineNetwork": "10.0.0.0/16,fd00:10::/64", "sshAllowedCidr": "10.0.0.0/16"})[0] == [
+        "10.0.0.0/16", "fd00:10::/64", "10.0.0.0/16"
+    ]
 
 
 def test_libvirt_stack_passes_untouched():
