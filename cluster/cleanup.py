@@ -46,8 +46,10 @@ again. It prints IDs only; the credentials stay in clouds.yaml (OS_CLOUD names t
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
 
 # Names of this program's own servers, ports and server groups after `<infraID>-`.
 OURS = r"(bootstrap|bootstrap-helper|api-port|ingress-port|master|worker|(master|worker)-[0-9]+)"
@@ -78,9 +80,17 @@ exit 0
 """
 
 
-def cleanup_script() -> str:
-    """The `delete` of the cleanup command (bash), reading OS_CLOUD and INFRA_ID."""
-    return CLEANUP_SCRIPT
+# The program's own per-zone server groups (<role>.serverGroupPerZone) bear the names the installer's
+# MachineSets give theirs (<infraID>-worker-<zone>): the script names their zones, by role, in this variable.
+OWN_GROUP_ZONES = "OCP_OWN_GROUP_ZONES"
+
+
+def cleanup_script(own_group_zones: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The `delete` of the cleanup command (bash), reading OS_CLOUD and INFRA_ID; with the zones of the
+    program's own per-zone server groups, which Pulumi deletes (without, the script of stacks made before)."""
+    if not own_group_zones:
+        return CLEANUP_SCRIPT
+    return f"export {OWN_GROUP_ZONES}={shlex.quote(json.dumps(dict(own_group_zones), sort_keys=True))}\n" + CLEANUP_SCRIPT
 
 
 def tag(infra_id: str) -> str:
@@ -97,11 +107,24 @@ def machine(infra_id: str, name: str | None, tags: Iterable[str], metadata: Mapp
     return (tag(infra_id) in tags or (metadata or {}).get(CLUSTER_KEY) == infra_id) and not ours(infra_id, name)
 
 
-def machine_server_group(infra_id: str, name: str | None, members: Iterable[str], zones: Iterable[str]) -> bool:
-    """A server group the Machine API made for the installer's MachineSets: one of the names they give (not
-    one of ours, which Pulumi deletes) and empty now that the cluster's servers are gone."""
+def own_server_group(infra_id: str, name: str | None, own_group_zones: Mapping[str, Iterable[str]]) -> bool:
+    """One of this program's server groups: ours(), or per zone <infraID>-<role>-<zone> and -<zone>-N."""
+    return ours(infra_id, name) or any(
+        re.fullmatch(re.escape(f"{infra_id}-{role}-{zone}") + r"(-[0-9]+)?", name or "") is not None
+        for role, zones in own_group_zones.items()
+        for zone in zones
+    )
+
+
+def machine_server_group(
+    infra_id: str, name: str | None, members: Iterable[str], zones: Iterable[str], own_group_zones: Mapping[str, Iterable[str]] | None = None
+) -> bool:
+    """A server group the Machine API made for the installer's MachineSets or the plan's example ones
+    (<infraID>-worker-extra[-N], theirs where the stack's groups have a size): one of the names they give
+    (not one of ours, which Pulumi deletes) and empty now that the cluster's servers are gone."""
     names = {f"{infra_id}-{role}" for role in ("master", "worker")} | {f"{infra_id}-worker-{zone}" for zone in zones if zone}
-    return name in names and not ours(infra_id, name) and not list(members)
+    example = re.fullmatch(re.escape(f"{infra_id}-worker-extra") + r"(-[0-9]+)?", name or "") is not None
+    return (name in names or example) and not own_server_group(infra_id, name, own_group_zones or {}) and not list(members)
 
 
 def service_load_balancer(infra_id: str, name: str | None, description: str | None, vip_network_id: str | None, networks: set[str]) -> bool:

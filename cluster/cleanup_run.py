@@ -13,6 +13,7 @@ finishes. Prints IDs only.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -182,10 +183,14 @@ class Cleanup:
 
     def server_groups(self) -> None:
         compute = self.conn.compute
-        groups = [g for g in self.listing("server groups", compute.server_groups) if (g.name or "").startswith(f"{self.infra}-") and not rules.ours(self.infra, g.name)]
+        own = json.loads(os.environ.get(rules.OWN_GROUP_ZONES) or "{}")  # the program's per-zone groups: Pulumi deletes them
+        groups = [
+            g for g in self.listing("server groups", compute.server_groups)
+            if (g.name or "").startswith(f"{self.infra}-") and not rules.own_server_group(self.infra, g.name, own)
+        ]
         zones = {zone.name for zone in self.listing("availability zones", compute.availability_zones)} if groups else set()
         for group in groups:
-            if rules.machine_server_group(self.infra, group.name, group.member_ids or [], zones):
+            if rules.machine_server_group(self.infra, group.name, group.member_ids or [], zones, own):
                 self.attempt(f"server group {group.id}", lambda group=group: compute.delete_server_group(group))
             else:  # Nova has no tags for groups: a name alone does not make it the cluster's
                 self.say(f"kept server group {group.id}: named by the infra ID but not as the installer's MachineSets name theirs, or it has members; delete it if it was the cluster's")

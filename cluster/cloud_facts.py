@@ -90,8 +90,11 @@ class Existing:
     bootstrap: bool = False
     helper: bool = False
     ports: int = 0
-    # Members of each worker server group by number (<infraID>-worker, -worker-1, ...); () before any.
+    # Members of each worker server group in the order they fill (<infraID>-worker, -worker-1, ...; per zone
+    # -worker-<zone>, ..., then -worker-<zone>-1, ...); () before any.
     worker_groups: tuple[int, ...] = ()
+    # The masters' likewise, where they have a group per zone (() otherwise: `masters` counts them).
+    master_groups: tuple[int, ...] = ()
     # The stack's own VIP ports: a given floating IP associated with one of them is in place, not taken.
     vip_port_ids: frozenset[str] = frozenset()
 
@@ -135,6 +138,8 @@ class Probe:
     failure: str = ""
     networks: Mapping[str, tuple[Network, ...]] | None = None
     subnets: Mapping[str, tuple[Subnet, ...]] | None = None
+    # Compute hosts up in each compute zone, where Nova shows them (its zones' details: admins by default).
+    zone_hosts: Mapping[str, int] | None = None
 
 
 def parse_probe(stdout: str | None, failure: str = "") -> Probe:
@@ -159,7 +164,10 @@ def parse_probe(stdout: str | None, failure: str = "") -> Probe:
         subnets = _matches(answer.get("subnets"), _subnet)
     except (KeyError, TypeError, ValueError, AttributeError):
         return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, with networks or subnets it cannot have read")
-    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets)
+    zone_hosts = answer.get("zoneHosts")
+    if not (isinstance(zone_hosts, dict) and all(isinstance(n, int) for n in zone_hosts.values())):
+        zone_hosts = None
+    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts)
 
 
 def _matches(found: Any, each: Callable[[Mapping[str, Any]], Any]) -> dict[str, tuple[Any, ...]] | None:
@@ -210,6 +218,8 @@ class CloudFacts:
     region: str = ""
     # Compute hosts that are up, where the cloud reports them (hard anti-affinity only); None: not reported.
     compute_hosts: int | None = None
+    # The same in each compute zone (hard anti-affinity with zones); None: not reported.
+    zone_hosts: Mapping[str, int] | None = None
     # Why cluster/cloud_probe.py could not read the cloud ("": it did, or it was not run).
     probe_failure: str = ""
     # The project the provider's token is scoped to ("": not read), and whether the token is an

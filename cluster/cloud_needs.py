@@ -73,7 +73,9 @@ def quota_needs(
     counts = footprint(config, plan, flavors)
     uses = servers(config, plan.master_count, plan.worker_count, plan.bootstrap_enabled, config.uses_helper)
     sized = all(flavors.get(use.flavor) is not None for use in uses)
-    extra = {"serverGroupMembers": max(plan.master_count, *config.workers.server_group_members(plan.worker_count))}
+    # The fullest group of either role (per zone and serverGroupSize slice where they are so split).
+    members = (*config.masters.server_group_members(plan.master_count), *config.workers.server_group_members(plan.worker_count))
+    extra = {"serverGroupMembers": max(members)}
     rows = []
     for key, (counted, unit, raise_with) in ROWS.items():
         need = extra[key] if counted is None else counts[counted]

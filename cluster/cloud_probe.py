@@ -43,9 +43,11 @@ class NoEntry(CloudError):
     """clouds.yaml has no such entry (or there is no clouds.yaml)."""
 
 
-def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None) -> str:
+def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None, zone_hosts: Any = None) -> str:
     """The probe's line: sorted, so that an unchanged cloud gives the same bytes."""
     line: dict[str, Any] = {"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)}
+    if zone_hosts is not None:
+        line["zoneHosts"] = dict(sorted(zone_hosts.items()))
     if networks is not None or subnets is not None:
         line["networks"], line["subnets"] = networks or {}, subnets or {}
     if groups is not None:
@@ -188,12 +190,30 @@ def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
         hosts = [hypervisor.state or "" for hypervisor in connection.compute.hypervisors()]
     except exceptions.ForbiddenException:
         hosts = None
+    zone_hosts = _zone_hosts(connection) if hosts is not None else None
     if not wanted:
-        return answer(extensions, hosts)
+        return answer(extensions, hosts, zone_hosts=zone_hosts)
     networks = networks_of(connection, wanted.get("networks") or ())
     subnets = subnets_of(connection, wanted.get("subnets") or ())
     groups = groups_of(connection, wanted["groups"]) if wanted.get("groups") else None
-    return answer(extensions, hosts, networks, subnets, groups)
+    return answer(extensions, hosts, networks, subnets, groups, zone_hosts)
+
+
+def _zone_hosts(connection: Any) -> dict[str, int] | None:
+    """Each compute zone's hosts whose nova-compute is available and enabled (Nova's zone details,
+    which its default policy keeps to admins: None where refused)."""
+    from openstack import exceptions
+
+    try:
+        zones = list(connection.compute.availability_zones(details=True))
+    except exceptions.ForbiddenException:
+        return None
+    found = {}
+    for zone in zones:
+        services = [host.get("nova-compute") for host in (zone.hosts or {}).values()]
+        if any(service is not None for service in services):
+            found[zone.name] = sum(bool(s and s.get("available") and s.get("active")) for s in services)
+    return found
 
 
 def main() -> int:

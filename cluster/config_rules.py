@@ -28,7 +28,7 @@ def _other_platform(c: Any) -> Iterable[str]:
 _OTHER = {"openstack": "libvirt", "libvirt": "openstack"}
 _OPENSTACK_ROLE_KEYS = (
     "flavor", "image", "root_volume", "availability_zones", "server_group_policy", "server_group_size",
-    "additional_security_group_ids",
+    "additional_security_group_ids", "server_group_per_zone",
 )
 _LIBVIRT_ROLE_KEYS = ("vcpus", "memory_mib", "disk_gib")
 
@@ -124,6 +124,18 @@ def _root_volume_zones(c: Any) -> Iterable[str]:
                 f"ocp:{role}.rootVolume.availabilityZones lists {len(volume_zones)} zones and "
                 f"ocp:{role}.availabilityZones {len(section.availability_zones)}: node N's volume is made in the "
                 "zone at the same place as its server's, so list one volume zone for all nodes or as many as compute zones"
+            )
+        types = section.root_volume.types if section.root_volume else ()
+        if types and section.root_volume.type is not None:
+            yield (
+                f"ocp:{role}.rootVolume.type and ocp:{role}.rootVolume.types are both set (the installer takes only "
+                "one): write type for one volume type everywhere, or types for one per compute zone"
+            )
+        if len(types) > 1 and len(types) != len(section.availability_zones):
+            yield (
+                f"ocp:{role}.rootVolume.types lists {len(types)} volume types and ocp:{role}.availabilityZones "
+                f"{len(section.availability_zones)} zones: node N's volume takes the type at the same place as its "
+                "zone (as the installer pairs types[i] with zone i), so list one type for all nodes or one per compute zone"
             )
 
 

@@ -120,10 +120,10 @@ def _what_integrated_mode_needs(c: Any) -> Iterable[str]:
         )
     for role in ("masters", "workers"):
         volume = getattr(c, role).root_volume
-        if volume is not None and volume.type is None:
+        if volume is not None and volume.type is None and not volume.types:
             yield (
                 f"ocp:{role}.rootVolume.type is required in integrated mode (the installer refuses a root "
-                "volume without one): name a volume type from `openstack volume type list`"
+                "volume without one): name a volume type from `openstack volume type list` (or one per zone in types)"
             )
 
 

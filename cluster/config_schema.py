@@ -47,6 +47,8 @@ class RootVolume(Model):
 
     size: Annotated[int, Field(ge=25, le=16384, description="GiB; RHCOS needs at least 25")]
     type: NonEmpty | None = None
+    # One type per compute zone, as upstream pairs rootVolume.types[i] with zone i (one: every zone).
+    types: tuple[NonEmpty, ...] = ()
     # Cinder zones, round-robin like the servers' zones. Nova cannot place a volume it makes
     # from an image, so with zones the program makes each root volume itself.
     availability_zones: tuple[NonEmpty, ...] = ()
@@ -63,6 +65,9 @@ class RoleBase(Model):
     root_volume: RootVolume | None = None
     availability_zones: tuple[NonEmpty, ...] = ()
     server_group_policy: ServerGroupPolicy = "soft-anti-affinity"
+    # OpenStack: one server group per compute zone (<infraID>-<role>-<zone>), as upstream makes the
+    # workers'; off, one group across the zones (what stacks made before the key have).
+    server_group_per_zone: bool = False
     # Indexes of existing nodes whose size follows flavor (OpenStack: resize, one reboot) or
     # vcpus/memoryMib (libvirt: the domain restarts); every other node keeps the size it has.
     resize: tuple[Annotated[int, Field(ge=0, le=499)], ...] = ()
@@ -75,6 +80,50 @@ class RoleBase(Model):
     def openstack_image(self) -> str:
         """The Glance image this role's servers boot."""
         return self.image or DEFAULT_OPENSTACK_IMAGE
+
+    def zone_of(self, index: int) -> int | None:
+        """Which of availabilityZones the node in slot `index` is in (round-robin); None: no zones."""
+        return index % len(self.availability_zones) if self.availability_zones else None
+
+    def volume_type_of(self, index: int) -> str | None:
+        """The root volume type of the node in slot `index`: types[its zone's place] (one type: all), or type."""
+        root = self.root_volume
+        if root is None or not root.types:
+            return root.type if root else None
+        return root.types[index % len(root.types)]
+
+    @property
+    def groups_per_zone(self) -> bool:
+        return self.server_group_per_zone and bool(self.availability_zones)
+
+    def _group_size(self) -> int | None:
+        return None
+
+    def server_group(self, index: int) -> str:
+        """The server group of the node in slot `index`, by what follows `<infraID>-<role>` in its name:
+        "" (the installer's one group), "-1", ... (workers.serverGroupSize), or per zone "-<zone>",
+        "-<zone>-1", ... (a zone's slots fill its groups as the slots fill one group without zones)."""
+        size, zone = self._group_size(), self.zone_of(index)
+        if self.groups_per_zone and zone is not None:
+            place = index // len(self.availability_zones)
+            number = place // size if size else 0
+            return f"-{self.availability_zones[zone]}" + (f"-{number}" if number else "")
+        number = index // size if size else 0
+        return f"-{number}" if number else ""
+
+    def server_groups(self, count: int) -> dict[str, int]:
+        """Members of each server group with `count` nodes, in the order they fill. The first group (each
+        zone's first, per zone) always exists: the Machine API's MachineSets find it by name."""
+        zones = self.availability_zones if self.groups_per_zone else ()
+        groups = {f"-{zone}": 0 for zone in zones} or {"": 0}
+        for index in range(count):
+            group = self.server_group(index)
+            groups[group] = groups.get(group, 0) + 1
+        return groups
+
+    def server_group_members(self, count: int) -> tuple[int, ...]:
+        """Members of each server group with `count` nodes, in server_groups' order."""
+        return tuple(self.server_groups(count).values())
 
     def libvirt_size(self) -> tuple[int, int, int]:
         """libvirt: (vCPUs, memory MiB, disk GiB) of one domain, the stack's values or the role's defaults."""
@@ -113,18 +162,12 @@ class Workers(RoleBase):
     # Unset: one group, as the installer makes it.
     server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
 
-    def server_group_of(self, index: int) -> int:
-        """The server group (0: <infraID>-worker) of the worker in slot `index`."""
-        return index // self.server_group_size if self.server_group_size else 0
+    def _group_size(self) -> int | None:
+        return self.server_group_size
 
     def server_group_members(self, count: int | None = None) -> tuple[int, ...]:
-        """Members of each worker server group with `count` workers (the stack's count by default);
-        there is always the first group."""
-        count = self.count if count is None else count
-        groups = [0] * (self.server_group_of(count - 1) + 1 if count else 1)
-        for index in range(count):
-            groups[self.server_group_of(index)] += 1
-        return tuple(groups)
+        """Members of each worker server group with `count` workers (the stack's count by default)."""
+        return super().server_group_members(self.count if count is None else count)
 
 
 class BootstrapHelper(Model):

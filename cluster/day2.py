@@ -106,6 +106,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     ]
     problems += _config_source(config, installed)
     problems += _extra_networks_kept(installed, config)
+    problems += _zone_groups_kept(installed, config)
     refused_routers, warned_routers = _routers(config, plan, assets, installed)
     problems += refused_routers
     warnings += warned_routers
@@ -161,6 +162,22 @@ def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) ->
     return problems
 
 
+def _zone_groups_kept(installed: Mapping[str, Any], config: ClusterConfig) -> list[str]:
+    """With a server group per zone, node N's group is its zone's: another zone list would move running
+    nodes to other groups (Nova cannot) and delete the groups of zones taken away under their members."""
+    problems = []
+    for role in ("masters", "workers"):
+        section = getattr(config, role)
+        was = list(installed.get(f"{role}.availabilityZones") or ())
+        if installed.get(f"{role}.serverGroupPerZone") and section.server_group_per_zone and was != list(section.availability_zones):
+            problems.append(
+                f"ocp:{role}.availabilityZones: was {json.dumps(was)} at install, now {json.dumps(list(section.availability_zones))}: "
+                f"with ocp:{role}.serverGroupPerZone each node's server group is its zone's, and a running server cannot "
+                f"change group. Set it back to {json.dumps(was)}"
+            )
+    return problems
+
+
 def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     """A record written before ocp:libvirt.domainType existed is of a kvm install: every domain
     then was kvm, so a change to qemu is refused there too. One written before
@@ -172,6 +189,11 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     if "openstack.cloud" in installed:
         installed.setdefault("bootstrap.configSource", "helper")
     installed.setdefault("ntpServers", [])
+    # Before rootVolume.types and serverGroupPerZone: one type, one group across the zones.
+    for role in ("masters", "workers"):
+        installed.setdefault(f"{role}.serverGroupPerZone", False)
+        if f"{role}.rootVolume.size" in installed:
+            installed.setdefault(f"{role}.rootVolume.types", [])
     installed.setdefault("loadBalancer", "OpenShiftManagedDefault")
     if not any(key.split(".")[:2] == ["installer", "extraManifests"] for key in installed):
         installed["installer.extraManifests"] = None

@@ -26,6 +26,12 @@ _KEEP_SIZE = "existing {role} keep the size they have; new ones get it; resize e
 _NEW_SERVERS = "only servers created from now on boot from it; running nodes keep theirs (RHCOS updates come from the cluster, not the image)"
 _AGREE = "every node that may hold a VIP must agree on it, and running nodes keep their keepalived.conf"
 _BOOTSTRAP = "applies when a bootstrap is created; a running bootstrap keeps its own"
+_GROUP_LAYOUT = (
+    "the running {role} are in the server groups of the layout they were made with, and Nova cannot move a server "
+    "to another group (only a new server joins one): keep it as installed; a new stack gets one group per zone. "
+    "With it true, a change of the {role}' availabilityZones is refused too (it would move running {role} between groups)"
+)
+_VOLUME_TYPES = "running {role} keep the volume types they were made with; the volumes of new {role} get their zone's type"
 _VOLUME_ZONES = "running {role} keep their root volumes where they are; the volumes of new {role} are made in the new zones"
 _OWN_VOLUMES = (
     "with zones this program makes each root volume as a resource of its own, without them Nova makes it with the "
@@ -47,6 +53,8 @@ EFFECTS: dict[str, Effect] = {
     "masters.count": Effect("refuse", "this program does not change etcd membership"),
     "masters.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running masters"),
     "workers.serverGroupPolicy": Effect("refuse", "Nova cannot change a server group's policy: the group would be replaced under running workers"),
+    "masters.serverGroupPerZone": Effect("refuse", _GROUP_LAYOUT.format(role="masters")),
+    "workers.serverGroupPerZone": Effect("refuse", _GROUP_LAYOUT.format(role="workers")),
     "openstack.mode": Effect("refuse", f"the cluster was installed for one mode (cloud provider, VIP handling): {_NEW_CLUSTER}"),
     "openstack.cloud": Effect("refuse", f"every resource lives in that cloud: {_NEW_CLUSTER}"),
     "openstack.externalNetwork": Effect("refuse", "the router's gateway and every created floating IP come from it: new floating IPs would mean new addresses"),
@@ -76,6 +84,7 @@ EFFECTS: dict[str, Effect] = {
     "masters.diskGib": Effect("warn", "running masters keep their disks; only new disks get the size"),
     "masters.image": Effect("warn", _NEW_SERVERS),
     "masters.rootVolume": Effect("warn", "running masters keep their root volumes; only new servers get it"),
+    "masters.rootVolume.types": Effect("warn", _VOLUME_TYPES.format(role="masters")),
     "masters.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="masters"), _OWN_VOLUMES.format(role="masters")),
     "masters.availabilityZones": Effect("warn", "running masters stay where they are; only new servers are placed by it"),
     "masters.resize": Effect("apply", "the listed master (one at a time) takes masters.flavor / vcpus / memoryMib: one reboot"),
@@ -92,6 +101,7 @@ EFFECTS: dict[str, Effect] = {
     "workers.diskGib": Effect("warn", "running workers keep their disks; new workers get the size"),
     "workers.image": Effect("warn", _NEW_SERVERS),
     "workers.rootVolume": Effect("warn", "running workers keep their root volumes; new workers get it"),
+    "workers.rootVolume.types": Effect("warn", _VOLUME_TYPES.format(role="workers")),
     "workers.rootVolume.availabilityZones": Effect("warn", _VOLUME_ZONES.format(role="workers"), _OWN_VOLUMES.format(role="workers")),
     "workers.availabilityZones": Effect("warn", "running workers stay where they are; new workers are placed by it"),
     "workers.serverGroupSize": Effect(

@@ -128,7 +128,8 @@ def _machine_pool(config: ClusterConfig, role: str) -> dict[str, Any]:
         pool["zones"] = list(section.availability_zones)
     if section.root_volume is not None:
         # `types`, a list: 4.19 reads the single `type` only as a deprecated spelling of it.
-        volume: dict[str, Any] = {"size": section.root_volume.size, "types": [section.root_volume.type]}
+        types = list(section.root_volume.types) or [section.root_volume.type]  # types[i]: zone i's, as upstream
+        volume: dict[str, Any] = {"size": section.root_volume.size, "types": types}
         if section.root_volume.availability_zones:
             volume["zones"] = list(section.root_volume.availability_zones)
         pool["rootVolume"] = volume

@@ -1,4 +1,4 @@
-"""An example worker MachineSet for an integrated cluster. Pure Python.
+"""Example worker MachineSets for an integrated cluster, one per zone. Pure Python.
 
 This program makes the masters and workers itself (UPI), so the installer's MachineSets are
 removed. After install, the Machine API can still add workers if the user applies a
@@ -17,10 +17,21 @@ from cluster.config_fields import is_openstack_id
 from cluster.config_openstack import AdditionalNetwork
 
 
-def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
+def worker_machinesets(config: ClusterConfig, infra_id: str) -> list[dict[str, Any]]:
+    """One MachineSet per failure domain, as the installer makes them: per compute zone (its zone,
+    root volume type and volume zone at the same place), or one without zones."""
+    zones = config.workers.availability_zones
+    if len(zones) < 2:
+        return [worker_machineset(config, infra_id)]
+    return [worker_machineset(config, infra_id, domain) for domain in range(len(zones))]
+
+
+def worker_machineset(config: ClusterConfig, infra_id: str, domain: int | None = None) -> dict[str, Any]:
+    """The MachineSet of failure domain `domain` (None: the only one, named as before zones had theirs)."""
     assert config.openstack is not None
     workers = config.workers
-    name = f"{infra_id}-worker-extra"
+    name = f"{infra_id}-worker-extra" + ("" if domain is None else f"-{domain}")
+    index = domain or 0  # the domain's first slot: its zone, volume type and group are those of worker `index`
     labels = {
         "machine.openshift.io/cluster-api-cluster": infra_id,
         "machine.openshift.io/cluster-api-machine-role": "worker",
@@ -42,7 +53,9 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
             {"uuid": group}
             for group in dict.fromkeys((*config.openstack.additional_security_group_ids, *workers.additional_security_group_ids))
         ],
-        "serverGroupName": f"{infra_id}-worker",
+        # The zone's group the stack's workers share (MAPO makes one of that name if none exists); with
+        # serverGroupSize the stack's groups fill to that size, so its machines get one of their own.
+        "serverGroupName": name if workers.server_group_size else f"{infra_id}-worker{workers.server_group(index)}",
         "serverMetadata": {"Name": f"{infra_id}-worker", "openshiftClusterID": infra_id},
         "tags": [f"openshiftClusterID={infra_id}", *config.tags],
         "trunk": False,
@@ -58,12 +71,14 @@ def worker_machineset(config: ClusterConfig, infra_id: str) -> dict[str, Any]:
     provider["networks"] += [_extra_network(each) for _, each in config.openstack.networks_of("workers")]
     if workers.root_volume is not None:
         provider["rootVolume"] = {"diskSize": workers.root_volume.size, "sourceUUID": provider.pop("image")}
-        if workers.root_volume.type:
-            provider["rootVolume"]["volumeType"] = workers.root_volume.type
-        if workers.root_volume.availability_zones:
-            provider["rootVolume"]["availabilityZone"] = workers.root_volume.availability_zones[0]
+        volume_type = workers.volume_type_of(index)
+        if volume_type:
+            provider["rootVolume"]["volumeType"] = volume_type
+        volume_zones = workers.root_volume.availability_zones
+        if volume_zones:
+            provider["rootVolume"]["availabilityZone"] = volume_zones[index % len(volume_zones)]
     if workers.availability_zones:
-        provider["availabilityZone"] = workers.availability_zones[0]
+        provider["availabilityZone"] = workers.availability_zones[index % len(workers.availability_zones)]
     return {
         "apiVersion": "machine.openshift.io/v1beta1",
         "kind": "MachineSet",

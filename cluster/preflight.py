@@ -39,6 +39,7 @@ from cluster.config import ClusterConfig
 from cluster.libvirt_host import libvirt_host_problems, libvirt_is_local
 from cluster.preflight_groups import group_problems
 from cluster.preflight_capacity import anti_affinity, footprint, quotas, server_group_members
+from cluster.preflight_zones import affinity_across_zones, anti_affinity_in_zones
 from cluster.preflight_networks import mtu_problem, network_problems, network_warnings
 
 # The names the program and the tests import from here.
@@ -74,7 +75,7 @@ def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> lis
     found: list[str] = []
     for check in (
         _flavors, _images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones, _volume_zones, _volume_types, _tags,
-        quotas, server_group_members, anti_affinity,
+        quotas, server_group_members, anti_affinity, affinity_across_zones, anti_affinity_in_zones,
     ):  # fmt: skip
         found += check(config, plan, facts)
     found += group_problems(config, facts.security_groups, facts.probe_failure, where(facts))
@@ -256,6 +257,10 @@ def _volume_types(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -
         if root_volume and root_volume.type and root_volume.type not in facts.volume_types:
             known = ", ".join(facts.volume_types) or "none"
             yield f"ocp:{role}.rootVolume.type: volume type \"{root_volume.type}\" does not exist {where(facts)} (types: {known})"
+        for number, name in enumerate(root_volume.types if root_volume else ()):
+            if name not in facts.volume_types:
+                known = ", ".join(facts.volume_types) or "none"
+                yield f"ocp:{role}.rootVolume.types[{number}]: volume type \"{name}\" does not exist {where(facts)} (types: {known})"
 
 
 def _tags(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:

@@ -76,10 +76,12 @@ def footprint(
         "instances": sum(use.count for use in uses),
         "cores": sum(use.count * flavor.vcpus for use, flavor in sized if flavor),
         "ram": sum(use.count * flavor.ram_mib for use, flavor in sized if flavor),
-        # Both roles' groups, whatever the worker count; a deployed group shows only by its members.
-        "server_groups": 1 + len(config.workers.server_group_members(workers))
+        # Both roles' groups (one per zone where they are per zone), whatever the worker count; a deployed
+        # group shows only by its members.
+        "server_groups": len(config.masters.server_groups(masters)) + len(config.workers.server_groups(workers))
         if existing is None
-        else int(masters > 0) + (sum(1 for members in existing.worker_groups if members) if existing.worker_groups else int(workers > 0)),
+        else (sum(1 for members in existing.master_groups if members) if existing.master_groups else int(masters > 0))
+        + (sum(1 for members in existing.worker_groups if members) if existing.worker_groups else int(workers > 0)),
         "ports": tagged_ports + network_ports,
         "security_groups": len(groups) if cluster else 0,
         "security_group_rules": sum(len(rules) + DEFAULT_RULES_PER_GROUP for rules in groups.values()) if cluster else 0,
@@ -126,10 +128,11 @@ def server_group_members(config: ClusterConfig, plan: AddressPlan, facts: CloudF
     limit = UNLIMITED if quota is None else quota.limit
     workers = config.workers
     raise_it = "raise the quota (`openstack quota set --server-group-members {need} <project>`)"
-    if limit != UNLIMITED and plan.master_count > limit:
+    masters = max(config.masters.server_group_members(plan.master_count))
+    if limit != UNLIMITED and masters > limit:
         yield (
-            f"ocp:masters.count: {plan.master_count} masters share one server group, and the compute quota "
-            f"server_group_members {where(facts)} allows {limit} per group: " + raise_it.format(need=plan.master_count)
+            f"ocp:masters.count: {masters} masters share one server group, and the compute quota "
+            f"server_group_members {where(facts)} allows {limit} per group: " + raise_it.format(need=masters)
         )
     fullest = max(workers.server_group_members(plan.worker_count))
     if limit != UNLIMITED and fullest > limit:
@@ -166,7 +169,7 @@ def anti_affinity(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -
     hosts = facts.compute_hosts
     if hosts is None:
         return
-    fullest = {"masters": plan.master_count, "workers": max(config.workers.server_group_members(plan.worker_count))}
+    fullest = {"masters": max(config.masters.server_group_members(plan.master_count)), "workers": max(config.workers.server_group_members(plan.worker_count))}
     for role, members in fullest.items():
         if getattr(config, role).server_group_policy == "anti-affinity" and members > hosts:
             way_out = ", or ocp:workers.serverGroupSize to at most that many" if role == "workers" else ""

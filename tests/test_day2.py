@@ -181,6 +181,30 @@ DEV_EDITS = [
         expect={"ocp4-workers-server-group-1": "create", **{f"ocp4-worker{s}-worker-2{p}": "create" for s, p in (("s", ""), ("s", "-port"), ("s", "-drain"), ("-pointers", ""))}},
     ),
     Edit("workers.serverGroupSize 1", section("workers", serverGroupSize=1), refused="ocp:workers.serverGroupSize: the 2 running workers are in server groups of [2] members; with 1 some would change group"),
+    # One group per zone is chosen at install: a running server cannot change group.
+    Edit("masters.serverGroupPerZone", section("masters", serverGroupPerZone=True), refused="ocp:masters.serverGroupPerZone: was false at install, now true"),
+    Edit("workers.serverGroupPerZone", section("workers", serverGroupPerZone=True), refused="ocp:workers.serverGroupPerZone: was false at install, now true"),
+    Edit(
+        "workers.serverGroupPerZone, availabilityZones changed",
+        section("workers", availabilityZones=["az1"], serverGroupPerZone=True),
+        base=section("workers", availabilityZones=["az1", "az2"], serverGroupPerZone=True),
+        refused='ocp:workers.availabilityZones: was ["az1", "az2"] at install, now ["az1"]: with ocp:workers.serverGroupPerZone',
+    ),
+    # Worker 2 joins the group of its zone, which exists from install: no group is made or replaced.
+    Edit(
+        "workers.serverGroupPerZone, workers.count 2 -> 3",
+        section("workers", count=3, availabilityZones=["az1", "az2"], serverGroupPerZone=True),
+        base=section("workers", availabilityZones=["az1", "az2"], serverGroupPerZone=True),
+        expect={"ocp4-workers-worker-2*": "create", "ocp4-worker-pointers-worker-2": "create"},
+    ),
+    # The volume type of each zone: running nodes keep theirs (the Nova-made volume is read at first boot only).
+    Edit(
+        "workers.rootVolume.types",
+        section("workers", rootVolume={"size": 120, "types": ["ssd"]}),
+        base=section("workers", rootVolume={"size": 120, "type": "ssd"}),
+        warns=("workers.rootVolume.types", "workers.rootVolume"),
+    ),
+    Edit("masters.rootVolume.types", section("masters", rootVolume={"size": 120, "types": ["ssd"]}), warns=("masters.rootVolume",)),
     Edit("openstack.mode", section("openstack", mode="standalone"), refused="ocp:openstack.mode"),
     Edit("clusterNetwork", key("clusterNetwork", {"cidr": "10.132.0.0/14", "hostPrefix": 23}), refused="ocp:clusterNetwork"),
     Edit("serviceNetwork", key("serviceNetwork", "172.31.0.0/16"), refused="ocp:serviceNetwork"),

@@ -53,7 +53,7 @@ from cluster.config import ClusterConfig, ConfigError, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
 from cluster.firewall import exposure_table
-from cluster.machineset import worker_machineset
+from cluster.machineset import worker_machinesets
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
@@ -87,7 +87,7 @@ class NodeOutput:
 
 MACHINESET = "machinesets/worker.yaml"
 MACHINESET_NOTE = (
-    "# An example worker MachineSet for this cluster (integrated mode), 0 replicas: after install,\n"
+    "# Example worker MachineSets for this cluster (integrated mode), one per zone, 0 replicas: after install,\n"
     "# `oc apply -f` it and `oc scale machineset/<name> -n openshift-machine-api --replicas=N` to let the\n"
     "# Machine API add workers. Its machines run no routers (docs/day2.md: ingress placement).\n"
 )
@@ -528,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         if images:
             _write(staging / "images.json", json.dumps(images, indent=2, sort_keys=True) + "\n")
         if settings.integrated:
-            _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump(worker_machineset(settings, run.outputs["infraId"]), sort_keys=False))
+            machinesets = worker_machinesets(settings, run.outputs["infraId"])
+            _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump_all(machinesets, sort_keys=False))
         svg = topology.render(run.state(), run.outputs, f"stack {stack}")
         if svg is not None:
             _write(staging / "topology.svg", svg)

@@ -19,8 +19,15 @@ import pulumi
 import pulumi_command as command
 
 from cluster.cleanup import cleanup_script
+from cluster.config import ClusterConfig
 from components.installer import RUN_ONCE
 from components.openstack.common import ClusterContext
+
+def own_group_zones(config: ClusterConfig) -> dict[str, list[str]]:
+    """The zones of the roles whose server groups are per zone (the cleanup leaves those to Pulumi)."""
+    roles = (("master", config.masters), ("worker", config.workers))
+    return {role: list(section.availability_zones) for role, section in roles if section.groups_per_zone}
+
 
 # Every input of the command but its script: none of them may run it again.
 KEEPS_SCRIPT_CURRENT = [name for name in RUN_ONCE if name != "delete"]
@@ -40,7 +47,7 @@ class Cleanup(pulumi.ComponentResource):
         self.command = command.local.Command(
             f"{name}-on-destroy",
             create="true",
-            delete=cleanup_script(),
+            delete=cleanup_script(own_group_zones(cluster.config)),
             interpreter=["/bin/bash", "-c"],
             environment=cluster.infra_id.apply(lambda infra_id: {"OS_CLOUD": cluster.openstack.cloud, "INFRA_ID": infra_id}),
             logging=command.local.Logging.STDOUT_AND_STDERR,

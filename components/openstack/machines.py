@@ -232,7 +232,7 @@ def _root_device(
             uuid=image_id,
             destination_type="volume",
             volume_size=root.size,
-            volume_type=root.type,
+            volume_type=role.volume_type_of(node.index),
             boot_index=0,
             delete_on_termination=True,
         )
@@ -241,7 +241,7 @@ def _root_device(
         f"{name}-root-volume",
         name=cluster.server_name(node).apply(lambda server: f"{server}-root"),
         size=root.size,
-        volume_type=root.type,
+        volume_type=role.volume_type_of(node.index),
         image_id=image_id,
         availability_zone=zones[node.index % len(zones)],
         metadata=cluster.infra_id.apply(lambda infra_id: {"openshiftClusterID": infra_id, "role": node.role}),
@@ -274,15 +274,20 @@ class PoolRole:
     vips: Sequence[IPv4Address | IPv6Address]
     # Nova honours soft anti-affinity only between servers it already placed.
     one_at_a_time: bool
-    # The node's server group by slot index (0: the installer's <infraID>-<name>), and how many there are.
-    server_group_of: Callable[[int], int] = lambda index: 0
-    server_groups: int = 1
+    # The node's server group by slot index, as what follows <infraID>-<name> ("": the installer's
+    # one group), and every group the role has (RoleBase.server_group, server_groups).
+    server_group_of: Callable[[int], str] = lambda index: ""
+    server_groups: tuple[str, ...] = ("",)
 
 
 def control_plane(cluster: ClusterContext) -> PoolRole:
     """Masters: one after the other; they hold the API VIP, and the Ingress VIP when they run the routers."""
     plan = cluster.plan
-    return PoolRole("master", plan.masters, cluster.config.masters, vips_on_nodes(cluster, *plan.api_vips, *plan.ingress_vips), True)
+    settings = cluster.config.masters
+    return PoolRole(
+        "master", plan.masters, settings, vips_on_nodes(cluster, *plan.api_vips, *plan.ingress_vips), True,
+        settings.server_group, tuple(settings.server_groups(len(plan.masters))),
+    )
 
 
 def workers(cluster: ClusterContext) -> PoolRole:
@@ -291,7 +296,7 @@ def workers(cluster: ClusterContext) -> PoolRole:
     settings = cluster.config.workers
     return PoolRole(
         "worker", plan.workers, settings, vips_on_nodes(cluster, *plan.ingress_vips), False,
-        settings.server_group_of, len(settings.server_group_members()),
+        settings.server_group, tuple(settings.server_groups(settings.count)),
     )
 
 
@@ -322,16 +327,17 @@ class NodePool(pulumi.ComponentResource):
         settings, one_at_a_time = role.settings, role.one_at_a_time
         # A destroy of the masters is the cluster's end (ocp:protect); workers come and go.
         protect = cluster.config.protect and role.name == "master"
-        # The first is the installer's <infraID>-master / -worker; workers.serverGroupSize adds -worker-1, ...
-        groups = [
-            openstack.compute.ServerGroup(
-                f"{name}-server-group" + (f"-{number}" if number else ""),
-                name=cluster.named(role.name + (f"-{number}" if number else "")),
+        # The first is the installer's <infraID>-master / -worker; workers.serverGroupSize adds -worker-1, ...;
+        # with <role>.serverGroupPerZone, <infraID>-<role>-<zone>, -<zone>-1, ...
+        groups = {
+            suffix: openstack.compute.ServerGroup(
+                f"{name}-server-group{suffix}",
+                name=cluster.named(role.name + suffix),
                 policies=settings.server_group_policy,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for number in range(role.server_groups)
-        ]
+            for suffix in role.server_groups
+        }
         self.servers = []
         for node in role.nodes:
             node_name = f"{name}-{node.role}-{node.index}"

@@ -32,7 +32,7 @@ import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
 from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet
-from cluster.config import ClusterConfig
+from cluster.config import ClusterConfig, RoleBase
 from cluster.preflight import (
     PROBE_COMMAND,
     CloudFacts,
@@ -203,6 +203,7 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         ),
         network_extensions=probe.extensions if want.extensions else (),
         compute_hosts=probe.hosts if want.hosts else None,
+        zone_hosts=probe.zone_hosts if want.hosts else None,
         probe_failure=probe.failure,
         project=project or "",
         admin="admin" in _role_names(scope),
@@ -303,16 +304,24 @@ def _existing(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud, infra: st
         group = cloud.find(openstack.compute.get_servergroup_v2, name=f"{infra}-{role}")
         return len(group.members or ()) if group else None
 
-    def worker_groups() -> tuple[int, ...]:
-        """<infraID>-worker, then -worker-1, ... while they exist (ocp:workers.serverGroupSize)."""
-        found = [members("worker") or 0]
-        while (more := members(f"worker-{len(found)}")) is not None:
-            found.append(more)
+    def groups(role: str, section: RoleBase) -> tuple[int, ...]:
+        """<infraID>-<role>, then -<role>-1, ... while they exist (ocp:workers.serverGroupSize); per zone
+        (serverGroupPerZone) each zone's, then each zone's -1, ...: in the order RoleBase.server_groups fills them."""
+        zones = section.availability_zones if section.groups_per_zone else ("",)
+        named = [f"{role}-{zone}" if zone else role for zone in zones]
+        found, number = [members(name) or 0 for name in named], 1
+        while role == "worker":  # only the workers' groups have a size
+            more = [members(f"{name}-{number}") for name in named]
+            if all(m is None for m in more):
+                break
+            found, number = found + [m or 0 for m in more], number + 1
         return tuple(found)
 
-    masters, workers = members("master"), worker_groups()
+    master_groups, workers = groups("master", config.masters), groups("worker", config.workers)
+    masters = sum(master_groups)
     bootstrap, helper = ports(name=server_name(config, plan.bootstrap, infra)), ports(name=f"{infra}-bootstrap-helper")
     tagged, api, ingress = ports(), ports(name=f"{infra}-api-port"), ports(name=f"{infra}-ingress-port")
     return Existing(
-        masters or 0, sum(workers), bool(bootstrap), bool(helper), len(tagged), workers, frozenset(api + ingress)
+        masters, sum(workers), bool(bootstrap), bool(helper), len(tagged), workers,
+        vip_port_ids=frozenset(api + ingress), master_groups=master_groups if config.masters.groups_per_zone else (),
     )

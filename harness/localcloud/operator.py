@@ -52,6 +52,10 @@ OTHER_FLAVOR = "m1.medium"
 OTHER_IMAGE = "centos-stream-9"
 COMPUTE_HOSTS = {"az1": "localcloud-compute-az1", "az2": "localcloud-compute-az2"}
 VOLUME_DEFAULT_TYPE = "__DEFAULT__"
+# A volume type per zone, as clouds with `rootVolume.types` have them: each held to its Cinder zone
+# (`RESKEY:availability_zones`, which Cinder's API enforces), so that a volume of the wrong type for its zone is
+# refused. (The backends' driver reports one backend name for all, so `volume_backend_name` cannot tell them.)
+VOLUME_TYPE_ZONES = {"ssd-az1": "storage-1", "ssd-az2": "storage-2"}
 SHARE_TYPE = "default"
 
 
@@ -167,7 +171,8 @@ def prepare(description: dict) -> None:
     existing_types = {volume_type.name for volume_type in admin.block_storage.types()}
     for name in description["volumeTypes"]:
         if name not in existing_types:
-            admin.block_storage.create_type(name=name)
+            zone = VOLUME_TYPE_ZONES.get(name)
+            admin.block_storage.create_type(name=name, **({"extra_specs": {"RESKEY:availability_zones": zone}} if zone else {}))
     say(f"volume types: {', '.join(description['volumeTypes'])}")
 
     quotas = {name: value[0] if isinstance(value, list) else value for name, value in description["quotas"].items()}

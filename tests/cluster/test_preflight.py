@@ -126,7 +126,7 @@ def test_workers_spread_over_server_groups_of_the_members_quota():
     members = {"server_group_members": Quota(10)}
     config, plan = setup(with_section(HELPER_DEV, "workers", count=12, serverGroupSize=10))
     assert config.workers.server_group_members() == (10, 2)
-    assert [config.workers.server_group_of(index) for index in (0, 9, 10, 11)] == [0, 0, 1, 1]
+    assert [config.workers.server_group(index) for index in (0, 9, 10, 11)] == ["", "", "-1", "-1"]
     assert problems(config, plan, facts(members)) == []
     # The masters' group and both workers' groups.
     assert footprint(config, plan, FLAVORS)["server_groups"] == 3
