@@ -24,9 +24,11 @@ from tests.conftest import ROOT
 PASSWORD = "s3cret-probe-password"
 
 
-def _connection(hypervisors) -> Of:
+def _connection(hypervisors, zones=None) -> Of:
+    """`zones`: Nova's zone details (None: refused, as to anyone but an admin by default)."""
     extensions = [Of(alias="standard-attr-tag"), Of(alias="router"), Of(alias="external-net")]
-    return Of(network=Of(extensions=lambda: iter(extensions)), compute=Of(hypervisors=hypervisors))
+    details = (lambda details: iter(zones)) if zones is not None else (lambda details: _forbidden())
+    return Of(network=Of(extensions=lambda: iter(extensions)), compute=Of(hypervisors=hypervisors, availability_zones=details))
 
 
 def _forbidden():
@@ -45,6 +47,20 @@ def test_an_admins_view_counts_the_hosts_that_are_up():
     assert parse_probe(line) == Probe(("external-net", "router", "standard-attr-tag"), 2)
     # The same cloud gives the same line, whatever order the APIs list in.
     assert line == answer(["router", "external-net", "standard-attr-tag"], ["up", "up", "down"])
+
+
+def test_an_admins_view_counts_each_zones_compute_hosts_that_are_up():
+    up, down = {"available": True, "active": True}, {"available": False, "active": True}
+    zones = [
+        Of(name="az1", hosts={"compute-a": {"nova-compute": up}, "compute-b": {"nova-compute": down}}),
+        Of(name="nova", hosts={"compute-c": {"nova-compute": up}}),
+        Of(name="internal", hosts={"controller": {"nova-conductor": up, "nova-scheduler": up}}),
+    ]
+    line = probe(_connection(lambda: [Of(state="up")] * 3, zones))
+    assert json.loads(line)["zoneHosts"] == {"az1": 1, "nova": 1}
+    assert parse_probe(line).zone_hosts == {"az1": 1, "nova": 1}
+    # A member sees neither.
+    assert parse_probe(probe(_connection(_forbidden, zones))).zone_hosts is None
 
 
 def test_other_failures_of_the_hypervisors_fail_the_probe():

@@ -76,7 +76,7 @@ CASES = [
         {"workers": {"rootVolume": {"size": 120, "type": "ssd", "availabilityZones": ["az1"]}}},
         'ocp:workers.rootVolume.availabilityZones: zone "az1" does not exist in cloud "openstack" (volume zones: nova, storage-1, storage-2; `openstack availability zone list --volume`)',
     ),
-    ("missing volume type", {}, {"workers": {"rootVolume": {"size": 120, "type": "nvme"}}}, 'ocp:workers.rootVolume.type: volume type "nvme" does not exist in cloud "openstack" (types: __DEFAULT__, ssd)'),
+    ("missing volume type", {}, {"workers": {"rootVolume": {"size": 120, "type": "nvme"}}}, 'ocp:workers.rootVolume.type: volume type "nvme" does not exist in cloud "openstack" (types: __DEFAULT__, ssd, ssd-az1, ssd-az2)'),
     ("no tag extension", {"networkExtensions": ["external-net", "router"]}, {}, "ocp:openstack.mode: integrated, but Neutron in cloud \"openstack\" has no tag extension"),
     ("instances", {"quotas": {"instances": [8, 2]}}, {}, 'ocp:openstack.cloud: the stack adds 7 instances and the compute quota in cloud "openstack" has 6 left (2 of 8 in use)'),
     ("cores", {"quotas": {"cores": [24, 4]}}, {}, "the stack adds 21 vCPUs and the compute quota in cloud \"openstack\" has 20 left"),
