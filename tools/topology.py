@@ -150,12 +150,12 @@ def _openstack(dot: graphviz.Digraph, state: list[Item], outputs: dict[str, Any]
     first = vips[0][0] if vips else None
     for router in routers:
         if first:
-            dot.edge(f"router {router['name']}", first, lhead="cluster_machine", label=f"  {cidr}")
+            dot.edge(_id(f"router {router['name']}"), _id(first), lhead="cluster_machine", label=f"  {cidr}")
     for fip in fips:
         server, port = servers.get(_get(fip, "portId")), ports.get(_get(fip, "portId"))
         target = f"node {_get(server, 'name')}" if server else f"vip {_port_address(port)}" if port else None
         if target:
-            dot.edge(f"fip {fip['name']}", target, style="dashed")
+            dot.edge(_id(f"fip {fip['name']}"), _id(target), style="dashed")
     _security_groups(dot, state, last)
 
 
@@ -220,7 +220,7 @@ def _under(graph: graphviz.Digraph, above: list[Box], row: list[Box]) -> None:
     """One row under another, centred on it: invisible edges from each box above to each below."""
     for upper in above:
         for lower in row:
-            graph.edge(upper[0], lower[0], style="invis")
+            graph.edge(_id(upper[0]), _id(lower[0]), style="invis")
 
 
 def _dns_names(outputs: dict[str, Any]) -> dict[str, str]:
@@ -261,9 +261,14 @@ def _row(cluster: graphviz.Digraph, nodes: list[Box], **attrs: str) -> None:
     with cluster.subgraph() as row:
         row.attr(rank="same")
         for name, label in nodes:
-            row.node(name, label, **attrs)
+            row.node(_id(name), label, **attrs)
         for left, right in zip(nodes, nodes[1:]):
-            row.edge(left[0], right[0], style="invis")
+            row.edge(_id(left[0]), _id(right[0]), style="invis")
+
+
+def _id(name: str) -> str:
+    """A node's ID for dot, whose edges read `a:b` as node a's port b: an IPv6 address's colons become dots."""
+    return name.replace(":", ".")
 
 
 def _port_address(port: Item | None) -> str | None:
@@ -289,7 +294,7 @@ def _libvirt(dot: graphviz.Digraph, state: list[Item], outputs: dict[str, Any]) 
             _under(dot, [("host", "")], vips)
             _pools(inside, pools, vips)
         if vips:
-            dot.edge("host", vips[0][0], lhead=f"cluster_{network['name']}", label=f"  {_get(network, 'mode')} {cidr}")
+            dot.edge("host", _id(vips[0][0]), lhead=f"cluster_{network['name']}", label=f"  {_get(network, 'mode')} {cidr}")
 
 
 def render(state: list[Item], outputs: dict[str, Any], title: str) -> bytes | None:

@@ -252,3 +252,13 @@ def test_the_guard_rails_pass_a_dual_stack_stack_and_measure_an_ipv6_world():
         "too). Name your clients' networks, e.g. nodePortAllowedCidrs: [203.0.113.0/24], or leave nodePortAllowedCidrs out "
         "(the machine network only)"
     ]
+
+
+def test_the_plans_picture_of_an_ipv6_only_stack_draws_its_vips():
+    """dot reads `a:b` in an edge as node a's port b: the VIP boxes named by IPv6 address broke the picture."""
+    from tools import topology
+
+    program, error = run_recording(families(V6))
+    assert error is None, error
+    svg = topology.render(program.state(), program.outputs, "stack ipv6").decode()
+    assert "fd00:10::5" in svg and "fd00:10::7" in svg
