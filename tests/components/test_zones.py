@@ -112,3 +112,14 @@ def test_scaling_a_zone_stack_keeps_every_group_and_server():
     gone = {name: c.action for name, c in shrunk.changes.items() if c.action != "same"}
     assert set(gone.values()) == {"delete"}, gone
     assert {name for name in gone if "server-group" in name} == {"ocp4-workers-server-group-az2-1"}
+
+
+def test_a_stack_recorded_before_the_layout_key_cannot_take_a_group_per_zone():
+    """Its install record lacks serverGroupPerZone: it was made with one group across its zones."""
+    from tests.test_day2 import _without_in_record
+
+    zones = with_section(stack_config("dev"), "workers", availabilityZones=["az1", "az2"])
+    older = _without_in_record(deploy(zones), "workers.serverGroupPerZone")
+    assert preview(older, zones).error is None
+    result = preview(older, with_section(zones, "workers", serverGroupPerZone=True))
+    assert result.error is not None and "ocp:workers.serverGroupPerZone: was false at install, now true" in result.error

@@ -100,6 +100,7 @@ def test_a_stack_with_zones_made_before_keeps_its_group_and_cannot_take_one_per_
     assert {s["group"] for name, s in seen["servers"].items() if "-worker-" in name} == {f"{infra}-worker"}
     refused, output = stack.steps(flat({**stack.base, "ocp:workers": {**structured(stack.base["ocp:workers"]), "serverGroupPerZone": True}}))
     assert refused is None and "ocp:workers.serverGroupPerZone: was false at install, now true" in output, output[-3000:]
+    stack.write_config(stack.base)
     done = stack.destroy()
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
