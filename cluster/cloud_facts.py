@@ -312,7 +312,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         floating_ips=tuple(addresses),
         zones=any(role.availability_zones for role in roles),
         volume_zones=any(role.root_volume and role.root_volume.availability_zones for role in roles),
-        volume_types=any(role.root_volume and role.root_volume.type for role in roles),
+        volume_types=any(role.root_volume and (role.root_volume.type or role.root_volume.types) for role in roles),
         # Integrated mode: the tag extension. Extra networks: ip_allocation, for a network without a subnet.
         extensions=config.integrated or bool(openstack.extra_networks),
         hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
