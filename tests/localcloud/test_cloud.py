@@ -120,7 +120,9 @@ def test_the_preflight_reads_compute_hosts_where_nova_lets_the_caller(cloud_env)
     admin = probed(cloud_env, "localcloud-admin")
     states = json.loads(admin.stdout)["hosts"]
     assert states and set(states) == {"up"}, admin.stdout + admin.stderr
-    assert parse_probe(admin.stdout) == Probe(parse_probe(member.stdout).extensions, len(states))
+    # And each compute zone's hosts (Nova's zone details, admin-only too): one host per zone here.
+    assert parse_probe(member.stdout).zone_hosts is None
+    assert parse_probe(admin.stdout) == Probe(parse_probe(member.stdout).extensions, len(states), zone_hosts={"az1": 1, "az2": 1, "nova": 1})
 
 
 # Every API a client (openstacksdk, the Pulumi plugin's gophercloud) polls, with a path that needs no token.
