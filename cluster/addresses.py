@@ -136,6 +136,11 @@ class AddressPlan:
         return self.master_count if self.routers_on_masters else min(self.router_count, workers)
 
 
+def host_port(address: IPAddress, port: int) -> str:
+    """`address:port`, an IPv6 address in brackets as URLs and listeners want it."""
+    return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+
+
 def server_name(config: ClusterConfig, node: Node, infra_id: str) -> str:
     """A node's server and host name. Integrated mode: `<infraID>-<role>-<index>`, as UPI names
     them (the cloud provider finds a node's server by this exact name, unique in the project);

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster.addresses import AddressPlan, Node
+from cluster.addresses import AddressPlan, Node, host_port
 from cluster.config import ClusterConfig
 from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 
@@ -63,4 +63,4 @@ def pools(config: ClusterConfig, plan: AddressPlan) -> tuple[Pool, ...]:
 
 def frontend(plan: AddressPlan, pool: Pool) -> str:
     """`<VIP>:<port>`: where the balancer listens for `pool`."""
-    return f"{plan.api_vip if pool.vip == 'api' else plan.ingress_vip}:{pool.port}"
+    return host_port(plan.api_vip if pool.vip == "api" else plan.ingress_vip, pool.port)

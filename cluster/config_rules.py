@@ -164,7 +164,6 @@ def _added_at_the_installer_run(c: Any) -> Iterable[str]:
     yield from cloud_provider_config.problems(c.installer.cloud_provider_config, c.platform == "openstack" and c.openstack is not None and c.openstack.mode == "integrated")
 
 
-
 def _fips_ssh_keys(c: Any) -> Iterable[str]:
     # The installer's rule: FIPS mode takes only RSA and ECDSA keys.
     if c.fips:

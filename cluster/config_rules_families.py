@@ -25,6 +25,9 @@ EXAMPLES = {
 }
 # Kubernetes takes no IPv6 service network wider than a /108 (the installer: "should be /112").
 WIDEST_IPV6_SERVICES = 108
+# Nodes that run their own CoreDNS list every node slot once per family in their user_data: with
+# two families 400 reserved worker slots keep a master within Nova's budget (docs/networking.md).
+DUAL_STACK_MAX_WORKER_SLOTS = 400
 
 
 def _names(families: Iterable[int]) -> str:
@@ -178,6 +181,15 @@ def _ipv4_only_sources(c: Any) -> Iterable[str]:
     yield from _sources_of_the_families(c)
 
 
+def _slots_of_two_families(c: Any) -> Iterable[str]:
+    if len(c.families) == 2 and not c.integrated and c.workers.max_count > DUAL_STACK_MAX_WORKER_SLOTS:
+        yield (
+            f"ocp:workers.maxCount: {c.workers.max_count} reserved worker slots with two address families: every node's "
+            f"CoreDNS lists each slot in both families, and past {DUAL_STACK_MAX_WORKER_SLOTS} a master's user_data "
+            f"outgrows what Nova takes: write maxCount: {DUAL_STACK_MAX_WORKER_SLOTS} or less"
+        )
+
+
 FAMILY_CHECKS = (
     _lists_agree,
     _ipv6_services,
@@ -185,4 +197,5 @@ FAMILY_CHECKS = (
     _libvirt_ipv4_only,
     _openstack_families,
     _ipv4_only_sources,
+    _slots_of_two_families,
 )

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 
 from cluster import balancer
-from cluster.addresses import AddressPlan, Node, server_name
+from cluster.addresses import AddressPlan, Node, host_port, server_name
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
 from cluster.endpoints import api_url, console_url, etc_hosts
@@ -93,7 +93,7 @@ def _pools(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets) ->
         pool.name: {
             "frontend": balancer.frontend(now, pool),
             "check": pool.check,
-            "members": {server_name(config, node, assets.infra_id): f"{node.ip}:{pool.port}" for node in pool.members},
+            "members": {server_name(config, node, assets.infra_id): host_port(node.ip, pool.port) for node in pool.members},
         }
         for pool in balancer.pools(config, now)
     }

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from cluster.addresses import AddressPlan, Node, plan_addresses
+from cluster.addresses import AddressPlan, Node, host_port, plan_addresses
 from cluster.config import ClusterConfig, ConfigError
 from cluster.identity import ClusterIdentity
 from cluster.networking import API_PORT, DNS_HEALTH_PORT, IMAGE_NAMES
 from ignition import vrrp
 from ignition.assembly import Additions, File, Unit
 from ignition.render import render
-from ignition.vrrp import GARP_MASTER_DELAY_S, INTERFACE_VARIABLE, Address, Instance
+from ignition.vrrp import GARP_MASTER_DELAY_S, INTERFACE_VARIABLE, Instance
 from ignition.vrrp import vrids as vrids  # where callers have always found it
 
 MANIFESTS = "/etc/kubernetes/manifests"
@@ -182,7 +182,7 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
         stats_port=settings.haproxy_stats_port,
         # The primary family's addresses, as upstream's haproxy on two families: every master
         # has one, and haproxy's own family for the backends does not matter to its clients.
-        masters=[{"name": slot.name, "address": _host_port(slot.ip, API_PORT)} for slot in plan.master_slots],
+        masters=[{"name": slot.name, "address": host_port(slot.ip, API_PORT)} for slot in plan.master_slots],
     )
     env = render(
         "api-vip-redirect.env.j2",
@@ -213,10 +213,6 @@ def _haproxy(config: ClusterConfig, plan: AddressPlan, images: dict[str, str]) -
             Unit(REDIRECT_UNIT, render("api-vip-redirect.service.j2", script=REDIRECT_SCRIPT, config=REDIRECT_CONFIG)),
         ),
     )
-
-
-def _host_port(address: Address, port: int) -> str:
-    return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
 
 
 def _dns(config: ClusterConfig, plan: AddressPlan, node: Node, images: dict[str, str]) -> Additions:

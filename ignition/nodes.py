@@ -28,7 +28,7 @@ from typing import Literal
 
 import yaml
 
-from cluster.addresses import AddressPlan, Node, server_name
+from cluster.addresses import AddressPlan, Node, host_port, server_name
 from cluster.config import ClusterConfig
 from cluster.helper_tls import HelperTls, helper_tls
 from cluster.identity import ClusterIdentity
@@ -75,7 +75,7 @@ def bootstrap_helper_url(plan: AddressPlan, port: int, identity: ClusterIdentity
     """Where the bootstrap helper serves the bootstrap's config: over TLS (a neighbour on the
     machine network reads no secret, nor poses as the helper), under a path unguessable without
     the cluster's secret, so it is a secret itself (the shim's user_data, the upload)."""
-    return f"https://{plan.helper_ip}:{port}/{identity.derive('bootstrap-helper-path', 32)}/bootstrap.ign"
+    return f"https://{host_port(plan.helper_ip, port)}/{identity.derive('bootstrap-helper-path', 32)}/bootstrap.ign"
 
 
 def bootstrap_helper_tls(plan: AddressPlan, assets: InstallerAssets) -> HelperTls:
@@ -158,7 +158,7 @@ def node_ignition(
     pointer = assets.master if node.role == "master" else assets.worker
     if config.integrated:
         return NodeIgnition(user_data=integrated_pointer_user_data(config, node, assets.infra_id, assembly.dumps(pointer)))
-    source = f"http://{plan.api_vip}:{MCS_PLAIN_PORT}/config/{node.role}"
+    source = f"http://{host_port(plan.api_vip, MCS_PLAIN_PORT)}/config/{node.role}"
     config_ = assembly.pointer_config(pointer, source, additions)
     return NodeIgnition(user_data=assembly.dumps(config_))
 

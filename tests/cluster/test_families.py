@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from ipaddress import ip_network
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -14,8 +15,11 @@ import yaml
 from cluster.addresses import plan_addresses
 from cluster.config import ConfigError, load_config
 from cluster.firewall import exposure_table, security_groups
+from cluster.identity import ClusterIdentity
 from cluster.install_config import render_install_config
+from ignition.nodes import bootstrap_helper_url
 from tests.conftest import PULL_SECRET, deploy, preview, run_recording, stack_config
+from tools.mock_run import unwrap
 
 V4 = {"machine": "10.0.0.0/16", "cluster": {"cidr": "10.128.0.0/14", "hostPrefix": 23}, "service": "172.30.0.0/16"}
 V6 = {"machine": "fd00:10::/64", "cluster": {"cidr": "fd01::/48", "hostPrefix": 64}, "service": "fd02::/112"}
@@ -132,6 +136,20 @@ def test_standalone_takes_dual_stack_with_ipv4_first_only():
         "IPv6 addresses\"; it allows IPv6 first on platform: openstack): list IPv4 first in machineNetwork, clusterNetwork, "
         "serviceNetwork and the VIPs, or use mode: integrated"
     ]
+
+
+def test_standalone_dual_stack_reserves_at_most_400_worker_slots():
+    """Two families double every node's CoreDNS hosts lines: 500 slots would make a master's
+    user_data too big for Nova, so the key says so before anything is planned."""
+    workers = {**json.loads(stack_config("standalone")["ocp:workers"]), "maxCount": 500}
+    found = problems(families(V4, V6, stack="standalone", workers=workers))
+    assert found == [
+        "ocp:workers.maxCount: 500 reserved worker slots with two address families: every node's CoreDNS lists each "
+        "slot in both families, and past 400 a master's user_data outgrows what Nova takes: write maxCount: 400 or less"
+    ]
+    assert load_config(families(V4, V6, stack="standalone", workers={**workers, "maxCount": 400})).workers.max_count == 400
+    # Integrated nodes carry a pointer only: the MCO serves their networking.
+    assert load_config(families(V4, V6, workers={**json.loads(stack_config("dev")["ocp:workers"]), "maxCount": 500})).workers.max_count == 500
 
 
 def test_libvirt_refuses_ipv6_naming_the_machine_network():
@@ -262,3 +280,19 @@ def test_the_plans_picture_of_an_ipv6_only_stack_draws_its_vips():
     assert error is None, error
     svg = topology.render(program.state(), program.outputs, "stack ipv6").decode()
     assert "fd00:10::5" in svg and "fd00:10::7" in svg
+
+
+def test_ipv6_only_nodes_fetch_their_config_from_a_url_that_parses():
+    """An IPv6 address in a URL needs brackets: without them the port reads as part of the address."""
+    config = families(V6, stack="standalone")
+    program, error = run_recording(config, stack="standalone")
+    assert error is None, error
+    servers = {resource.name: resource.inputs["userData"] for resource in program.resources if resource.type == "openstack:compute/instance:Instance"}
+    pointers = {name: json.loads(unwrap(data)) for name, data in servers.items() if "bootstrap" not in name}
+    assert len(pointers) == 5, sorted(servers)
+    for name, pointer in pointers.items():
+        source = urlsplit(pointer["ignition"]["config"]["merge"][0]["source"])
+        assert (source.hostname, source.port) == ("fd00:10::5", 22624), (name, source)
+    plan = plan_addresses(load_config(config))
+    helper = urlsplit(bootstrap_helper_url(plan, 8080, ClusterIdentity("ocp4-x7k2p", b"cluster secret")))
+    assert (helper.hostname, helper.port) == (str(plan.helper_ip), 8080)
