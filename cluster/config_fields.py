@@ -11,6 +11,7 @@ import json
 import re
 import ssl
 import uuid
+from collections.abc import Callable
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import Annotated, Any, Literal
 
@@ -81,32 +82,26 @@ def _ssh_public_keys(value: str) -> str:
     return "\n".join(lines)
 
 
-def _canonical_cidr(value: Any) -> Any:
+def _strict_network(value: Any, parse: Callable[[str], Any], what: str) -> Any:
     """A CIDR with host bits set is a typo more often than not: say which network it means."""
     if isinstance(value, str):
         try:
-            IPv4Network(value)
+            return parse(value)
         except ValueError:
             try:
                 network = ipaddress.ip_network(value, strict=False)
             except ValueError:
-                raise ValueError(f"{value!r} is not an IPv4 CIDR: write one such as 203.0.113.7/32") from None
+                raise ValueError(f"{value!r} is not {what}") from None
             raise ValueError(f"{value!r} has host bits set: write {network}") from None
     return value
+
+
+def _canonical_cidr(value: Any) -> Any:
+    return _strict_network(value, IPv4Network, "an IPv4 CIDR: write one such as 203.0.113.7/32")
 
 
 def _network_of_either_family(value: Any) -> Any:
-    """An IPv4 or IPv6 CIDR, written without host bits."""
-    if isinstance(value, str):
-        try:
-            return ipaddress.ip_network(value)
-        except ValueError:
-            try:
-                network = ipaddress.ip_network(value, strict=False)
-            except ValueError:
-                raise ValueError(f"{value!r} is not a CIDR: write one such as 10.0.0.0/16 or fd00:10::/64") from None
-            raise ValueError(f"{value!r} has host bits set: write {network}") from None
-    return value
+    return _strict_network(value, ipaddress.ip_network, "a CIDR: write one such as 10.0.0.0/16 or fd00:10::/64")
 
 
 def _address_of_either_family(value: Any) -> Any:

@@ -20,24 +20,21 @@ from cluster.config import ClusterConfig, load_config
 from cluster.identity import ClusterIdentity
 from cluster.stackfile import read_stack_file
 from harness import netns
-from ignition import assembly
 from ignition.networking import (
     COREFILE,
     HAPROXY_CFG,
     KEEPALIVED_CONF,
-    KEEPALIVED_RUN,
     KEEPALIVED_RUN_CONFIG,
     KUBELET_DROPIN,
     PREPENDER,
     REDIRECT_CONFIG,
     REDIRECT_SCRIPT,
     REDIRECT_TABLE,
-    node_additions,
     vrids,
 )
 from ignition.nodes import USER_DATA_LIMIT
-from tests.ignition.test_networking import IDENTITY, REPO, every_node_kind, files_of, pointer_like, standalone_config, user_data
-from tests.ignition.test_networking_tools import CONNECT, HEALTH_STUB, NICS, Runner, _wait_for, need
+from tests.ignition.test_networking import IDENTITY, REPO, every_node_kind, files_of, standalone_config, user_data
+from tests.ignition.test_networking_tools import CONNECT, HEALTH_STUB, NICS, Runner, _wait_for, ignition_validate_every_node_kind, need, shellcheck_master_scripts
 
 IPV4 = {"machine": "10.0.0.0/16", "cluster": {"cidr": "10.128.0.0/14", "hostPrefix": 23}, "service": "172.30.0.0/16"}
 IPV6 = {"machine": "fd00:10::/64", "cluster": {"cidr": "fd01::/48", "hostPrefix": 64}, "service": "fd02::/112"}
@@ -398,15 +395,7 @@ def test_haproxy_accepts_the_config(tmp_path: Path, order: str):
 
 
 def test_the_scripts_pass_shellcheck(tmp_path: Path):
-    need("shellcheck")
-    config = families_config(IPV4, IPV6)
-    files = files_of(config, plan_addresses(config).masters[0])
-    paths = []
-    for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, PREPENDER):
-        paths.append(tmp_path / Path(path).name)
-        paths[-1].write_bytes(files[path])
-    result = subprocess.run(["shellcheck", "--shell=sh", *map(str, paths)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    shellcheck_master_scripts(families_config(IPV4, IPV6), tmp_path)
 
 
 # haproxy's frontend as rendered (`bind :::PORT v4v6`): one socket for both families, says "lb".
@@ -463,12 +452,4 @@ def test_api_vip_redirect_sends_both_families_vips_to_haproxy(tmp_path: Path):
 
 
 def test_ignition_validate_accepts_every_kind_of_dual_stack_node(tmp_path: Path):
-    need("ignition-validate")
-    config = families_config(IPV4, IPV6)
-    plan = plan_addresses(config)
-    for node in every_node_kind(config):
-        additions = assembly.hostname(node.name) + node_additions(config, plan, node, IDENTITY)
-        path = tmp_path / f"{node.name}.ign"
-        path.write_text(assembly.dumps(assembly.with_additions(pointer_like(node.role), additions)))
-        result = subprocess.run(["ignition-validate", str(path)], capture_output=True, text=True)
-        assert result.returncode == 0, result.stdout + result.stderr
+    ignition_validate_every_node_kind(families_config(IPV4, IPV6), tmp_path)

@@ -260,9 +260,9 @@ def test_the_mcs_check_sees_a_listener_under_ovn_kubernetes_rules_where_a_connec
             _wait_for(lambda: check() != 0, "the check to fail with nothing listening")
 
 
-def test_the_scripts_pass_shellcheck(tmp_path: Path):
+def shellcheck_master_scripts(config: ClusterConfig, tmp_path: Path) -> None:
+    """shellcheck on a master's scripts (keepalived-run, the API VIP redirect, the resolv.conf prepender)."""
     need("shellcheck")
-    config = standalone_config()
     files = files_of(config, plan_addresses(config).masters[0])
     paths = []
     for path in (KEEPALIVED_RUN, REDIRECT_SCRIPT, PREPENDER):
@@ -270,6 +270,10 @@ def test_the_scripts_pass_shellcheck(tmp_path: Path):
         paths[-1].write_bytes(files[path])
     result = subprocess.run(["shellcheck", "--shell=sh", *map(str, paths)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_scripts_pass_shellcheck(tmp_path: Path):
+    shellcheck_master_scripts(standalone_config(), tmp_path)
 
 
 def test_systemd_accepts_the_resolv_conf_units_and_the_kubelet_drop_in(tmp_path: Path):
@@ -493,9 +497,9 @@ def test_the_prepender_catches_up_with_a_change_made_while_it_ran(tmp_path: Path
     assert target.read_text() == f"search {config.cluster_domain}\nnameserver {node.ip}\nnameserver 10.40.0.1\n"
 
 
-def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
+def ignition_validate_every_node_kind(config: ClusterConfig, tmp_path: Path) -> None:
+    """ignition-validate on each kind of node's config: the pointer with this program's networking added."""
     need("ignition-validate")
-    config = standalone_config()
     plan = plan_addresses(config)
     for node in every_node_kind(config):
         additions = assembly.hostname(node.name) + node_additions(config, plan, node, IDENTITY)
@@ -503,3 +507,7 @@ def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
         path.write_text(assembly.dumps(assembly.with_additions(pointer_like(node.role), additions)))
         result = subprocess.run(["ignition-validate", str(path)], capture_output=True, text=True)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ignition_validate_accepts_every_kind_of_node(tmp_path: Path):
+    ignition_validate_every_node_kind(standalone_config(), tmp_path)
