@@ -147,6 +147,11 @@ class Lab:
                 except ProcessLookupError:
                     pass
             subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+        # A killed process keeps its namespace until it has finished exiting (its command
+        # line already empty): give those a moment, so `leftovers` names only what stayed.
+        deadline = time.monotonic() + 5
+        while processes_in(set(self.created.values())) and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.namespaces.clear()
         self.processes.clear()
 
