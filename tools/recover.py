@@ -5,7 +5,7 @@ ERROR, and for a node's server that `pulumi refresh` found gone.
 
     python -m tools.recover --stack dev            # what it would do
     python -m tools.recover --stack dev --yes      # and do it
-    python -m tools.recover --stack dev --yes --cancel   # first release the lock the dead run left
+    python -m tools.recover --stack dev --yes --cancel   # first remove the lock the dead run left
 
 An interrupted create leaves a *pending operation* in the state: the engine cannot know whether
 the cloud made the resource. Left alone, the next `pulumi up` creates it again, and OpenStack
@@ -37,6 +37,12 @@ command (integrated mode) stays: the next `pulumi up` would make the server agai
 that command read once, the installer's while the bootstrap was there, which fails TLS once the
 4.19 machine config operator has rotated its CA. Each such command is tainted, the cloud not asked,
 so that `pulumi up` reads the pointer the cluster serves now.
+
+`--cancel` reads the stack's lock first (ocp/locks.py) and removes only a lock no live run holds:
+one whose process is gone from this host, or another host's older than any run takes. A lock
+of a run on this host that still runs, or of another host's recent run, stops it with nothing
+done: `pulumi cancel` would delete that live run's lock too and tell it nothing. Only where the
+backend's lock cannot be read here does it fall back to `pulumi cancel`, and says so.
 """
 
 from __future__ import annotations
@@ -49,10 +55,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cluster.stackfile import StackFileError, read_stack_file
+from ocp import locks
+from pulumi import automation as auto
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -331,6 +340,27 @@ def pulumi(stack: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=cwd, capture_output=True, text=True)
 
 
+def release_dead_locks(stack_name: str, cwd: Path) -> str | None:
+    """Removes the stack's locks that no live run holds; None when done, else why nothing was removed."""
+    found = locks.find(auto.select_stack(stack_name=stack_name, work_dir=str(cwd)))
+    if found.skipped or found.store is None:
+        print(f"recover: the stack's lock cannot be read here ({found.skipped}): `pulumi cancel` removes every lock of the stack")
+        cancelled = pulumi(stack_name, "cancel", "--yes", cwd=cwd)
+        return f"`pulumi cancel` failed: {cancelled.stderr.strip()[-500:]}" if cancelled.returncode != 0 else None
+    now = datetime.now(UTC)
+    alive = [lock for lock in found.locks if lock.state(now) in ("live", "elsewhere", "unknown")]
+    if alive:
+        return "\n".join([
+            f"--cancel removes no lock a run may still hold, so nothing was done; stack {stack_name} is locked:",
+            *[lock.line(now, found.store) for lock in alive],
+            "Wait for that run to end (or check on its host that it ended), then run this again.",
+        ])
+    for lock in found.locks:
+        found.store.delete(lock.key)
+        print(f"recover: removed the lock of {lock.user}@{lock.host} (pid {lock.pid}, no longer running): {found.store.where(lock.key)}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.recover", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True)
@@ -338,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cwd", type=Path, default=Path.cwd(), help="the project directory (default: here)")
     parser.add_argument(
         "--cancel", action="store_true",
-        help="`pulumi cancel` first: the interrupted run still holds the stack's lock (only when no other `pulumi up` runs on it)",
+        help="first remove the lock the interrupted run left (never one a live run may hold: that stops it, nothing done)",
     )
     arguments = parser.parse_args(argv)
     exported = pulumi(arguments.stack, "stack", "export", cwd=arguments.cwd)
@@ -348,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     export = json.loads(exported.stdout)
     interrupted, failed, lost = pending_creates(export), failed_servers(export), lost_servers_pointers(export)
     if not interrupted and not failed and not lost:
+        if arguments.yes and arguments.cancel:  # a run killed before it made anything leaves its lock all the same
+            refusal = release_dead_locks(arguments.stack, arguments.cwd)
+            if refusal:
+                print(f"recover: {refusal}", file=sys.stderr)
+                return 1
         print(f"recover: stack {arguments.stack} has no interrupted create, no failed server and no server lost from the state: `pulumi up` as usual")
         return 0
     try:
@@ -383,9 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         print("recover: nothing changed; --yes does it")
         return 0
     if arguments.cancel:
-        cancelled = pulumi(arguments.stack, "cancel", "--yes", cwd=arguments.cwd)
-        if cancelled.returncode != 0:
-            print(f"recover: `pulumi cancel` failed: {cancelled.stderr.strip()[-500:]}", file=sys.stderr)
+        refusal = release_dead_locks(arguments.stack, arguments.cwd)
+        if refusal:
+            print(f"recover: {refusal}", file=sys.stderr)
             return 1
     try:
         for command in delete_commands(found):

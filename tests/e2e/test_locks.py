@@ -89,7 +89,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    """The project copy with the stand-in program, stacks a, b and c on a file backend of its own, and
+    """The project copy with the stand-in program, stacks a to d on a file backend of its own, and
     the runs the tests start (any left running is killed at the end)."""
     work = tmp_path_factory.mktemp("locks")
     copy = work / "project"
@@ -100,7 +100,7 @@ def project(tmp_path_factory):
     (copy / "__main__.py").write_text(PROGRAM)
     (work / "state").mkdir()
     env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "locks-only-passphrase"}
-    for stack in ("a", "b", "c"):
+    for stack in ("a", "b", "c", "d"):
         done = subprocess.run(["pulumi", "stack", "init", stack, "--non-interactive"], cwd=copy, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     runs: list[Run] = []
@@ -225,3 +225,44 @@ def test_a_killed_runs_lock_is_named_as_gone_cleared_by_the_flag_and_the_next_ru
     assert resources(copy, env, "c") == sorted(name.format(stack="c") for name in PARTS)
     assert list(lock.parent.glob("*")) == []
     print(f"a killed run, its lock named and cleared, the next run: {time.monotonic() - began:.1f} s")
+
+
+def recover_cancel(copy: Path, env: dict[str, str], stack: str) -> tuple[int, str, str]:
+    """`python -m tools.recover --yes --cancel`, as docs/troubleshooting.md has a user run it after a killed run."""
+    done = subprocess.run(
+        [str(ROOT / "venv" / "bin" / "python"), "-m", "tools.recover", "--stack", stack, "--yes", "--cancel", "--cwd", str(copy)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_recover_cancel_removes_a_killed_runs_lock_and_leaves_a_live_runs(project):
+    """`pulumi cancel` would delete a live run's lock too; tools.recover --cancel reads the lock first."""
+    copy, env, work, run = project
+    killed = run("up", "--stack", "d", GATE_UP=work / "gate-dead")
+    waiting(work / "gate-dead", killed)
+    lock, fields = lock_of(work, "d")
+    os.kill(fields["pid"], signal.SIGKILL)
+    killed.finish()
+    killed.kill_leftovers()
+    code, out, err = recover_cancel(copy, env, "d")
+    assert code == 0, (out, err)
+    assert f"recover: removed the lock of {fields['username']}@{fields['hostname']} (pid {fields['pid']}, no longer running): {lock}" in out.splitlines()
+    assert not lock.exists()
+
+    live = run("up", "--stack", "d", GATE_UP=work / "gate-live")
+    waiting(work / "gate-live", live)
+    lock, fields = lock_of(work, "d")
+    before = lock.read_bytes()
+    code, out, err = recover_cancel(copy, env, "d")
+    assert code == 1, (out, err)
+    assert err.splitlines() == [
+        "recover: --cancel removes no lock a run may still hold, so nothing was done; stack d is locked:",
+        f"  {fields['username']}@{fields['hostname']}, pid {fields['pid']}, since {since(fields)} UTC (0 min ago): its process runs on this host (lock {lock})",
+        "Wait for that run to end (or check on its host that it ended), then run this again.",
+    ]
+    assert lock.read_bytes() == before and live.process.poll() is None
+    Path(work / "gate-live").touch()
+    code, out, err = live.finish()
+    assert code == 0, (out, err)
+    assert resources(copy, env, "d") == sorted(name.format(stack="d") for name in PARTS)
