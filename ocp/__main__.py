@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         for line in missing.lines:
             print(f"missing: {line}", file=sys.stderr)
         return 2
-    except (driver.Stop, locks.Locked) as stop:
+    except (driver.Stop, locks.Locked, locks.Refused) as stop:
         print(f"stopped: {stop}", file=sys.stderr)
         return 1
     except auto.ConcurrentUpdateError as error:  # the engine's lock, taken after the driver's check (a destroy's)

@@ -84,7 +84,7 @@ def _stack(name: str) -> auto.Stack:
     missing = checks.pulumi_problems()
     if missing:
         raise checks.MissingTools(missing)
-    return auto.select_stack(stack_name=name, work_dir=str(PROJECT))
+    return locks.opened(name, lambda: auto.select_stack(stack_name=name, work_dir=str(PROJECT)))  # a store refusing the credential: Refused
 
 
 def _config(stack: auto.Stack) -> ClusterConfig:

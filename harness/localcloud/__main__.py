@@ -2,16 +2,19 @@
 
 up      builds the services' virtualenv if needed, starts MariaDB, RabbitMQ, Keystone,
         Placement, Glance, Neutron (with trunks), Nova (fake driver), Cinder (bookkeeping
-        driver), Octavia (no-op amphorae, real VIP ports) and Manila (its DummyDriver), and
-        prepares the cloud the committed stacks expect (samples/cloud/dev.yaml). Running it
+        driver), Octavia (no-op amphorae, real VIP ports), Manila (its DummyDriver) and Swift
+        (one replica; S3 through s3api with EC2 credentials), and prepares the cloud the
+        committed stacks expect (samples/cloud/dev.yaml). Running it
         again starts only what is not running; after a crash it cleans stale PID files.
 tidy    removes from the tenant's project whatever `up` did not prepare there: what a test run
-        killed or failed before its destroy left (servers, networks, images, volumes...).
+        killed or failed before its destroy left (servers, networks, images, volumes...), and
+        empties its Pulumi state bucket (kept).
         --project lab2: the second tenant project instead, where `up` prepares only quotas.
 down    stops exactly the processes `up` started (their PID files), keeping the data.
 status  each process: running or not, PID, RSS; where the logs are.
 env     the exports a shell needs: `eval "$(venv/bin/python -m harness.localcloud env)"`
-        (`--project lab2`: as the second project's tenant).
+        (`--project lab2`: as the second project's tenant), with its EC2 credential for the state
+        bucket (AWS_ACCESS_KEY_ID...) and LOCALCLOUD_STATE_URL, the `pulumi login` URL.
 
 --libvirt: the same four for the local libvirt instead (harness/localcloud/libvirt.py): libvirtd
         confined to a network namespace of its own, the pool `default`, a stand-in boot image, and

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from harness.localcloud import configuration, venv
-from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, TENANT_USER, Layout
+from harness.localcloud.layout import ADMIN_CLOUD, CLOUD, PORTS, REGION, STATE_BUCKET, TENANT_USER, Layout, url
 from harness.localcloud.processes import Failed, log_tail, port_taken, recorded, rss_mib, running, stop
 from harness.localcloud.services import DEBIAN_PACKAGES, ORDER, PROCESSES, Cloud, missing_programs, process_names
 from tools.mock_cloud import DEFAULT as DESCRIPTION
@@ -39,6 +39,14 @@ def up(layout: Layout, say) -> None:
     began = time.monotonic()
     _against_the_description(cloud, "prepare", say)
     say(f"prepared as {DESCRIPTION.relative_to(DESCRIPTION.parents[2])} describes ({time.monotonic() - began:.1f} s)")
+    began = time.monotonic()
+    for project, credential in json.loads(cloud.operator("state-store")).items():
+        path = layout.ec2_credential(project)
+        written = path.with_name(f".{path.name}.new")
+        written.write_text(json.dumps(credential) + "\n")
+        written.chmod(0o600)
+        written.replace(path)
+    say(f"Pulumi state: bucket {STATE_BUCKET} and an EC2 credential per project, at {state_url()} ({time.monotonic() - began:.1f} s)")
     dead = [name for name in process_names() if not running(layout, name)]
     if dead:
         raise Failed(f"{', '.join(dead)} exited after starting; see {', '.join(str(layout.log(name)) for name in dead)}:\n{log_tail(layout, dead[0])}")
@@ -105,6 +113,15 @@ def answering(layout: Layout | None = None) -> Path | None:
     return layout.clouds_yaml if port_taken(PORTS["keystone"]) else None
 
 
+def state_url(prefix: str = "") -> str:
+    """The DIY backend URL of the tenants' state bucket in Swift's s3api (`pulumi login` takes it). Swift sends no
+    checksums: without response_checksum_validation=when_required the SDK warns on every read."""
+    return (
+        f"s3://{STATE_BUCKET}{'/' + prefix if prefix else ''}?endpoint={url('swift')}&region={REGION}"
+        "&use_path_style=true&response_checksum_validation=when_required"
+    )
+
+
 def environment(layout: Layout, project: str = TENANT_USER) -> str:
     if not layout.clouds_yaml_of(project).exists():
         raise Failed("no clouds.yaml yet: run `python -m harness.localcloud up` first")
@@ -113,5 +130,13 @@ def environment(layout: Layout, project: str = TENANT_USER) -> str:
         "OS_CLOUD": CLOUD,
         "PATH": f"{_cli_dir(layout)}:$PATH",
     }
+    if layout.ec2_credential(project).exists():  # the project's S3 credential for its state bucket (not a login)
+        credential = json.loads(layout.ec2_credential(project).read_text())
+        exports |= {
+            "AWS_ACCESS_KEY_ID": credential["access"],
+            "AWS_SECRET_ACCESS_KEY": credential["secret"],
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "LOCALCLOUD_STATE_URL": state_url(),
+        }
     lines = [f"export {key}={shlex.quote(value) if key != 'PATH' else value}" for key, value in exports.items()]
-    return "\n".join([*lines, f"# the operator (admin) is OS_CLOUD={ADMIN_CLOUD}"])
+    return "\n".join([*lines, f"# the operator (admin) is OS_CLOUD={ADMIN_CLOUD}; Pulumi state here: pulumi login \"$LOCALCLOUD_STATE_URL\""])

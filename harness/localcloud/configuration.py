@@ -27,7 +27,9 @@ PASSWORD_HASH_ROUNDS = 4
 
 RABBIT = f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"  # guest may connect from loopback only
 DATABASES = ("keystone", "placement", "glance", "neutron", "nova_api", "nova", "nova_cell0", "cinder", "octavia", "manila")
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila", "swift")
+# Swift's storage servers, each with its ring's port (layout.PORTS).
+SWIFT_SERVERS = ("account", "container", "object")
 
 
 def database(layout: Layout, name: str) -> str:
@@ -347,6 +349,99 @@ dummy_driver_driver_methods_delays = ensure_share:0
 {_authtoken(layout, "manila", "shared-file-system")}"""
 
 
+def swift_dir(layout: Layout) -> Path:
+    """swift.conf and the rings: data, not configuration (the hash path suffix must stay with the objects)."""
+    return layout.data / "swift"
+
+
+def _swift_default(layout: Layout, port: int) -> str:
+    return f"""[DEFAULT]
+bind_ip = {HOST}
+bind_port = {port}
+# One process, no forked workers: `down` signals its session, and 2 cores do not need more.
+workers = 0
+swift_dir = {swift_dir(layout)}
+devices = {swift_dir(layout) / "devices"}
+# A plain directory, not a mounted disk.
+mount_check = false
+log_level = INFO
+"""
+
+
+def swift_server(layout: Layout, server: str) -> str:
+    """An account, container or object server: its one app, no replicators (one replica)."""
+    return f"""{_swift_default(layout, PORTS[f"swift-{server}"])}
+[pipeline:main]
+pipeline = {server}-server
+
+[app:{server}-server]
+use = egg:swift#{server}
+"""
+
+
+def swift_proxy(layout: Layout) -> str:
+    """The proxy: Swift's API with Keystone tokens, and S3 (s3api) with EC2 credentials checked by Keystone (s3token)."""
+    return f"""{_swift_default(layout, PORTS["swift"])}
+[pipeline:main]
+# No `cache`: there is no memcached here (the proxy keeps its infocache per request; s3token asks Keystone each time).
+# authtoken before s3api, as s3api's docs say: after s3token, it marks the identity s3token confirmed Invalid
+# (a request with no X-Auth-Token), and keystoneauth then refuses every S3 request (SignatureDoesNotMatch).
+pipeline = catch_errors gatekeeper healthcheck proxy-logging listing_formats authtoken s3api s3token keystoneauth copy slo dlo proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+account_autocreate = true
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+
+[filter:healthcheck]
+use = egg:swift#healthcheck
+
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+
+[filter:listing_formats]
+use = egg:swift#listing_formats
+
+[filter:copy]
+use = egg:swift#copy
+
+[filter:slo]
+use = egg:swift#slo
+
+[filter:dlo]
+use = egg:swift#dlo
+
+[filter:s3api]
+use = egg:swift#s3api
+# The region S3 clients sign for (Pulumi's `region=`): the cloud's.
+location = {REGION}
+
+[filter:s3token]
+use = egg:swift#s3token
+auth_uri = {url("keystone", "/v3")}
+# Keystone lets only admin or service users validate EC2 signatures (/v3/s3tokens).
+{_auth(layout, "swift")}secret_cache_duration = 0
+
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+delay_auth_decision = true
+www_authenticate_uri = {url("keystone")}
+service_token_roles_required = true
+service_type = object-store
+token_cache_time = {TOKEN_CACHE_TIME}
+{_auth(layout, "swift")}
+[filter:keystoneauth]
+use = egg:swift#keystoneauth
+# A project's members own its account, as on most clouds (swiftoperator is the tenant's too).
+operator_roles = admin, member, swiftoperator
+"""
+
+
 def clouds_yaml(layout: Layout, project: str = TENANT_USER) -> str:
     """The tenant `openstack` in `project` (as its own user) and the operator; the main file names
     every other project's tenant too (`localcloud-<project>`), for the operator's steps."""
@@ -385,6 +480,8 @@ def render(layout: Layout) -> None:
         layout.etc / "octavia" / "octavia.conf": octavia(layout),
         layout.etc / "octavia" / "octavia-api.conf": octavia_api(),
         layout.etc / "manila" / "manila.conf": manila(layout),
+        layout.etc / "swift" / "proxy-server.conf": swift_proxy(layout),
+        **{layout.etc / "swift" / f"{server}-server.conf": swift_server(layout, server) for server in SWIFT_SERVERS},
         **{layout.clouds_yaml_of(project): clouds_yaml(layout, project) for project in PROJECTS},
     }
     for host in COMPUTE_HOSTS.values():

@@ -38,7 +38,14 @@ PORTS = {
     "cinder": 8776,
     "octavia": 9876,
     "manila": 8786,
+    # Swift: the proxy (Swift's API and S3 through s3api), then its account, container and object servers.
+    "swift": 8080,
+    "swift-account": 6202,
+    "swift-container": 6201,
+    "swift-object": 6200,
 }
+# The bucket (a Swift container) each tenant project keeps its Pulumi state in, and its EC2 credential's file.
+STATE_BUCKET = "pulumi-state"
 
 
 def url(service: str, path: str = "") -> str:
@@ -80,6 +87,10 @@ class Layout:
     def clouds_yaml_of(self, project: str) -> Path:
         """The clouds.yaml whose entry `openstack` is this project's user (lab's is the main one)."""
         return self.home / ("clouds.yaml" if project == TENANT_USER else f"clouds-{project}.yaml")
+
+    def ec2_credential(self, project: str) -> Path:
+        """The project user's EC2 credential for Swift's s3api (JSON: access, secret), written by `up`."""
+        return self.home / f"ec2-{project}.json"
 
     @property
     def mariadb_socket(self) -> Path:

@@ -12,6 +12,8 @@ with OS_CLIENT_CONFIG_FILE naming the clouds.yaml `up` wrote (and LOCALCLOUD_PAS
 - `tidy DESCRIPTION.json [PROJECT]`: removes from project lab (or PROJECT, the second one) whatever
   `prepare` did not make there: what a test run that was killed or failed before its destroy left (a
   stack's servers, networks, image...).
+- `state-store`: each tenant project's bucket for Pulumi state (a Swift container) and its user's EC2
+  credential for s3api, made where missing; prints them as JSON.
 - `describe`: prints, as JSON, the same facts read back through the APIs.
 """
 
@@ -39,11 +41,13 @@ SERVICES = {  # service type: (name, URL)
     "block-storage": ("cinder", f"{HOST}:8776/v3"),
     "load-balancer": ("octavia", f"{HOST}:9876"),
     "shared-file-system": ("manila", f"{HOST}:8786/v2"),
+    "object-store": ("swift", f"{HOST}:8080/v1/AUTH_%(project_id)s"),
 }
-SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila")
+SERVICE_USERS = ("glance", "placement", "nova", "neutron", "cinder", "octavia", "manila", "swift")
 # Octavia's policy takes `member` under Keystone's default roles, and on many clouds (those that
 # enforce its older rules) only its own role: the tenant has both, as such a cloud's users do.
-TENANT_ROLES = ("member", "load-balancer_member")
+# Swift's operator role too, as clouds whose keystoneauth lists only it give it to their users.
+TENANT_ROLES = ("member", "load-balancer_member", "swiftoperator")
 # Documentation ranges (RFC 5737) for the external networks; the described floating IPs fall in them.
 EXTERNAL_SUBNETS = {"external": ["192.0.2.0/24", "198.51.100.0/24"], "public": ["203.0.113.0/24"]}
 INTERNAL_CIDR = "172.31.0.0/24"
@@ -57,6 +61,7 @@ VOLUME_DEFAULT_TYPE = "__DEFAULT__"
 # refused. (The backends' driver reports one backend name for all, so `volume_backend_name` cannot tell them.)
 VOLUME_TYPE_ZONES = {"ssd-az1": "storage-1", "ssd-az2": "storage-2"}
 SHARE_TYPE = "default"
+STATE_BUCKET = "pulumi-state"  # layout.STATE_BUCKET
 
 
 def say(message: str) -> None:
@@ -252,7 +257,7 @@ def tidy(description: dict, project_name: str = PROJECTS[0]) -> list[str]:
     """Deletes the project's resources that `prepare` did not make, dependents first; returns
     what it deleted and exits naming what it could not. In the second project `prepare` made nothing."""
     admin = openstack.connect(cloud=ADMIN_CLOUD)
-    tenant = openstack.connect(cloud=CLOUD if project_name == PROJECTS[0] else f"localcloud-{project_name}")
+    tenant = _tenant(project_name)
     if project_name != PROJECTS[0]:
         description = {**description, "floatingIps": {}, "networks": {}, "images": {}}
     project = tenant.current_project_id
@@ -333,9 +338,42 @@ def tidy(description: dict, project_name: str = PROJECTS[0]) -> list[str]:
     for credential in tenant.identity.get(credentials).json()["application_credentials"]:
         answer = tenant.identity.delete(f"{credentials}/{credential['id']}", raise_exc=False)
         (deleted if answer.ok else failed).append(f"application credential {credential['name']}" + ("" if answer.ok else f": {answer.status_code}"))
+    try:
+        deleted += _empty_bucket(tenant)
+    except Exception as error:
+        failed.append(f"bucket {STATE_BUCKET}: {type(error).__name__}: {error}"[:300])
     if failed:
         raise SystemExit("localcloud: could not remove " + "; ".join(failed))
     return deleted
+
+
+def _tenant(project_name: str):
+    return openstack.connect(cloud=CLOUD if project_name == PROJECTS[0] else f"localcloud-{project_name}")
+
+
+def state_store() -> dict:
+    """Each project's state bucket and its user's EC2 credential (Keystone's OS-EC2 API), made where missing."""
+    found = {}
+    for name in PROJECTS:
+        tenant = _tenant(name)
+        tenant.object_store.create_container(name=STATE_BUCKET)  # a PUT: idempotent
+        project, path = tenant.current_project_id, f"/users/{tenant.current_user_id}/credentials/OS-EC2"
+        credential = next((c for c in tenant.identity.get(path).json()["credentials"] if c["tenant_id"] == project), None)
+        if credential is None:
+            answer = tenant.identity.post(path, json={"tenant_id": project})
+            answer.raise_for_status()
+            credential = answer.json()["credential"]
+        found[name] = {"access": credential["access"], "secret": credential["secret"], "bucket": STATE_BUCKET}
+    return found
+
+
+def _empty_bucket(tenant) -> list[str]:
+    """The state bucket emptied (what a killed run's stack left), kept; made again if someone deleted it."""
+    tenant.object_store.create_container(name=STATE_BUCKET)
+    objects = list(tenant.object_store.objects(STATE_BUCKET))
+    for item in objects:
+        tenant.object_store.delete_object(item, container=STATE_BUCKET, ignore_missing=True)
+    return [f"{len(objects)} objects from bucket {STATE_BUCKET}"] if objects else []
 
 
 def describe() -> dict:
@@ -388,8 +426,11 @@ if __name__ == "__main__":
         with open(sys.argv[2]) as file:
             removed = tidy(json.load(file), project_name)
         say(f"project {project_name}: " + (f"removed what `prepare` did not make: {', '.join(removed)}" if removed else "nothing to remove: the project is as prepared"))
+    elif command == "state-store":
+        json.dump(state_store(), sys.stdout, sort_keys=True)
+        print()
     elif command == "describe":
         json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
         print()
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} identity [--rehash] | prepare DESCRIPTION.json | tidy DESCRIPTION.json [PROJECT] | describe")
+        raise SystemExit(f"usage: {sys.argv[0]} identity [--rehash] | prepare DESCRIPTION.json | tidy DESCRIPTION.json [PROJECT] | state-store | describe")

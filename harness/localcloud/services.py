@@ -1,7 +1,7 @@
 """The local cloud's processes, in the order they start, and each one's one-time set-up.
 
 MariaDB and RabbitMQ (Debian's binaries, our own data directories, loopback ports), then
-Keystone, Placement, Glance, Neutron, Nova, Cinder, Octavia and Manila from the services' virtualenv: the APIs
+Keystone, Placement, Glance, Neutron, Nova, Cinder, Octavia, Manila and Swift from the services' virtualenv: the APIs
 under gunicorn (these releases ship them as WSGI applications only), the rest as their own
 commands. A set-up step that completed leaves a marker in data/done, so an `up` after a crash
 redoes only what did not finish; the schema syncs are idempotent and run on every `up`.
@@ -10,6 +10,7 @@ redoes only what did not finish; the schema syncs are idempotent and run on ever
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from harness.localcloud import configuration
-from harness.localcloud.configuration import COMPUTE_HOSTS, DATABASES, PASSWORD_HASH_ROUNDS
+from harness.localcloud.configuration import COMPUTE_HOSTS, DATABASES, PASSWORD_HASH_ROUNDS, SWIFT_SERVERS, swift_dir
 from harness.localcloud.layout import HOST, PORTS, Layout, url
 from harness.localcloud.processes import Failed, Process, start, wait_ready
 
@@ -302,6 +303,39 @@ class Cloud:
         for binary in ("manila-scheduler", "manila-share"):
             start(self.layout, Process(binary, [str(self.layout.bin(binary)), "--config-file", conf]))
 
+    def swift(self) -> None:
+        """One replica on a plain directory: rings built once in the data, then the storage servers and the proxy."""
+        self.operator("identity")  # its service user, catalog entry and the tenants' swiftoperator, in a home made before
+        directory = swift_dir(self.layout)
+        device = directory / "devices" / "d1"
+        device.mkdir(parents=True, exist_ok=True)
+        try:  # Swift keeps each object's metadata in user xattrs
+            os.setxattr(device, "user.localcloud", b"1")
+            os.removexattr(device, "user.localcloud")
+        except OSError as error:
+            raise Failed(f"Swift needs user xattrs on {device}'s filesystem: {error}") from error
+        once(self.layout, "swift-rings", lambda: self._swift_rings(directory))
+        etc = self.etc / "swift"
+        for server in SWIFT_SERVERS:
+            name = f"swift-{server}"
+            start(self.layout, Process(name, [str(self.layout.bin(f"{name}-server")), str(etc / f"{server}-server.conf"), "--verbose"], port=PORTS[name]))
+        for server in SWIFT_SERVERS:
+            wait_ready(self.layout, Process(f"swift-{server}", [], port=PORTS[f"swift-{server}"]), 60)
+        self._start(Process("swift", [str(self.layout.bin("swift-proxy-server")), str(etc / "proxy-server.conf"), "--verbose"], http=url("swift", "/healthcheck")), 60)
+
+    def _swift_rings(self, directory: Path) -> None:
+        # The hash path prefix and suffix place every object: made once, kept with the data.
+        (directory / "swift.conf").write_text(
+            f"[swift-hash]\nswift_hash_path_prefix = {secrets.token_hex(8)}\nswift_hash_path_suffix = {secrets.token_hex(8)}\n\n"
+            "[storage-policy:0]\nname = Policy-0\ndefault = yes\n"
+        )
+        for server in SWIFT_SERVERS:
+            builder = str(directory / f"{server}.builder")
+            # 2^8 partitions, one replica, parts movable after 1 h: one device holds everything.
+            self._manage(f"swift {server} ring", "swift-ring-builder", builder, "create", "8", "1", "1")
+            self._manage(f"swift {server} ring", "swift-ring-builder", builder, "add", f"r1z1-{HOST}:{PORTS[f'swift-{server}']}/d1", "100")
+            self._manage(f"swift {server} ring", "swift-ring-builder", builder, "rebalance")
+
     def _octavia_ca(self) -> None:
         """The CA the flows sign each (no-op) amphora's certificate with."""
         directory = self.layout.data / "octavia" / "ca"
@@ -349,6 +383,7 @@ PROCESSES = {
     "cinder": ("cinder", "cinder-scheduler", "cinder-volume"),
     "octavia": ("octavia", "octavia-worker"),
     "manila": ("manila", "manila-scheduler", "manila-share"),
+    "swift": ("swift-account", "swift-container", "swift-object", "swift"),
 }
 ORDER = tuple(PROCESSES)
 

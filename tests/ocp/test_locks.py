@@ -4,7 +4,8 @@ against the real CLI in tests/e2e/test_locks.py, which also runs two drivers at 
 from where and since when; a live holder told from a dead one (its pid gone, or reused, on this host;
 another host's lock older than STALE); how to clear a dead one, the --clear-dead-lock flag that removes
 only that; a lock taken between the check and the engine's own worded the same; a backend it cannot
-read said so."""
+read said so. s3:// URLs read as Pulumi reads them (its legacy parameters too), and a store refusing the
+credential stopped in words naming the variables (the real Swift: tests/localcloud/test_swift_state.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from ocp import driver
+from ocp import driver, locks
 from ocp.__main__ import main
 from tests.ocp.test_driver import OUTPUTS, FakeStack, step
 
@@ -155,13 +156,119 @@ def test_a_backend_of_the_old_layout_keeps_its_locks_by_stack_name(stack, tmp_pa
 
 
 def test_a_backend_the_driver_cannot_read_is_said_and_the_engines_lock_guards_alone(monkeypatch, capsys):
-    stack = FakeStack([step("create", RULE, "r")], OUTPUTS, backend="s3://team-state?endpoint=https://swift.example.com&region=RegionOne")
+    stack = FakeStack([step("create", RULE, "r")], OUTPUTS, backend="gs://team-state/clusters")
     monkeypatch.setattr(driver, "_stack", lambda name: stack)
     assert main(["up", "--stack", "kvm"]) == 0 and ran(stack) == ["preview", "up"]
     assert capsys.readouterr().out.splitlines()[0] == (
-        "the stack's lock is not read before the run: the driver reads the locks of file:// backends only, this stack's is s3:// "
-        "(s3:// comes with the state in the cloud's object store); the engine's own lock still refuses a second run"
+        "the stack's lock is not read before the run: the driver reads the locks of file:// and s3:// backends, this stack's is gs://; "
+        "the engine's own lock still refuses a second run"
     )
+
+
+def test_an_s3_store_that_does_not_answer_the_driver_is_said_and_the_engines_lock_guards_alone(monkeypatch, capsys):
+    # Nothing listens on port 9 of loopback: Pulumi would fail there too, but the driver's read must not stop the run itself.
+    stack = FakeStack([step("create", RULE, "r")], OUTPUTS, backend="s3://team-state?endpoint=http://127.0.0.1:9&region=RegionOne&use_path_style=true")
+    monkeypatch.setattr(driver, "_stack", lambda name: stack)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "a")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "b")
+    assert main(["up", "--stack", "kvm"]) == 0 and ran(stack) == ["preview", "up"]
+    said = capsys.readouterr().out.splitlines()[0]
+    assert said.startswith("the stack's lock is not read before the run: its store did not answer the driver (Could not connect to the endpoint URL"), said
+
+
+def s3(url: str) -> locks.S3Store:
+    return locks.S3Store.at(url, Path("/nowhere"))
+
+
+def options(store: locks.S3Store) -> dict:
+    return dict(store.options)
+
+
+def test_an_s3_url_is_read_as_pulumi_reads_it():
+    store = s3("s3://team-state?endpoint=http://127.0.0.1:8080&region=RegionOne&use_path_style=true")
+    assert (store.bucket, store.prefix, store.endpoint, store.region, store.path_style) == ("team-state", "", "http://127.0.0.1:8080", "RegionOne", True)
+    # Pulumi's default with an endpoint of its own (a store that is not AWS): checksums only where S3 requires them.
+    assert options(store) == {"s3": {"addressing_style": "path"}, "request_checksum_calculation": "when_required"}
+    assert store.where(".pulumi/locks/organization/ocp/kvm/u.json") == "s3://team-state/.pulumi/locks/organization/ocp/kvm/u.json"
+    # A prefix: Pulumi keeps .pulumi/ under it.
+    store = s3("s3://team-state/clusters/prod/?endpoint=https://swift.example.com&region=regionTwo&profile=team")
+    assert (store.bucket, store.prefix, store.profile, store.path_style) == ("team-state", "clusters/prod/", "team", False)
+    assert options(store)["s3"] == {"addressing_style": "virtual"}
+    assert store.where(".pulumi/meta.yaml") == "s3://team-state/clusters/prod/.pulumi/meta.yaml"
+    assert store.removal(".pulumi/locks/organization/ocp/kvm/u.json") == "openstack object delete team-state clusters/prod/.pulumi/locks/organization/ocp/kvm/u.json"
+    # AWS itself: no endpoint, the SDK's own defaults.
+    store = s3("s3://team-state?region=eu-west-1")
+    assert (store.endpoint, options(store)) == (None, {"s3": {"addressing_style": "virtual"}})
+
+
+def test_an_s3_urls_legacy_and_other_parameters_are_read_as_pulumi_translates_them(monkeypatch):
+    # The v1 SDK's names: disableSSL picks the scheme of a bare endpoint, s3ForcePathStyle is use_path_style.
+    store = s3("s3://b?endpoint=minio.example:9000&disableSSL=true&s3ForcePathStyle=true")
+    assert (store.endpoint, store.path_style) == ("http://minio.example:9000", True)
+    assert s3("s3://b?endpoint=minio.example:9000").endpoint == "https://minio.example:9000"
+    assert s3("s3://b?endpoint=https://minio.example:9000&disableSSL=true").endpoint == "https://minio.example:9000"  # a scheme given wins
+    assert s3("s3://b?endpoint=https://minio.example&disable_https=true").endpoint == "http://minio.example"
+    store = s3("s3://b?endpoint=https://s.example&request_checksum_calculation=when_supported&response_checksum_validation=when_required&fips=true&dualstack=true")
+    assert options(store) == {
+        "s3": {"addressing_style": "virtual", "use_dualstack_endpoint": True},
+        "request_checksum_calculation": "when_supported", "response_checksum_validation": "when_required", "use_fips_endpoint": True,
+    }
+    # Set in the environment, it is the SDK's to read (Pulumi adds no default then).
+    monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+    assert "request_checksum_calculation" not in options(s3("s3://b?endpoint=https://s.example"))
+    # Parameters that change only writes or rates are accepted and change nothing here.
+    assert s3("s3://b?region=r&ssetype=AES256&kmskeyid=k&awssdk=v2&rate_limiter_capacity=5&hostname_immutable=true").region == "r"
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("s3://b?endpoint=https://s.example&usePathStyle=true", "unknown parameter usePathStyle in s3://b?endpoint=https://s.example&usePathStyle=true"),
+        ("s3://b?use_path_style=yes", "use_path_style=yes is not a boolean"),
+        ("s3://b?role=arn:aws:iam::1:role/r", "the URL's role= (an assumed IAM role) is not read by the driver"),
+    ],
+)
+def test_an_s3_url_the_driver_cannot_follow_is_said(url, why):
+    with pytest.raises(locks.Unreadable, match=re.escape(why)):
+        s3(url)
+
+
+# What Pulumi 3.274.1 prints when Swift's s3api refuses the secret (the local cloud, a wrong AWS_SECRET_ACCESS_KEY), and when the AWS chain has none.
+REFUSED = (
+    'error: read ".pulumi/meta.yaml": blob (key ".pulumi/meta.yaml") (code=Unknown): operation error S3: GetObject, https response error '
+    "StatusCode: 403, RequestID: tx73a1, HostID: tx73a1, api error SignatureDoesNotMatch: The request signature we calculated does not match "
+    "the signature you provided. Check your key and signing method."
+)
+NONE = (
+    'error: read ".pulumi/meta.yaml": blob (key ".pulumi/meta.yaml") (code=Unknown): operation error S3: GetObject, get identity: get credentials: '
+    "failed to refresh cached credentials, no EC2 IMDS role found, operation error ec2imds: GetMetadata, access disabled to EC2 IMDS via client option, "
+    'or "AWS_EC2_METADATA_DISABLED" environment variable'
+)
+
+
+@pytest.mark.parametrize(("stderr", "said"), [(REFUSED, "refused the credential (SignatureDoesNotMatch)"), (NONE, "was given no credential")])
+def test_a_store_that_refuses_the_credential_stops_the_run_naming_the_variables(monkeypatch, capsys, stderr, said):
+    def select_stack(**_):
+        raise auto.CommandError(auto.CommandResult(stdout="", stderr=stderr, code=255))
+
+    monkeypatch.setattr(driver.auto, "select_stack", select_stack)
+    monkeypatch.setattr(driver.checks, "pulumi_problems", lambda: [])
+    assert main(["install", "--stack", "kvm"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"stopped: stack kvm: its state store (the s3:// backend) {said}, so nothing was done here. Set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY to an EC2 credential of the project that holds the bucket (`openstack ec2 credentials list` shows yours; "
+        "`openstack ec2 credentials create` makes one), and AWS_EC2_METADATA_DISABLED=true off AWS; then run the same command again."
+    ]
+
+
+def test_another_failure_to_select_the_stack_is_not_called_a_credential(monkeypatch):
+    def select_stack(**_):
+        raise auto.CommandError(auto.CommandResult(stdout="", stderr="error: no stack named 'kvm' found", code=255))
+
+    monkeypatch.setattr(driver.auto, "select_stack", select_stack)
+    monkeypatch.setattr(driver.checks, "pulumi_problems", lambda: [])
+    with pytest.raises(auto.CommandError, match="no stack named"):
+        main(["up", "--stack", "kvm"])
 
 
 def test_a_lock_file_that_does_not_read_as_one_still_stops_the_run(stack, tmp_path, capsys):
