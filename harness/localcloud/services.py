@@ -305,7 +305,9 @@ class Cloud:
 
     def swift(self) -> None:
         """One replica on a plain directory: rings built once in the data, then the storage servers and the proxy."""
-        self.operator("identity")  # its service user, catalog entry and the tenants' swiftoperator, in a home made before
+        # Its service user, catalog entry and the tenants' swiftoperator, in a home made before Swift (a full `up` has
+        # them from Octavia's and Manila's identity step already).
+        once(self.layout, "swift-identity", lambda: self.operator("identity"))
         directory = swift_dir(self.layout)
         device = directory / "devices" / "d1"
         device.mkdir(parents=True, exist_ok=True)
@@ -316,12 +318,15 @@ class Cloud:
             raise Failed(f"Swift needs user xattrs on {device}'s filesystem: {error}") from error
         once(self.layout, "swift-rings", lambda: self._swift_rings(directory))
         etc = self.etc / "swift"
-        for server in SWIFT_SERVERS:
-            name = f"swift-{server}"
-            start(self.layout, Process(name, [str(self.layout.bin(f"{name}-server")), str(etc / f"{server}-server.conf"), "--verbose"], port=PORTS[name]))
-        for server in SWIFT_SERVERS:
-            wait_ready(self.layout, Process(f"swift-{server}", [], port=PORTS[f"swift-{server}"]), 60)
-        self._start(Process("swift", [str(self.layout.bin("swift-proxy-server")), str(etc / "proxy-server.conf"), "--verbose"], http=url("swift", "/healthcheck")), 60)
+        processes = [
+            Process(f"swift-{server}", [str(self.layout.bin(f"swift-{server}-server")), str(etc / f"{server}-server.conf"), "--verbose"], port=PORTS[f"swift-{server}"])
+            for server in SWIFT_SERVERS
+        ]
+        processes.append(Process("swift", [str(self.layout.bin("swift-proxy-server")), str(etc / "proxy-server.conf"), "--verbose"], http=url("swift", "/healthcheck")))
+        for process in processes:  # all at once: the proxy needs the others only to serve, not to start
+            start(self.layout, process)
+        for process in processes:
+            wait_ready(self.layout, process, 60)
 
     def _swift_rings(self, directory: Path) -> None:
         # The hash path prefix and suffix place every object: made once, kept with the data.
