@@ -22,7 +22,7 @@ from pulumi import automation as auto
 from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
 from cluster.installer import installer_dir
-from ocp import checks, locks
+from ocp import checks, keyservice, locks
 from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
@@ -88,7 +88,9 @@ def _stack(name: str) -> auto.Stack:
 
 
 def _config(stack: auto.Stack) -> ClusterConfig:
-    return load_config({key: value.value for key, value in stack.get_all_config().items()})
+    with keyservice.decrypting("pulumi config", Stop, _errors):  # the first command that decrypts
+        values = stack.get_all_config()
+    return load_config({key: value.value for key, value in values.items()})
 
 
 def policy_pack(say: Callable[[str], None]) -> list[str]:
@@ -185,7 +187,7 @@ def _refusal(command: str, policy: list[auto.EngineEvent], text: str) -> str:
     violations = _violations(policy)
     if violations:
         return f"{command}: the guard rails (policy/README.md) refuse it: " + "; ".join(violations)
-    return f"{command} failed: {_errors(text)}"
+    return keyservice.problem(text) or f"{command} failed: {_errors(text)}"
 
 
 def up(stack: auto.Stack, say: Callable[[str], None], total: int, replace: tuple[str, ...] = ()) -> auto.UpResult:
@@ -343,7 +345,8 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     inputs to judge. False when the user did not confirm."""
     stack = _stack(name)
     locks.check(stack, say, clear_dead)
-    resources = stack.export_stack().deployment.get("resources") or []
+    with keyservice.decrypting("pulumi stack export", Stop, _errors):  # --show-secrets: the stack's key first
+        resources = stack.export_stack().deployment.get("resources") or []
     if not resources:
         say(f"stack {name} has nothing to destroy")
         return True
