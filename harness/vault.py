@@ -70,6 +70,18 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _free_pair() -> int:
+    """A free port whose next one is free too: the dev server's cluster listener takes port + 1."""
+    while True:
+        port = _free_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((LOOPBACK, port + 1))
+            except OSError:
+                continue
+        return port
+
+
 @dataclass
 class Vault:
     directory: Path
@@ -126,11 +138,20 @@ class Vault:
 
     # ---- the process
 
-    def start(self, timeout: float = 60) -> None:
+    def start(self, timeout: float = 60, tries: int = 3) -> None:
+        """`tries`: ports to try, when another process took the one chosen (or the next) meanwhile."""
+        for attempt in range(tries):
+            try:
+                return self._start(timeout)
+            except VaultError as error:
+                if "address already in use" not in str(error) or attempt == tries - 1:
+                    raise
+
+    def _start(self, timeout: float) -> None:
         binary = toolchain.binary("vault")
         if binary is None:
             raise VaultError(toolchain.missing("vault"))
-        port = _free_port()
+        port = _free_pair()
         self.addr = f"http://{LOOPBACK}:{port}"
         args = [
             str(binary), "server", "-dev", f"-dev-listen-address={LOOPBACK}:{port}", f"-dev-root-token-id={self.root_token}",
