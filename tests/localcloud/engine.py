@@ -59,8 +59,12 @@ class Stack:
     work: Path = field(default=Path())
 
     @classmethod
-    def create(cls, name: str, work: Path, env: dict[str, str], plugins: Iterable[tuple[str, str]], config: Callable[[dict], dict]) -> Stack:
-        """A new stack of a copy of the program, its config the committed stack file's passed through `config`."""
+    def create(
+        cls, name: str, work: Path, env: dict[str, str], plugins: Iterable[tuple[str, str]], config: Callable[[dict], dict],
+        secrets_provider: str | None = None,
+    ) -> Stack:
+        """A new stack of a copy of the program, its config the committed stack file's passed through `config`;
+        its secrets under `secrets_provider` (`hashivault://KEY`, say) rather than the passphrase."""
         project = work / "project"
         shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
         (project / "venv").symlink_to(ROOT / "venv")
@@ -70,6 +74,8 @@ class Stack:
         environment = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
         # env's PATH comes after the toolchain's (the cloud's `openstack` CLI, say); the rest is set as given.
         environment.update({**env, "PATH": os.pathsep.join(filter(None, [environment["PATH"], env.get("PATH")]))})
+        if secrets_provider:
+            del environment["PULUMI_CONFIG_PASSPHRASE"]
         for plugin_name, version in plugins:
             installed = subprocess.run(
                 ["pulumi", "plugin", "install", "resource", plugin_name, version, "--file", str(plugin(plugin_name, version))],
@@ -82,7 +88,8 @@ class Stack:
         base["ocp:pullSecret"] = PULL_SECRET
         created = cls(name, project, environment, base, work)
         (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {}}))
-        assert created.pulumi("stack", "init").returncode == 0
+        initialised = created.pulumi("stack", "init", *(["--secrets-provider", secrets_provider] if secrets_provider else []))
+        assert initialised.returncode == 0, initialised.stderr
         secret = created.pulumi("config", "set", "--secret", "ocp:pullSecret", stdin=PULL_SECRET)
         assert secret.returncode == 0, secret.stderr
         created.write_config(base)

@@ -20,22 +20,23 @@ PLUGINS = [("openstack", "5.5.3")]
 
 def openstack_stack(
     name: str, work: Path, cloud, cloud_env: dict[str, str], oc: Path | None = None, edit: Callable[[dict], dict] = lambda config: config,
-    cli: bool = False,
+    cli: bool = False, extra_env: dict[str, str] | None = None, secrets_provider: str | None = None,
 ) -> Iterator[Stack]:
     """A module fixture's body: the committed stack `name` passed through `edit`, with `oc` (the stand-in
     for the release lookups by default: no registry here). No `openstack` CLI on the engine's PATH: the
     program needs none (its preflight and cleanup run openstacksdk from its venv); `cli` puts the local
-    cloud's there for what a user runs beside it (tools.recover). OCP_KEEP_LIFECYCLE keeps the stack, to
+    cloud's there for what a user runs beside it (tools.recover); `extra_env` and `secrets_provider` put the
+    state and the key elsewhere (PULUMI_BACKEND_URL, VAULT_TOKEN, ...). OCP_KEEP_LIFECYCLE keeps the stack, to
     look into a failure."""
     oc = oc or stand_in_oc(work)
 
     def local(committed: dict) -> dict:
         return edit({**committed, "ocp:installer": dict(committed["ocp:installer"], oc=str(oc))})
 
-    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"]}
+    env = {"OS_CLIENT_CONFIG_FILE": cloud_env["OS_CLIENT_CONFIG_FILE"], **(extra_env or {})}
     if cli:
         env["PATH"] = str(cloud.bin("openstack").parent)
-    created = Stack.create(name, work, env, PLUGINS, local)
+    created = Stack.create(name, work, env, PLUGINS, local, secrets_provider)
     created.cloud = cloud  # type: ignore[attr-defined]
     yield created
     if os.environ.get("OCP_KEEP_LIFECYCLE"):
