@@ -53,6 +53,11 @@ def volume(name, metadata):
     made = tenant.block_storage.create_volume(name=name, size=1, metadata=metadata)
     return tenant.block_storage.wait_for_status(made, "available", interval=1, wait=120).id
 
+def container(name):  # a Swift container holding an object, as the image registry leaves its storage
+    tenant.object_store.create_container(name=name)
+    tenant.object_store.upload_object(container=name, name="docker/registry/v2/blobs/sha256/00/data", data=b"layer")
+    return name
+
 flavor = tenant.compute.find_flavor("m1.small").id
 image = tenant.image.find_image("centos-stream-9").id
 external = tenant.network.find_network("external")
@@ -90,6 +95,8 @@ keep.update({
     # A cluster whose infra ID extends this one's, its server tagged as the installer's MachineSets do.
     "extending cluster's server": server(f"{extended}-worker-0-abcde", [f"openshiftClusterID={extended}"], metadata={"openshiftClusterID": extended}),
     "extending cluster's server group": tenant.compute.create_server_group(name=f"{extended}-worker", policy="soft-anti-affinity").id,
+    "user's container": container(f"{infra}-backups"),
+    "other cluster's registry container": container(f"{other}-image-registry-0f1e2d"),
 })
 # What the cluster made itself.
 machine = server(f"{infra}-worker-0-x7k2p", [tag])
@@ -99,6 +106,7 @@ gone = {
     "PVC volume": volume("pvc-0a1b2c", {csi: infra}),
     "tagged port": tagged(tenant.network.create_port(name=f"{infra}-worker-0-x7k2p-0", network_id=network.id), tag),
     "Machine API's server group": tenant.compute.create_server_group(name=f"{infra}-worker-az1", policy="soft-anti-affinity").id,
+    "image registry's container": container(f"{infra}-image-registry-9a8b7c"),
 }
 attachment = tenant.compute.create_volume_attachment(machine, volume_id=gone["PVC volume"])
 tenant.block_storage.wait_for_status(tenant.block_storage.get_volume(gone["PVC volume"]), "in-use", interval=1, wait=120)
@@ -115,6 +123,7 @@ kinds = {
     "snapshot": tenant.block_storage.find_snapshot,
     "share": lambda id_: next((s for s in tenant.shared_file_system.shares() if s.id == id_), None),
     "share snapshot": lambda id_: next((s for s in tenant.shared_file_system.share_snapshots() if s.id == id_), None),
+    "container": lambda name: next((c for c in tenant.object_store.containers() if c.name == name), None),
 }
 def exists(what, id_):
     kind = next(kind for kind in sorted(kinds, key=len, reverse=True) if what.endswith(kind))
@@ -176,6 +185,7 @@ def left():
                           ("network", tenant.network.networks), ("security group", tenant.network.security_groups),
                           ("server group", tenant.compute.server_groups)):
         found += [f"{kind} {r.name}" for r in listing() if ours(r)]
+    found += [f"container {c.name}" for c in tenant.object_store.containers() if ours(c)]
     return found
 """
 
@@ -232,6 +242,12 @@ for group in groups:
         attempt(f"take group {group.name} off port {port.id}", tenant.network.update_port, port,
                 security_groups=[g for g in port.security_group_ids if g != group.id])
     attempt(f"delete security group {group.name}", tenant.network.delete_security_group, group)
+def delete_container(container):
+    for item in tenant.object_store.objects(container.name):
+        tenant.object_store.delete_object(item, container=container.name)
+    tenant.object_store.delete_container(container)
+for container in [c for c in tenant.object_store.containers() if ours(c)]:
+    attempt(f"delete container {container.name}", delete_container, container)
 for kind, listing, delete in (("port", tenant.network.ports, tenant.network.delete_port),
                               ("network", tenant.network.networks, tenant.network.delete_network),
                               ("security group", tenant.network.security_groups, tenant.network.delete_security_group),
@@ -309,11 +325,11 @@ def test_the_destroy_cleanup_removes_what_the_cluster_made_and_nothing_else(clea
     report = ran.stdout + ran.stderr
     assert gone == {what: False for what in gone}, report
     assert kept == {what: True for what in kept}, report
-    for what in ("floating IP", "load balancer", "server", "trunk", "volume snapshot", "volume", "share snapshot", "share", "port", "server group", "security group"):
+    for what in ("floating IP", "load balancer", "server", "trunk", "volume snapshot", "volume", "share snapshot", "share", "port", "server group", "security group", "container"):
         assert f"cleanup: deleted {what} " in ran.stdout, what
     # Both load balancers (the 4.16 name and the 4.14 one found by its VIP network), their floating IPs.
     assert ran.stdout.count("cleanup: deleted load balancer ") == 2 and ran.stdout.count("cleanup: deleted floating IP ") == 2
-    # No Swift here: the catalog says so and it does not try (nor say it could not list containers).
+    # Swift is in the catalog: the registry's container went with its objects, and nothing was left unlisted.
     assert "container" not in ran.stderr, report
     # The project's security groups: the program's own (the test's stand-in for Pulumi's) and no lb-sg-* left.
     assert groups_after == groups_before + 1
