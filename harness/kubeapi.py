@@ -22,7 +22,6 @@ import datetime
 import ipaddress
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -38,6 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from harness import child
 from tools import toolchain
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
@@ -179,15 +179,7 @@ class KubeAPI:
         """Stops exactly the processes this harness started, last started first: SIGTERM, then
         SIGKILL after `grace` seconds; each is waited for (reaped)."""
         for name in reversed(list(self.processes)):
-            process = self.processes.pop(name)
-            if process.poll() is not None:
-                continue
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=grace)
+            child.stop(self.processes.pop(name), grace)
 
     def _wait(self, name: str, ready, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

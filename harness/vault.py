@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import signal
 import socket
 import subprocess
 import time
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import child
 from tools import toolchain
 
 LOOPBACK = "127.0.0.1"
@@ -183,14 +183,8 @@ class Vault:
     def stop(self, grace: float = 15) -> None:
         """SIGTERM to exactly the process started here, SIGKILL after `grace` seconds; waited for."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=grace)
+        if process is not None:
+            child.stop(process, grace)
 
 
 @contextlib.contextmanager

@@ -16,75 +16,20 @@ import getpass
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.e2e.stand_in import GATED, Runs, copy_project, named_gone, needs, since, waiting
+from tests.e2e.stand_in import GATED_PARTS as PARTS
 from tools import toolchain
 
-PROGRAM = '''
-import os, time, pulumi
-
-class Part(pulumi.ComponentResource):
-    def __init__(self, name):
-        super().__init__("ocp:test:Part", name, {})
-        self.register_outputs({})
-
-Part("network")
-Part("master-0")
-gate = os.environ.get("GATE_PREVIEW" if pulumi.runtime.is_dry_run() else "GATE_UP")
-if gate:  # held here (with the stack's lock, in an up) until the test makes the file
-    open(gate + ".waiting", "w").close()
-    while not os.path.exists(gate):
-        time.sleep(0.1)
-Part("worker-0")
-'''
-PARTS = ["master-0", "network", "ocp-{stack}", "worker-0"]
-
-
-def _needs() -> str | None:
-    for name in ("pulumi", "pulumi-language-python"):
-        if toolchain.binary(name) is None:
-            return toolchain.missing(name)
-    return None if (ROOT / "policy" / "venv").is_dir() else "the policy pack's virtualenv policy/venv is missing: bash .ci/setup"
-
-
-pytestmark = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
-
-
-class Run:
-    """`python -m ocp ARGS` of the project copy, as a user runs it there, in a session of its own."""
-
-    def __init__(self, project: Path, env: dict[str, str], *args: str, **gates: Path):
-        self.process = subprocess.Popen(
-            [str(ROOT / "venv" / "bin" / "python"), "-m", "ocp", *args], cwd=project, env={**env, **{k: str(v) for k, v in gates.items()}},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )
-
-    def finish(self, timeout: float = 300) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out, err
-
-    def kill_leftovers(self) -> None:
-        """SIGKILL to whatever of its session still runs: a killed CLI leaves its language host and program, and
-        its policy pack, which runs in a process group of its own (the session is the run's)."""
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                session = int(stat.read_text().rsplit(")", 1)[1].split()[3])
-            except (OSError, IndexError, ValueError):
-                continue
-            if session == self.process.pid:
-                try:
-                    os.kill(int(stat.parent.name), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+pytestmark = pytest.mark.skipif(needs() is not None, reason=str(needs()))
 
 
 @pytest.fixture(scope="module")
@@ -92,38 +37,15 @@ def project(tmp_path_factory):
     """The project copy with the stand-in program, stacks a to d on a file backend of its own, and
     the runs the tests start (any left running is killed at the end)."""
     work = tmp_path_factory.mktemp("locks")
-    copy = work / "project"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
-    (copy / "venv").symlink_to(ROOT / "venv")
-    (copy / "policy" / "venv").symlink_to(ROOT / "policy" / "venv")
-    (copy / "Pulumi.yaml").write_text("name: ocp\nruntime: python\n")
-    (copy / "__main__.py").write_text(PROGRAM)
+    copy = copy_project(work, GATED)
     (work / "state").mkdir()
     env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "locks-only-passphrase"}
     for stack in ("a", "b", "c", "d"):
         done = subprocess.run(["pulumi", "stack", "init", stack, "--non-interactive"], cwd=copy, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-    runs: list[Run] = []
-
-    def run(*args: str, **gates: Path) -> Run:
-        runs.append(Run(copy, env, *args, **gates))
-        return runs[-1]
-
-    yield copy, env, work, run
-    for started in runs:
-        if started.process.poll() is None:
-            started.kill_leftovers()
-            started.process.wait()
-
-
-def waiting(gate: Path, run: Run, timeout: float = 180) -> None:
-    """Until the run's program waits at `gate`."""
-    deadline = time.monotonic() + timeout
-    while not Path(f"{gate}.waiting").exists():
-        if run.process.poll() is not None:
-            pytest.fail(f"the run ended ({run.process.returncode}) before its gate: {run.finish()}")
-        assert time.monotonic() < deadline, f"no run waited at {gate} within {timeout} s"
-        time.sleep(0.1)
+    runs = Runs(copy, env)
+    yield copy, env, work, runs
+    runs.close()
 
 
 def lock_of(work: Path, stack: str) -> tuple[Path, dict]:
@@ -140,10 +62,6 @@ def resources(project: Path, env: dict[str, str], stack: str) -> list[str]:
     deployment = json.loads(done.stdout)["deployment"]
     assert not deployment.get("pending_operations"), deployment["pending_operations"]
     return sorted(resource["urn"].rsplit("::", 1)[1] for resource in deployment["resources"])
-
-
-def since(fields: dict) -> str:
-    return datetime.fromisoformat(fields["timestamp"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def held_by(stack: str, lock: Path, fields: dict) -> list[str]:
@@ -209,11 +127,7 @@ def test_a_killed_runs_lock_is_named_as_gone_cleared_by_the_flag_and_the_next_ru
     code, out, err = run("up", "--stack", "c").finish()
     assert code == 1 and out == "", (out, err)
     said = err.splitlines()
-    assert said[:2] == [
-        "stopped: stack c is locked by a run that is gone, so nothing was done here:",
-        f"  {fields['username']}@{fields['hostname']}, pid {fields['pid']}, since {since(fields)} UTC (0 min ago): "
-        f"no such process on this host: the run was killed before it could unlock (lock {lock})",
-    ]
+    assert said[:2] == named_gone("c", fields, f"{lock}")
     assert f"  rm {lock}   (that lock alone)" in said
     assert "  or run again with --clear-dead-lock (it removes only a lock whose process is gone from this host)" in said
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import yaml
 
 from harness import vault
 from tests.conftest import ROOT
+from tests.e2e.stand_in import copy_project, needs
 from tools import toolchain
 
 PROGRAM = '''
@@ -46,10 +46,7 @@ KEY = vault.KEY
 
 
 def _needs() -> str | None:
-    for name in ("pulumi", "pulumi-language-python", "vault"):
-        if toolchain.binary(name) is None:
-            return toolchain.missing(name)
-    return None if (ROOT / "policy" / "venv").is_dir() else "the policy pack's virtualenv policy/venv is missing: bash .ci/setup"
+    return needs("vault")
 
 
 needs_parts = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
@@ -89,12 +86,7 @@ def project(server, tmp_path_factory):
     """The project copy with the stand-in program, on a file backend of its own, with a team member's
     environment: VAULT_ADDR and the team's token, and no passphrase."""
     work = tmp_path_factory.mktemp("vault-stacks")
-    copy = work / "project"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
-    (copy / "venv").symlink_to(ROOT / "venv")
-    (copy / "policy" / "venv").symlink_to(ROOT / "policy" / "venv")
-    (copy / "Pulumi.yaml").write_text("name: ocp\nruntime: python\n")
-    (copy / "__main__.py").write_text(PROGRAM)
+    copy = copy_project(work, PROGRAM)
     (work / "state").mkdir()
     env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), **server.env()}
     for name in ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE", "VAULT_SERVER_URL", "VAULT_SERVER_TOKEN"):

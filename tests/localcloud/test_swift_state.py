@@ -15,89 +15,32 @@ import getpass
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from harness.localcloud.layout import STATE_BUCKET
 from tests.conftest import ROOT
+from tests.e2e.stand_in import GATED, Run, Runs, copy_project, named_gone, needs, since, waiting
+from tests.e2e.stand_in import GATED_PARTS as PARTS
 from tests.localcloud.conftest import sdk
 from tools import toolchain
 
-PROGRAM = '''
-import os, time, pulumi
-
-class Part(pulumi.ComponentResource):
-    def __init__(self, name):
-        super().__init__("ocp:test:Part", name, {})
-        self.register_outputs({})
-
-Part("network")
-Part("master-0")
-gate = os.environ.get("GATE_UP") if not pulumi.runtime.is_dry_run() else None
-if gate:  # held here, with the stack's lock, until the test makes the file
-    open(gate + ".waiting", "w").close()
-    while not os.path.exists(gate):
-        time.sleep(0.1)
-Part("worker-0")
-'''
-PARTS = ["master-0", "network", "ocp-{stack}", "worker-0"]
 PREFIX = "tests/swift-state"
 
 
-def _needs() -> str | None:
-    for name in ("pulumi", "pulumi-language-python"):
-        if toolchain.binary(name) is None:
-            return toolchain.missing(name)
-    return None if (ROOT / "policy" / "venv").is_dir() else "the policy pack's virtualenv policy/venv is missing: bash .ci/setup"
-
-
-pytestmark = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
-
-
-class Run:
-    """`python -m ocp ARGS` of the project copy, in a session of its own."""
-
-    def __init__(self, project: Path, env: dict[str, str], *args: str, gate: Path | None = None):
-        self.process = subprocess.Popen(
-            [str(ROOT / "venv" / "bin" / "python"), "-m", "ocp", *args], cwd=project, env={**env, **({"GATE_UP": str(gate)} if gate else {})},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )
-
-    def finish(self, timeout: float = 300) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out, err
-
-    def kill_leftovers(self) -> None:
-        """SIGKILL to what of its session still runs (a killed CLI leaves its language host and program)."""
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                session = int(stat.read_text().rsplit(")", 1)[1].split()[3])
-            except (OSError, IndexError, ValueError):
-                continue
-            if session == self.process.pid:
-                try:
-                    os.kill(int(stat.parent.name), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+pytestmark = pytest.mark.skipif(needs() is not None, reason=str(needs()))
 
 
 @pytest.fixture(scope="module")
 def project(cloud, cloud_env, tmp_path_factory):
     """The project copy logged in to the state bucket (its prefix), stacks a to c made there, and a way to start runs."""
     work = tmp_path_factory.mktemp("swift-state")
-    copy = work / "project"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".toolchain", "venv", "build", "assets", "tests", "__pycache__", "Pulumi.*.yaml"))
-    (copy / "venv").symlink_to(ROOT / "venv")
-    (copy / "policy" / "venv").symlink_to(ROOT / "policy" / "venv")
-    (copy / "Pulumi.yaml").write_text("name: ocp\nruntime: python\n")
-    (copy / "__main__.py").write_text(PROGRAM)
+    copy = copy_project(work, GATED)
     url = cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{PREFIX}?")
     env = {**cloud_env, **toolchain.pulumi_env(work / "home", work / "unused", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "swift-state-only"}
     env = {key: value for key, value in env.items() if key != "PULUMI_BACKEND_URL"}  # the login's backend, as a user has it
@@ -112,17 +55,13 @@ def project(cloud, cloud_env, tmp_path_factory):
         assert done.returncode == 0, done.stderr
         assert done.stderr == f"Created stack '{stack}'\n", done.stderr  # response_checksum_validation: no SDK warning on each command
     print(f"login and three stacks in Swift: {time.monotonic() - began:.1f} s")
-    runs: list[Run] = []
+    runs = Runs(copy, env)
 
     def run(*args: str, gate: Path | None = None) -> Run:
-        runs.append(Run(copy, env, *args, gate=gate))
-        return runs[-1]
+        return runs(*args, **({"GATE_UP": gate} if gate else {}))
 
     yield copy, env, work, run
-    for started in runs:
-        if started.process.poll() is None:
-            started.kill_leftovers()
-            started.process.wait()
+    runs.close()
 
 
 def swift_objects(cloud, prefix: str) -> dict[str, str]:
@@ -140,19 +79,6 @@ def lock_of(cloud, stack: str) -> tuple[str, dict]:
     assert len(found) == 1, found
     assert re.fullmatch(r"[0-9a-f-]{36}\.json", found[0].rsplit("/", 1)[1]), found
     return found[0], json.loads(swift_read(cloud, found[0]))
-
-
-def waiting(gate: Path, run: Run, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not Path(f"{gate}.waiting").exists():
-        if run.process.poll() is not None:
-            pytest.fail(f"the run ended ({run.process.returncode}) before its gate: {run.finish()}")
-        assert time.monotonic() < deadline, f"no run waited at {gate} within {timeout} s"
-        time.sleep(0.1)
-
-
-def since(fields: dict) -> str:
-    return datetime.fromisoformat(fields["timestamp"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def state_resources(cloud, stack: str) -> list[str]:
@@ -222,11 +148,7 @@ def test_a_killed_runs_lock_in_swift_is_named_as_gone_and_cleared_as_said_and_by
     code, out, err = run("up", "--stack", "c").finish()
     assert code == 1 and out == "", (out, err)
     said = err.splitlines()
-    assert said[:2] == [
-        "stopped: stack c is locked by a run that is gone, so nothing was done here:",
-        f"  {fields['username']}@{fields['hostname']}, pid {fields['pid']}, since {since(fields)} UTC (0 min ago): "
-        f"no such process on this host: the run was killed before it could unlock (lock s3://{STATE_BUCKET}/{key})",
-    ]
+    assert said[:2] == named_gone("c", fields, f"s3://{STATE_BUCKET}/{key}")
     removal = f"  openstack object delete {STATE_BUCKET} {key}   (that lock alone)"
     assert removal in said, said
     # Run as written, as the project's tenant (the `openstack` CLI of `localcloud env`): that lock alone goes.
