@@ -6,9 +6,11 @@ Facts and where they come from are in the package docstring (harness/command_sta
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 import threading
+import time
 from concurrent import futures
 from typing import Any
 
@@ -422,6 +424,24 @@ def schema() -> dict[str, Any]:
     }
 
 
+def _leave_with_engine(address: str, provider: CommandProvider, server: grpc.Server) -> None:
+    """As the SDK's providers do (sdk/go/pulumi/provider/main.go, rpcutil.Healthcheck): ask the engine's health
+    service every few minutes and stop once it does not answer (a CLI killed with SIGKILL never stops its plugins);
+    Unimplemented counts as alive."""
+    period = float(os.environ.get("OCP_STANDIN_HEALTHCHECK_SECONDS", "300"))
+    with grpc.insecure_channel(address) as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check", request_serializer=bytes, response_deserializer=bytes)
+        while True:
+            time.sleep(period)
+            try:
+                check(b"", timeout=30)
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    provider.running.kill_all()
+                    server.stop(0)
+                    return
+
+
 def serve(argv: list[str]) -> None:
     """Serve on a free loopback port and print it as the first line of stdout, as the engine expects."""
     addresses = [arg for arg in argv if not arg.startswith("-")]
@@ -432,6 +452,8 @@ def serve(argv: list[str]) -> None:
     server.start()
     sys.stdout.write(f"{port}\n")
     sys.stdout.flush()
+    if addresses:
+        threading.Thread(target=_leave_with_engine, args=(addresses[0], provider, server), daemon=True).start()
     try:
         server.wait_for_termination()
     except KeyboardInterrupt:

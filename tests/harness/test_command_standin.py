@@ -7,10 +7,14 @@ its source (the stand-in's docstring names the files), is what each test asks of
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import time
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
 
 from harness.command_standin import VERSION, install
@@ -309,3 +313,26 @@ def test_the_diff_reports_paths_as_the_sdk_writes_them():
     # A secret is a leaf: a changed secret list is a change of the property itself.
     assert detailed_diff(object_diff({"triggers": Secret(["a"])}, {"triggers": Secret(["b"])})) == {"triggers": "update"}
     assert [path_head(path) for path in ('environment["a.b"]', "triggers[1]", '["x.y"].z')] == ["environment", "triggers", "x.y"]
+
+
+def test_the_plugin_stops_once_its_engine_is_gone_as_the_sdks_providers_do(tmp_path):
+    """A CLI killed with SIGKILL never stops its plugins: like the SDK's providers (rpcutil.Healthcheck), the
+    stand-in asks the engine's health service and stops once nothing answers (an engine without the service
+    answers Unimplemented, which counts as alive)."""
+    engine = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = engine.add_insecure_port("127.0.0.1:0")
+    engine.start()
+    plugin = subprocess.Popen(
+        [str(ROOT / "venv" / "bin" / "python"), "-m", "harness.command_standin", "serve", f"127.0.0.1:{port}"],
+        cwd=ROOT, env={**os.environ, "OCP_STANDIN_HEALTHCHECK_SECONDS": "0.5"}, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert plugin.stdout.readline().strip().isdigit()  # its own port, as the engine reads it
+        time.sleep(3)  # several checks, each answered Unimplemented
+        assert plugin.poll() is None
+        engine.stop(0)
+        assert plugin.wait(timeout=30) == 0
+    finally:
+        if plugin.poll() is None:
+            plugin.kill()
+            plugin.wait()
