@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ import yaml
 
 from harness import vault
 from harness.localcloud.layout import STATE_BUCKET
-from tests.conftest import PULL_SECRET, ROOT
+from tests.conftest import PULL_SECRET
+from tests.e2e.stand_in import Run
 from tests.localcloud.engine import Stack
 from tests.localcloud.openstack_stack import inventory, openstack_stack
 from tests.localcloud.test_swift_state import swift_objects, swift_read
@@ -50,12 +50,9 @@ def stack(cloud, cloud_env, vault_server, tmp_path_factory) -> Iterator[Stack]:
     yield from openstack_stack("dev", tmp_path_factory.mktemp("team-stack"), cloud, cloud_env, extra_env=extra, secrets_provider=vault_server.secrets_provider)
 
 
-def driver(stack: Stack, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+def driver(stack: Stack, *args: str, env: dict[str, str] | None = None) -> Run:
     """`python -m ocp ARGS` in the stack's project, as a user of the team runs it there."""
-    return subprocess.Popen(
-        [str(ROOT / "venv" / "bin" / "python"), "-m", "ocp", *args, "--stack", stack.name],
-        cwd=stack.project, env={**stack.env, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    return Run(stack.project, {**stack.env, **(env or {})}, *args, "--stack", stack.name)
 
 
 def test_one_run_makes_the_cluster_while_a_second_stops_naming_it_then_all_is_clean(cloud, stack, vault_server):
@@ -68,19 +65,18 @@ def test_one_run_makes_the_cluster_while_a_second_stops_naming_it_then_all_is_cl
     first = driver(stack, "up", "--yes")
     deadline = time.monotonic() + 600
     while not swift_objects(cloud, LOCKS):  # its preview takes no lock; its up does
-        assert first.poll() is None, first.communicate()
+        assert first.process.poll() is None, first.finish()
         assert time.monotonic() < deadline, "the first run never locked the stack"
         time.sleep(0.5)
     (lock,) = swift_objects(cloud, LOCKS)
     fields = json.loads(swift_read(cloud, lock))
-    second = driver(stack, "install")
-    out, err = second.communicate(timeout=300)
-    assert second.returncode == 1 and out == "", (out, err)
+    code, out, err = driver(stack, "install").finish()
+    assert code == 1 and out == "", (out, err)
     said = err.splitlines()
     assert said[0] == "stopped: stack dev is locked by a run in progress, so nothing was done here:", said
     assert f"pid {fields['pid']}" in said[1] and f"its process runs on this host (lock s3://{STATE_BUCKET}/{lock})" in said[1], said
-    out, err = first.communicate(timeout=1800)
-    assert first.returncode == 0, (out[-4000:], err[-4000:])
+    code, out, err = first.finish(timeout=1800)
+    assert code == 0, (out[-4000:], err[-4000:])
     print(f"the driver's up with state in Swift and secrets under Vault: {time.monotonic() - began:.0f} s")
 
     # One cluster: each server and port the state holds once in the cloud, and nothing more.
@@ -115,8 +111,7 @@ def test_one_run_makes_the_cluster_while_a_second_stops_naming_it_then_all_is_cl
 
 def test_a_wrong_vault_token_stops_the_driver_naming_it_before_anything(cloud, stack):
     before = swift_objects(cloud, f"{PREFIX}/")
-    run = driver(stack, "up", "--yes", env={"VAULT_TOKEN": "hvs.not-a-token-of-this-vault"})
-    out, err = run.communicate(timeout=600)
-    assert run.returncode == 1, (out, err)
+    code, out, err = driver(stack, "up", "--yes", env={"VAULT_TOKEN": "hvs.not-a-token-of-this-vault"}).finish(timeout=600)
+    assert code == 1, (out, err)
     assert "VAULT_TOKEN" in err, err
     assert swift_objects(cloud, f"{PREFIX}/") == before  # nothing written, nothing locked
