@@ -50,23 +50,21 @@ def _helper_ssh(c: Any) -> Iterable[str]:
             )
 
 
-# The widest source SSH may come from: a stack file that names half the Internet (or all of it)
-# is a mistake the pack (policy/) would otherwise meet only at `pulumi preview`.
-SSH_WIDEST_PREFIX = 8
-
-
 def _ssh_cidr_narrow(c: Any) -> Iterable[str]:
+    """SSH is no port for the world: a source admitting more than a /8 of public IPv4 space (a /32 of
+    IPv6, or IPv4 clients through a translator or tunnel) is refused, measured as the other keys are
+    (cluster/exposure.py): a stack file naming half the Internet would otherwise meet only the pack."""
     cidr = c.openstack.ssh_allowed_cidr if c.platform == "openstack" and c.openstack is not None else None
-    if cidr is not None and cidr.prefixlen < SSH_WIDEST_PREFIX:
+    wide = too_wide([cidr]) if cidr is not None else []
+    if wide:
         yield (
-            f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH to the bootstrap (and its helper) from {cidr.num_addresses:,} "
-            f"addresses; /{SSH_WIDEST_PREFIX} is the widest allowed. Write the address Pulumi and `openshift-install "
-            "gather bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"
+            f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH to the bootstrap (and its helper) from {', '.join(wide)}. "
+            "Write the address Pulumi and `openshift-install gather bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"
         )
 
 
 # What each key opens beyond the machine network (cluster/firewall.py; tests/cluster/test_firewall.py
-# holds them equal). sshAllowedCidr has its own, stricter rule above (a /8 by prefix).
+# holds them equal). sshAllowedCidr is measured alone above (SSH is never a port for the world).
 OPENED_BY = {
     "apiAllowedCidrs": (("tcp", 6443, 6443),),
     "ingressAllowedCidrs": (("tcp", 80, 80), ("tcp", 443, 443)),

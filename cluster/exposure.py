@@ -7,6 +7,12 @@ Internet comes from is taken away (NOT_PUBLIC), and what is left is counted: mor
 worth of IPv4 addresses (a /32's of IPv6 global unicast) is too wide, for every port but the
 ones clients must reach from anywhere (WORLD_TCP, ICMP).
 
+IPv6 through which IPv4 clients arrive is measured as the IPv4 it carries: a NAT64/SIIT
+translator's prefix (64:ff9b::/96, the local-use 64:ff9b:1::/48) holds the IPv4 address in its
+last 32 bits, so a source there is the IPv4 space it maps to (all of it where the source is wider
+than the /96); Teredo (2001::/32: any IPv4 host behind any NAT) and 6to4 (2002::/16) are the world
+whatever part of them a source names.
+
 Standard library only: the config rules (cluster/config_rules_openstack.py), the preflight's
 reading of the user's own security groups and the policy pack (policy/guard.py, in its own
 virtualenv) all measure with this one module.
@@ -55,37 +61,79 @@ NOT_PUBLIC = {
         for cidr in ("::/3", "4000::/2", "8000::/1", "2001:db8::/32", "3fff::/20")
     ),
 }
+# IPv6 prefixes whose last 32 bits are an IPv4 client's address, as a translator writes them
+# (RFC 6052's well-known prefix; RFC 8215's local-use one, where the operator picks the prefix
+# length: the /96 form is measured, anything wider may embed any IPv4 address).
+TRANSLATORS = (IPv6Network("64:ff9b::/96"), IPv6Network("64:ff9b:1::/48"))
+# IPv6 tunnels of IPv4 hosts: a Teredo address stands for any IPv4 host behind any NAT, a 6to4 one for
+# an IPv4 host's site; a source in either is the world (nobody names a client by them).
+TUNNELS = {IPv6Network("2001::/32"): "Teredo", IPv6Network("2002::/16"): "6to4"}
+IPV4_WORLD = IPv4Network("0.0.0.0/0")
 # The widest public space a port other than the world's may be open to: a /8 of IPv4, a /32 of IPv6.
 WIDEST_PREFIX = {4: 8, 6: 32}
 WIDEST = {version: 2 ** ((32 if version == 4 else 128) - prefix) for version, prefix in WIDEST_PREFIX.items()}
 
 
+def as_ipv4(source: Network) -> list[IPv4Network]:
+    """The IPv4 space an IPv6 source admits clients of, through a translator or a tunnel ([] for
+    none; an IPv4 source is itself)."""
+    if source.version == 4:
+        return [source]  # type: ignore[list-item]
+    if any(source.overlaps(tunnel) for tunnel in TUNNELS):
+        return [IPV4_WORLD]
+    found = []
+    for prefix in TRANSLATORS:
+        if source.prefixlen >= 96 and source.subnet_of(prefix):
+            found.append(IPv4Network((int(source.network_address) & 0xFFFFFFFF, source.prefixlen - 96)))
+        elif source.overlaps(prefix):
+            found.append(IPV4_WORLD)  # wider than a /96 of it: any IPv4 address may be embedded
+    return found
+
+
 def public_addresses(sources: Iterable[Network]) -> dict[int, int]:
-    """How many public addresses the sources admit together, per IP version (4, 6)."""
+    """How many public addresses the sources admit together, per IP version (4, 6); the IPv4
+    clients an IPv6 source admits through a translator or tunnel count as IPv4 (as_ipv4)."""
+    listed = list(sources)
     counted = {4: 0, 6: 0}
+    by_version = {
+        4: [ipv4 for source in listed for ipv4 in as_ipv4(source)],
+        6: [source for source in listed if source.version == 6],
+    }
     for version in (4, 6):
-        for source in collapse_addresses(s for s in sources if s.version == version):
+        for source in collapse_addresses(by_version[version]):
             private = sum(
                 min(source.num_addresses, other.num_addresses)
                 for other in NOT_PUBLIC[version]
                 if source.overlaps(other)  # collapsed and aligned: one holds the other
             )
-            counted[version] += source.num_addresses - private
+            tunnels = sum(min(source.num_addresses, other.num_addresses) for other in TUNNELS if version == 6 and source.overlaps(other))
+            counted[version] += source.num_addresses - private - tunnels  # tunnels: counted as IPv4 above
     return counted
 
 
 def too_wide(sources: Iterable[Network]) -> list[str]:
     """Why the sources together are the world, one phrase per IP version that is too wide ([] when none is),
     e.g. "2,092,957,696 public IPv4 addresses, more than a /8 (16,777,216)"."""
-    counted = public_addresses(list(sources))
+    listed = list(sources)
+    counted = public_addresses(listed)
     found = []
     if counted[4] > WIDEST[4]:
-        found.append(f"{counted[4]:,} public IPv4 addresses, more than a /8 ({WIDEST[4]:,})")
+        through = sorted({str(s) for s in listed if s.version == 6 and as_ipv4(s)})
+        via = f" (IPv4 clients through {'; '.join(_carrier(s) for s in through)})" if through else ""
+        found.append(f"{counted[4]:,} public IPv4 addresses{via}, more than a /8 ({WIDEST[4]:,})")
     if counted[6] > WIDEST[6]:
         # IPv6 counted in /32s: its addresses run to 39 digits.
         whole, rest = divmod(counted[6], WIDEST[6])
         found.append(f"{whole:,}{'+' if rest else ''} /32s of public IPv6 space, more than one /32")
     return found
+
+
+def _carrier(text: str) -> str:
+    """`2001::/32: Teredo`, `::/0: NAT64/SIIT, Teredo, 6to4`: how an IPv6 source carries IPv4 clients."""
+    source = IPv6Network(text)
+    names = ["NAT64/SIIT"] if any(source.overlaps(prefix) for prefix in TRANSLATORS) else []
+    names += [name for tunnel, name in TUNNELS.items() if source.overlaps(tunnel)]
+    return f"{text}: {', '.join(names)}"
 
 
 def world_port(protocol: str | None, low: int, high: int) -> bool:

@@ -105,8 +105,8 @@ BAD_CONFIGS = [
     (section("openstack", sshAllowedCidr="192.168.122.7/24"), "ocp:openstack.sshAllowedCidr: '192.168.122.7/24' has host bits set: write 192.168.122.0/24"),
     # SSH from the world, to the bootstrap's floating IP (ocp:bootstrap.helper.floatingIp, true in the dev stack), or to the helper.
     (section("openstack", sshAllowedCidr="0.0.0.0/0"), "ocp:openstack.sshAllowedCidr: 0.0.0.0/0 admits SSH to the bootstrap (and its helper) "
-     "from 4,294,967,296 addresses; /8 is the widest allowed. Write the address Pulumi and `openshift-install gather bootstrap` run from, "
-     "e.g. sshAllowedCidr: 203.0.113.7/32"),
+     "from 3,702,258,688 public IPv4 addresses, more than a /8 (16,777,216). Write the address Pulumi and `openshift-install gather "
+     "bootstrap` run from, e.g. sshAllowedCidr: 203.0.113.7/32"),
     (with_section(section("openstack", sshAllowedCidr="0.0.0.0/1"), "bootstrap", configSource="helper"), "ocp:openstack.sshAllowedCidr: 0.0.0.0/1 admits SSH"),
     (section("openstack", sshAllowedCidr="8.0.0.0/7"), "ocp:openstack.sshAllowedCidr: 8.0.0.0/7 admits SSH"),
     (section("openstack", apiAllowedCidrs=["everyone"]), "ocp:openstack.apiAllowedCidrs[0]: 'everyone' is not a CIDR: write one such as 10.0.0.0/16 or fd00:10::/64"),

@@ -53,7 +53,11 @@ def test_what_is_counted():
     assert counted == {4: 3_702_258_688, 6: 0}
     assert counted == public_addresses([network("0.0.0.0/0")])
     assert wide(*EVERY_UNICAST) == ["3,702,258,688 public IPv4 addresses, more than a /8 (16,777,216)"]
-    assert wide("::/0") == ["536,866,815 /32s of public IPv6 space, more than one /32"]
+    # ::/0 holds the translators' and tunnels' prefixes: IPv4's world through them, and every /32 but the tunnels'.
+    assert wide("::/0") == [
+        "3,702,258,688 public IPv4 addresses (IPv4 clients through ::/0: NAT64/SIIT, Teredo, 6to4), more than a /8 (16,777,216)",
+        "536,801,278 /32s of public IPv6 space, more than one /32",
+    ]
     # Overlapping sources count once.
     assert public_addresses([network("11.0.0.0/9"), network("11.0.0.0/10")]) == {4: 2**23, 6: 0}
 
@@ -108,3 +112,43 @@ def test_a_public_machine_network_counts_with_the_node_port_sources():
     assert isinstance(error, pulumi.RunError) and recorded.resources == []
     assert "ocp:openstack.nodePortAllowedCidrs: [12.0.0.0/8] with ocp:machineNetwork 11.0.0.0/16 admits 16,842,752 public IPv4" in str(error)
     assert run_recording(with_section(DEV, "openstack", nodePortAllowedCidrs=["12.0.0.0/8"]))[1] is None
+
+
+# Issue 49, item 6: IPv6 through which IPv4 clients arrive is measured as that IPv4.
+@pytest.mark.parametrize(
+    ("source", "carrier"),
+    [
+        ("64:ff9b::/96", "NAT64/SIIT"),  # RFC 6052: every IPv4 client behind the translator
+        ("64:ff9b::/64", "NAT64/SIIT"),
+        ("64:ff9b:1::/48", "NAT64/SIIT"),  # RFC 8215 local use: any embedding
+        ("64:ff9b:1:2::/96", "NAT64/SIIT"),
+        ("64:ff9b::800:0/101", "NAT64/SIIT"),  # 8.0.0.0/5 behind the translator
+        ("2001::/32", "Teredo"),  # any IPv4 host behind any NAT: the one /32 no longer passes
+        ("2001:0:1::/48", "Teredo"),
+        ("2002::/16", "6to4"),
+        ("2002:b00::/24", "6to4"),  # what was 256 /32s is one IPv4 host's site per /48: the world all the same
+    ],
+)
+def test_translators_and_tunnels_carry_ipv4s_world(source, carrier):
+    [why] = wide(source)
+    assert why.startswith("3,702,258,688 public IPv4 addresses") or "public IPv4 addresses" in why
+    assert f"(IPv4 clients through {source}: {carrier})" in why
+
+
+@pytest.mark.parametrize(
+    ("source", "ipv4"),
+    [("64:ff9b::b00:0/104", 16_777_216), ("64:ff9b::a00:0/104", 0), ("64:ff9b::808:808/128", 1), ("64:ff9b:1:2::c633:6400/120", 0)],
+)
+def test_a_translators_slice_is_the_ipv4_it_maps_to(source, ipv4):
+    """11.0.0.0/8 through the well-known prefix is a /8 of public IPv4 (allowed); 10.0.0.0/8 and the
+    documentation range 198.51.100.0/24 through a local one are none."""
+    assert public_addresses([network(source)]) == {4: ipv4, 6: 0}
+    assert wide(source) == []
+
+
+def test_the_translated_space_adds_up_with_ipv4_sources():
+    """11.0.0.0/8 written as IPv4 and 12.0.0.0/8 through NAT64: two /8s of IPv4 clients, too wide together."""
+    assert wide("11.0.0.0/8") == [] and wide("64:ff9b::c00:0/104") == []
+    assert wide("11.0.0.0/8", "64:ff9b::c00:0/104") == [
+        "33,554,432 public IPv4 addresses (IPv4 clients through 64:ff9b::c00:0/104: NAT64/SIIT), more than a /8 (16,777,216)"
+    ]

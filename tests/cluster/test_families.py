@@ -265,7 +265,8 @@ def test_the_guard_rails_pass_a_dual_stack_stack_and_measure_an_ipv6_world():
     openstack = {**json.loads(config["ocp:openstack"]), "nodePortAllowedCidrs": ["2000::/3"]}
     found = problems({**config, "ocp:openstack": json.dumps(openstack)})
     assert found == [
-        "ocp:openstack.nodePortAllowedCidrs: [2000::/3] admits 536,866,815 /32s of public IPv6 space, more than one /32 to TCP "
+        "ocp:openstack.nodePortAllowedCidrs: [2000::/3] admits 3,702,258,688 public IPv4 addresses (IPv4 clients through 2000::/3: "
+        "Teredo, 6to4), more than a /8 (16,777,216) and 536,801,278 /32s of public IPv6 space, more than one /32 to TCP "
         "30000-32767 and UDP 30000-32767: only TCP 6443, 80, 443 and ICMP may be open that wide (the policy pack refuses it "
         "too). Name your clients' networks, e.g. nodePortAllowedCidrs: [203.0.113.0/24], or leave nodePortAllowedCidrs out "
         "(the machine network only)"
@@ -296,3 +297,21 @@ def test_ipv6_only_nodes_fetch_their_config_from_a_url_that_parses():
     plan = plan_addresses(load_config(config))
     helper = urlsplit(bootstrap_helper_url(plan, 8080, ClusterIdentity("ocp4-x7k2p", b"cluster secret")))
     assert (helper.hostname, helper.port) == (str(plan.helper_ip), 8080)
+
+
+@pytest.mark.parametrize(
+    ("cidr", "refused"),
+    [("2000::/8", "2000::/8 admits SSH to the bootstrap (and its helper) from "), ("2001::/32", "(IPv4 clients through 2001::/32: Teredo)"),
+     ("2a01:4f8::/32", None), ("2a01:4f8:c0c::/48", None)],
+)
+def test_ssh_allowed_cidr_is_measured_in_ipv6_as_the_other_keys_are(cidr, refused):
+    """Issue 49, item 6: a /8 of IPv6 passed by its prefix length (only the pack refused it); measured,
+    it is 16 million /32s. One /32 of global unicast passes, as for the other keys; Teredo is the world."""
+    config = families(V4, V6)
+    openstack = {**json.loads(config["ocp:openstack"]), "sshAllowedCidr": cidr}
+    config["ocp:openstack"] = json.dumps(openstack)
+    if refused is None:
+        assert load_config(config).openstack.ssh_allowed_cidr == ip_network(cidr)
+    else:
+        [problem] = [p for p in problems(config) if "sshAllowedCidr" in p]
+        assert problem.startswith(f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH") and refused in problem

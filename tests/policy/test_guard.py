@@ -100,6 +100,12 @@ def test_every_unicast_address_in_three_rules_is_the_world():
         ("2a01:4f8:c0c::/48", "IPv6", False),
         ("fc00::/7", "IPv6", False),
         (None, "IPv6", True),  # no prefix, no group: anyone
+        # Issue 49, item 6: IPv4's world behind a NAT64 translator, Teredo, 6to4 (each passed before).
+        ("64:ff9b::/96", "IPv6", True),
+        ("64:ff9b:1::/48", "IPv6", True),
+        ("2001::/32", "IPv6", True),
+        ("2002:b00::/24", "IPv6", True),
+        ("64:ff9b::b00:0/104", "IPv6", False),  # 11.0.0.0/8 through the translator: a /8
     ],
 )
 def test_one_rule_is_the_world_by_measure(prefix, ethertype, reported):
