@@ -61,6 +61,7 @@ class Network:
     subnets: tuple[str, ...]  # IDs
     mtu: int | None
     project: str  # its owner
+    cidrs: tuple[str, ...] = ()  # its subnets' CIDRs (): none, or not read
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def _network(item: Mapping[str, Any]) -> Network:
     mtu = item.get("mtu")
     return Network(
         str(item["id"]), str(item.get("name") or ""), bool(item["portSecurity"]), tuple(str(s) for s in item.get("subnets") or ()),
-        int(mtu) if mtu is not None else None, str(item.get("project") or ""),
+        int(mtu) if mtu is not None else None, str(item.get("project") or ""), tuple(str(cidr) for cidr in item.get("cidrs") or ()),
     )
 
 

@@ -136,6 +136,8 @@ def networks_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str
                 "subnets": sorted(found.subnet_ids or ()),
                 "mtu": found.mtu,
                 "project": found.project_id or "",
+                # What its ports' addresses may be: the preflight holds node groups off a network inside the machine network.
+                "cidrs": sorted(subnet.cidr for subnet in connection.network.subnets(network_id=found.id) if subnet.cidr),
             }
             for found in _by_ref(connection.network.get_network, connection.network.networks, ref)
         ]

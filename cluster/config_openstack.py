@@ -5,9 +5,9 @@ cluster/config_schema.py holds the rest of the stack file."""
 from __future__ import annotations
 
 from ipaddress import IPv4Network
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_serializer, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_serializer, model_serializer, model_validator
 
 from cluster.config_base import Model
 from cluster.config_fields import (
@@ -55,14 +55,41 @@ class AdditionalNetwork(Model):
 
     # By ID or by name (a name must match one network).
     network: NeutronRef
-    pools: Annotated[tuple[PoolName, ...], Field(min_length=1), AfterValidator(distinct)] = ("masters", "workers")
+    # Unset: masters and workers, but workers only where the ports have no port security (`on`).
+    pools: Annotated[tuple[PoolName, ...], Field(min_length=1), AfterValidator(distinct)] | None = None
     # false: the port has no security groups and no anti-spoofing (provider VLANs, storage and
     # Multus L2 networks, SR-IOV); Neutron refuses groups on such a port.
     port_security: bool = True
+    # A master's port that nothing filters (no port security; no subnet, where nothing holds the port to an
+    # address) admits anything on the network to every port of the control plane: the machine config
+    # server's worker config (the pull secret, the node-bootstrapper token), etcd, the API. Said in so many
+    # words, or the masters stay off such a network.
+    unfiltered_master_ports: bool = False
     vnic_type: VnicType = "normal"
     # node: the node's own groups (its role's, and every additional one); none; or these IDs.
     # Unset: node with port security, none without.
     security_groups: Literal["node", "none"] | tuple[OpenStackId, ...] | None = None
+
+    def on(self) -> tuple[PoolName, ...]:
+        """The pools whose nodes get a port on it: as written; unset, masters and workers, but workers only
+        where the ports have no port security, unless unfilteredMasterPorts says otherwise. (A network without
+        a subnet is unfiltered too: the preflight, which reads it, refuses it on the masters unless said.)"""
+        if self.pools is not None:
+            return self.pools
+        return ("masters", "workers") if self.port_security or self.unfiltered_master_ports else ("workers",)
+
+    @model_serializer(mode="wrap")
+    def _pools_as_resolved(self, dump: Any) -> Any:
+        # The install record keeps the pools the ports were made for, as records before the default
+        # changed did; unfilteredMasterPorts only where said, so records from before it compare equal.
+        dumped = dump(self)
+        if isinstance(dumped, dict):
+            if dumped.get("pools", ()) is None:
+                dumped["pools"] = list(self.on())
+            if not self.unfiltered_master_ports:
+                dumped.pop("unfilteredMasterPorts", None)
+                dumped.pop("unfiltered_master_ports", None)
+        return dumped
 
     @property
     def groups(self) -> Literal["node", "none"] | tuple[str, ...]:
@@ -122,8 +149,8 @@ class OpenStack(Model):
         return tuple(zip(keys, self.extra_networks))
 
     def networks_of(self, pool: PoolName) -> tuple[tuple[int, AdditionalNetwork], ...]:
-        """(port number from 1, network) of each extra network on `pool`'s nodes."""
-        return tuple((number, each) for number, each in enumerate(self.extra_networks, start=1) if pool in each.pools)
+        """(port number from 1, network) of each extra network on `pool`'s nodes (the bootstrap takes none)."""
+        return tuple((number, each) for number, each in enumerate(self.extra_networks, start=1) if pool in each.on())
 
     def routed_by_us(self) -> bool:
         """Whether the program makes a router (its own network, or existingNetwork.router)."""

@@ -166,6 +166,24 @@ def _extra_networks(c: Any) -> Iterable[str]:
         )
 
 
+def _unfiltered_masters(c: Any) -> Iterable[str]:
+    """A master's port without port security is open to anything on its network, the machine config
+    server (22623, 22624 in standalone) and etcd included: only where the stack says so by name."""
+    if c.openstack is None:
+        return
+    for index, entry in enumerate(c.openstack.additional_networks):
+        key = f"ocp:openstack.additionalNetworks[{index}]"
+        if not entry.port_security and "masters" in (entry.pools or ()) and not entry.unfiltered_master_ports:
+            yield (
+                f"{key}.pools: masters on {entry.network}, whose ports have no port security: anything on that network would "
+                "reach every port of the control plane, the machine config server (which serves the worker config with the "
+                "pull secret and the node-bootstrapper token) and etcd included. Write pools: [workers]; or, if the masters "
+                f"must be on it unfiltered, say so: unfilteredMasterPorts: true"
+            )
+        if entry.unfiltered_master_ports and entry.pools is not None and "masters" not in entry.pools:
+            yield f"{key}.unfilteredMasterPorts: pools has no masters, so no master has a port on {entry.network}: remove it"
+
+
 def _existing_network_router(c: Any) -> Iterable[str]:
     existing = c.openstack.existing_network if c.openstack is not None else None
     if existing is not None and existing.router and c.openstack.external_network is None:
@@ -202,6 +220,7 @@ OPENSTACK_CHECKS = (
     _integrated_only,
     _what_integrated_mode_needs,
     _extra_networks,
+    _unfiltered_masters,
     _existing_network_router,
     _user_managed_lb,
 )

@@ -105,7 +105,9 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         if problem.split(":")[1] not in refused
     ]
     problems += _config_source(config, installed)
-    problems += _extra_networks_kept(installed, config)
+    kept_problems, kept_warnings = _extra_networks_kept(installed, config)
+    problems += kept_problems
+    warnings += kept_warnings
     problems += _zone_groups_kept(installed, config)
     refused_routers, warned_routers = _routers(config, plan, assets, installed)
     problems += refused_routers
@@ -121,9 +123,12 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
     return Review(tuple(problems), tuple(warnings))
 
 
-def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) -> list[str]:
-    """A node's port N is on extra network N: the networks there at install keep their places, their
-    pools and their description, so no port is taken from a running server."""
+def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) -> tuple[list[str], list[str]]:
+    """(problems, warnings): a node's port N is on extra network N: the networks there at install keep
+    their places, their pools and their description, so no port is taken from a running server. But
+    the masters' ports on a network without port security: they leave when the stack says pools
+    without masters in so many words (the exposure closed), and stay, with the reason, when only the
+    default changed (issue 49: an unfiltered network goes to the workers unless said)."""
     was_ids = list(installed.get("openstack.additionalNetworkIds") or ())
     now_ids = list(config.openstack.additional_network_ids) if config.openstack else []
     problems = [
@@ -132,8 +137,10 @@ def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) ->
         for network in sorted(set(was_ids) - set(now_ids))
     ]
     if problems:
-        return problems
-    now = [each.model_dump(mode="json", by_alias=True) for each in (config.openstack.extra_networks if config.openstack else ())]
+        return problems, []
+    warnings: list[str] = []
+    entries = list(config.openstack.extra_networks if config.openstack else ())
+    now = [each.model_dump(mode="json", by_alias=True) for each in entries]
     was = [{"network": network, "pools": ["masters", "workers"]} for network in was_ids]
     was += list(installed.get("openstack.additionalNetworks") or ())
     for number, before in enumerate(was):
@@ -148,7 +155,21 @@ def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) ->
             )
             break
         dropped = sorted(set(before.get("pools") or ()) - set(after["pools"]))
-        if dropped:
+        entry = entries[number]
+        if dropped == ["masters"] and not entry.port_security and entry.pools is not None:
+            warnings.append(
+                f"{key}.pools: the masters' ports on {before['network']}, which has no port security, are deleted: Nova unplugs "
+                "them from the running masters (nothing reboots), and nothing on that network reaches the control plane any more"
+            )
+        elif dropped == ["masters"] and not entry.port_security:
+            problems.append(
+                f"{key}.pools: unset, and a network without port security now goes to the workers only (anything on it reached "
+                f"every port of the masters, the machine config server and etcd included): this cluster's masters have had a port "
+                f"on {before['network']} since install, which this run would delete. Say which you want: pools: [workers] takes the "
+                "masters' ports away (Nova unplugs them, nothing reboots), or pools: [masters, workers] with "
+                "unfilteredMasterPorts: true keeps them as they are"
+            )
+        elif dropped:
             problems.append(
                 f"{key}.pools: {', '.join(dropped)} had a port on {before['network']} at install: it would be taken from "
                 "their running servers. Put the pool back"
@@ -159,7 +180,7 @@ def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) ->
                     f"{key}.{field}: was {json.dumps(before[field])} at install: the running servers' ports were made so. "
                     "Set it back (a network described otherwise is a new entry at the end, on another network)"
                 )
-    return problems
+    return problems, warnings
 
 
 def _zone_groups_kept(installed: Mapping[str, Any], config: ClusterConfig) -> list[str]:

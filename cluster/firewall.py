@@ -5,7 +5,8 @@ is the way in). Beyond it only what clients must reach: the API and Ingress from
 `openstack.apiAllowedCidrs` / `ingressAllowedCidrs` (default the world), NodePorts from
 `openstack.nodePortAllowedCidrs` (default none), ICMP, and SSH to the bootstrap helper and
 the bootstrap from `openstack.sshAllowedCidr` (both gone with the bootstrap). The helper
-serves its config to the bootstrap's address alone. `exposure_table` lists every rule that reaches beyond the machine network, with its reason.
+serves its config to the bootstrap's address alone. `exposure_table` lists every rule that reaches beyond the machine network, with its reason,
+and every port of an extra network that no group filters (portSecurity false).
 
 With `ocp:loadBalancer: UserManaged` no node runs keepalived: no VRRP rule. The user's balancer
 reaches the nodes' 6443, 22623 (22624 in standalone mode), 80, 443 and 1936 (its checks) by the
@@ -233,11 +234,29 @@ def security_groups(config: ClusterConfig, plan: AddressPlan) -> dict[str, list[
 
 
 def exposure_table(config: ClusterConfig, plan: AddressPlan) -> list[Exposure]:
-    """Every rule open beyond the machine network: (group, rule, source, why), in group order.
-    libvirt creates no security groups (its nodes sit on the host's NAT network): empty."""
+    """Every rule open beyond the machine network: (group, rule, source, why), in group order; then every
+    port no group filters (unfiltered_ports). libvirt creates no security groups (its nodes sit on the
+    host's NAT network): empty."""
     return [
         Exposure(group, rule.ports, str(rule.source), rule.why)
         for group, rules in security_groups(config, plan).items()
         for rule in rules
         if not within_machine_network(config, rule.source)
-    ]
+    ] + unfiltered_ports(config)
+
+
+def unfiltered_ports(config: ClusterConfig) -> list[Exposure]:
+    """The nodes' ports on extra networks that no security group filters, by pool: every port of those
+    nodes is open to anything on the network. Without port security; and, where unfilteredMasterPorts
+    says so, the masters' on a network without a subnet (the preflight refuses it unless said), whose
+    ports nothing holds to an address while their groups admit the machine network by address."""
+    rows = []
+    for key, entry in config.openstack.keyed_extra_networks() if config.openstack else ():
+        entry_key = key.removesuffix(".network")
+        for pool in entry.on():
+            said = " (unfilteredMasterPorts)" if pool == "masters" else ""
+            if not entry.port_security:
+                rows.append(Exposure(pool, "every port", f"anything on {entry.network}", f"{entry_key}: no port security, so no group{said}"))
+            elif pool == "masters" and entry.unfiltered_master_ports:
+                rows.append(Exposure(pool, "every port", f"anything on {entry.network}", f"{entry_key}: no subnet holds its ports to an address{said}"))
+    return rows

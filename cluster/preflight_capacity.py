@@ -59,14 +59,10 @@ def footprint(
     # With a helper floating IP `pulumi up` runs outside: the bootstrap gets one too (for the gather).
     helper_fip = int(helper and config.bootstrap.helper.floating_ip) + int(bootstrap and config.bootstrap.helper.floating_ip)
     # The nodes' ports, their ports on the extra networks (one per node and network of its pool;
-    # the bootstrap takes the masters') and the VIPs' carry the infra ID's tag: `existing` counts
-    # them. The network's own ports do not.
+    # the bootstrap takes none) and the VIPs' carry the infra ID's tag: `existing` counts them. The
+    # network's own ports do not.
     vip_ports = 2 if cluster and not config.user_managed_lb else 0
-    extra_ports = (
-        sum((masters + int(bootstrap)) * ("masters" in each.pools) + workers * ("workers" in each.pools) for each in openstack.extra_networks)
-        if openstack
-        else 0
-    )
+    extra_ports = masters * len(openstack.networks_of("masters")) + workers * len(openstack.networks_of("workers")) if openstack else 0
     tagged_ports = sum(use.count for use in uses) + vip_ports + extra_ports if existing is None else existing.ports
     own_network = int(cluster and openstack is not None and openstack.existing_network is None)
     routed = int(cluster and openstack is not None and openstack.routed_by_us())

@@ -13,7 +13,7 @@ policy: the network's owner or an admin); all seen against the local cloud.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from ipaddress import ip_address
+from ipaddress import ip_address, ip_network
 from typing import Any
 
 from cluster import address_layout
@@ -80,6 +80,76 @@ def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
                 f"its owner to turn it off on the network (`openstack network set --disable-port-security {name}`), or write "
                 "portSecurity: true"
             )
+    yield from _unfiltered(config, facts)[0]
+
+
+def _unfiltered(config: ClusterConfig, facts: CloudFacts) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of the extra networks that would leave a master unfiltered: one without a
+    subnet on the masters (nothing holds its ports to an address, RHCOS gives the NIC an IPv6 link-local
+    one, and the node's groups admit the machine network by address), or the node's groups on one whose
+    subnets overlap the machine network (they admit anything there with such an address to etcd, the
+    machine config server and Geneve). A cluster that runs already keeps its ports: a warning."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    running = facts.existing.cluster
+    for key, entry in config.openstack.keyed_extra_networks() if config.openstack and facts.networks else ():
+        found = facts.networks.get(entry.network, ()) if facts.networks else ()
+        if len(found) != 1:
+            continue  # none, or several: network_problems names them
+        network = found[0]
+        name = network.name or network.id
+        entry_key = key.removesuffix(".network")
+        # Port security off on the network, on in the entry: Neutron refuses the entry first (network_problems),
+        # and with portSecurity: false written the masters are off it by default.
+        refused_anyway = not network.port_security and entry.port_security and entry.groups != "none"
+        if not network.subnets and "masters" in entry.on() and not entry.unfiltered_master_ports and not refused_anyway:
+            shown = "additionalNetworkIds puts it on every node" if "additionalNetworkIds" in key else "its pools name the masters"
+            text = (
+                f'{key}: network "{name}" has no subnet, and {shown}: nothing holds a port there to an address (RHCOS gives '
+                "the NIC an IPv6 link-local one) while the node's groups admit the machine network by address, so anything on "
+                f'"{name}" could reach the masters\' machine config server and etcd'
+            )
+            fix = (
+                "list it under ocp:openstack.additionalNetworks with pools: [workers]"
+                if "additionalNetworkIds" in key
+                else f"write {entry_key}.pools: [workers]; or, if the masters must be on it, say so: unfilteredMasterPorts: true"
+            )
+            if running:
+                warnings.append(
+                    f"{text}. This cluster's masters keep the ports they have; new stacks are refused this. To close it, {fix} "
+                    "(the masters' ports there are then deleted: Nova unplugs them, nothing reboots)"
+                )
+            else:
+                problems.append(f"{text}: {fix}")
+        if entry.unfiltered_master_ports and network.subnets and entry.port_security and network.port_security:
+            problems.append(
+                f'{entry_key}.unfilteredMasterPorts: network "{name}" has a subnet and its ports port security: they are '
+                "filtered (by the entry's groups), so there is nothing to say: remove it"
+            )
+        overlapping = sorted({cidr for cidr in network.cidrs for machine in config.machine_networks if _overlaps(cidr, machine)})
+        if entry.port_security and entry.groups == "node" and overlapping:
+            text = (
+                f'{key}: network "{name}" has subnet {", ".join(overlapping)}, which overlaps ocp:machineNetwork, and its ports '
+                "carry the node's groups, which admit the machine network by address: anything on it with such an address would "
+                "reach etcd, the machine config server and Geneve"
+            )
+            fix = (
+                f"give {entry_key} groups of its own (securityGroups: [IDs]) or securityGroups: none, or name a network whose "
+                "subnets lie outside the machine network"
+            )
+            if running:
+                warnings.append(f"{text}. This cluster's ports stay as they are; new stacks are refused this. To close it, {fix}")
+            else:
+                problems.append(f"{text}: {fix}")
+    return problems, warnings
+
+
+def _overlaps(cidr: str, machine: Any) -> bool:
+    try:
+        network = ip_network(cidr, strict=False)
+    except ValueError:
+        return False
+    return network.version == machine.version and network.overlaps(machine)
 
 
 def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, subnet: Subnet, family: int = 0) -> Iterable[str]:
@@ -164,9 +234,9 @@ def _advice(key: str) -> tuple[str, str]:
     if "additionalNetworkIds" in key:
         return (
             "additionalNetworkIds gives its ports the node's security groups",
-            "list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups)",
+            "list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups, and go to the workers only)",
         )
-    return "the entry has portSecurity true (the default), so its ports carry security groups", "write portSecurity: false for it (its ports carry no groups)"
+    return "the entry has portSecurity true (the default), so its ports carry security groups", "write portSecurity: false for it (its ports carry no groups, and go to the workers only)"
 
 
 def _needs_groups(key: str, network: Network) -> Iterable[str]:
@@ -181,7 +251,7 @@ def network_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
     ports carry security groups. Neutron makes such a port (the program names no fixed IP, so Neutron
     does not check for one: seen against the local cloud), with no address and the node's groups,
     whose rules admit traffic by address: whatever else the network carries is dropped."""
-    warnings = []
+    warnings = _unfiltered(config, facts)[1]
     for key, entry in config.openstack.keyed_extra_networks() if config.openstack and facts.networks else ():
         found = facts.networks.get(entry.network, ()) if facts.networks else ()
         if len(found) == 1 and found[0].port_security and not found[0].subnets and entry.port_security and entry.groups != "none":

@@ -10,6 +10,7 @@ admit more than a /8 of public IPv4 space (a /32 of IPv6 global unicast), such a
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from ipaddress import ip_network
@@ -177,6 +178,64 @@ def validate_ssh(args: ResourceValidationArgs, report: ReportViolation) -> None:
     )
 
 
+PORT = "openstack:networking/port:Port"
+# A node's port on an extra network, as components/openstack/machines.py names it: <pool>-<role>-<index>-port-<N>
+# (the bootstrap's: <...>-bootstrap-node-port-<N>; it joins no extra network).
+EXTRA_PORT = re.compile(r"-(?:(master|worker)-\d+|(bootstrap)-node)-port-\d+$")
+
+
+def _stack_file(urn: str, directory: Path | None = None) -> dict[str, Any]:
+    path = (directory or Path.cwd()) / f"Pulumi.{stack_name(urn)}.yaml"
+    return ((yaml.safe_load(path.read_text()) or {}).get("config") or {}) if path.is_file() else {}
+
+
+def unfiltered_masters_said(urn: str, config: Mapping[str, Any] | None = None, directory: Path | None = None) -> bool:
+    """Whether the policy config, else the stack file, says unfilteredMasterPorts: true of an extra network
+    (the pack cannot map a port's network ID to the name an entry may use: any such entry lets the masters'
+    unfiltered ports pass)."""
+    if config and "unfilteredMasterPorts" in config:
+        return config["unfilteredMasterPorts"] is True
+    entries = (_stack_file(urn, directory).get("ocp:openstack") or {}).get("additionalNetworks") or []
+    return any(isinstance(entry, dict) and entry.get("unfilteredMasterPorts") is True for entry in entries)
+
+
+def _unfiltered(props: Mapping[str, Any]) -> str | None:
+    """How a port is unfiltered: no port security (certainly), or no group (where its network has port
+    security off, as provider VLANs do; with port security on, nothing passes); None when it carries groups."""
+    if _known(props, "portSecurityEnabled") is False:
+        return "has no port security"
+    if _known(props, "noSecurityGroups") is True and not _known(props, "securityGroupIds"):
+        return "carries no security group (on a network with port security off, nothing filters it)"
+    return None
+
+
+def report_unfiltered_ports(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Lists every node port no group filters: every port of its node, from anything on its network."""
+    found = EXTRA_PORT.search(args.name) if args.resource_type == PORT else None
+    how = _unfiltered(args.props) if found else None
+    if found and how:
+        network = _known(args.props, "networkId") or "its network"
+        report(f"{args.name} {how}: every port of its node, from anything on {network}.")
+
+
+def validate_unfiltered_control_plane(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No master's or bootstrap's port without port security: it would open the machine config server
+    (22623, 22624) and etcd to anything on its network. A master's passes where the stack file says
+    unfilteredMasterPorts: true; the bootstrap's never."""
+    found = EXTRA_PORT.search(args.name) if args.resource_type == PORT else None
+    if not found or found[1] == "worker" or _known(args.props, "portSecurityEnabled") is not False:
+        return
+    if found[1] == "master" and unfiltered_masters_said(args.urn, args.get_config()):
+        return
+    what = "the bootstrap's" if found[2] else "a master's"
+    network = _known(args.props, "networkId") or "its network"
+    report(
+        f"{args.name} is {what} port without port security: every port of it, the machine config server (22623, 22624) and "
+        f"etcd included, from anything on {network}. Keep the network to the workers (pools: [workers])"
+        + ("; or say unfilteredMasterPorts: true for it in the stack." if not found[2] else ".")
+    )
+
+
 def _cluster_id(args: ResourceValidationArgs) -> str | None:
     if args.resource_type in TAGGED:
         found = [tag.split("=", 1)[1] for tag in args.props.get("tags") or [] if tag.startswith(f"{TAG}=")]
@@ -299,6 +358,19 @@ POLICIES = [
         config_schema=PolicyConfigSchema(
             properties={"sshAllowedCidr": {"type": "string"}, "machineNetwork": {"type": "string"}},
         ),
+    ),
+    ResourceValidationPolicy(
+        name="no-unfiltered-control-plane",
+        description="No master's or bootstrap's port without port security (a master's only where the stack says unfilteredMasterPorts).",
+        enforcement_level=EnforcementLevel.MANDATORY,
+        validate=validate_unfiltered_control_plane,
+        config_schema=PolicyConfigSchema(properties={"unfilteredMasterPorts": {"type": "boolean"}}),
+    ),
+    ResourceValidationPolicy(
+        name="unfiltered-ports",
+        description="Lists every node port no security group filters: every port of its node, from anything on its network.",
+        enforcement_level=EnforcementLevel.ADVISORY,
+        validate=report_unfiltered_ports,
     ),
     ResourceValidationPolicy(
         name="tagged-with-cluster-id",

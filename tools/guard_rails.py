@@ -35,7 +35,7 @@ def _guard() -> Any:
 def violations(run: ProgramRun, settings: ClusterConfig) -> list[str]:
     """Every mandatory violation, `rule (resource): what it reported`, one each."""
     guard = _guard()
-    from pulumi_policy import PolicyResource, ResourceValidationArgs, StackValidationArgs, StackValidationPolicy
+    from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationArgs, StackValidationArgs, StackValidationPolicy
 
     made: dict[str, Any] = {}
     by_id: dict[str, Any] = {}
@@ -50,13 +50,16 @@ def violations(run: ProgramRun, settings: ClusterConfig) -> list[str]:
     # The pack reads the allowed SSH source from the stack file where it runs; here it is the config's.
     networks = {"machineNetwork": ",".join(str(network) for network in settings.machine_networks)}
     allowed = settings.openstack.ssh_allowed_cidr if settings.openstack else None
-    config = {**networks, "sshAllowedCidr": str(allowed or settings.machine_network)}
+    said = any(entry.unfiltered_master_ports for entry in settings.openstack.extra_networks) if settings.openstack else False
+    config = {**networks, "sshAllowedCidr": str(allowed or settings.machine_network), "unfilteredMasterPorts": said}
     found: list[str] = []
 
     def reporter(rule: str, name: str = "") -> Any:
         return lambda message, urn=None: found.append(f"{rule} ({(urn or '').rsplit('::', 1)[-1] or name}): {message}")
 
     for policy in guard.POLICIES:
+        if policy.enforcement_level == EnforcementLevel.ADVISORY:
+            continue  # what the pack lists only (unfiltered ports): the exposure table says it
         if isinstance(policy, StackValidationPolicy):
             policy.validate(StackValidationArgs(list(made.values())), reporter(policy.name))
             continue
@@ -67,4 +70,7 @@ def violations(run: ProgramRun, settings: ClusterConfig) -> list[str]:
 
 
 def rules() -> list[str]:
-    return [policy.name for policy in _guard().POLICIES]
+    """The pack's mandatory rules, which a plan passes or not (an advisory one only lists)."""
+    from pulumi_policy import EnforcementLevel
+
+    return [policy.name for policy in _guard().POLICIES if policy.enforcement_level != EnforcementLevel.ADVISORY]

@@ -81,6 +81,7 @@ class NeutronAnswers:
                 "subnets": sorted(each.get("subnets") or ()),
                 "mtu": each.get("mtu"),
                 "project": each.get("project") or f"project-{self.d['project']}",
+                "cidrs": sorted(subnet["cidr"] for subnet in self.d.get("subnets") or () if subnet["id"] in (each.get("subnets") or ())),
             }
             for each in sorted(by_id or [each for each in described if each["name"] == ref], key=lambda each: each["id"])
         ]

@@ -186,7 +186,7 @@ def guard_rails_check(run: ProgramRun, settings: ClusterConfig) -> str:
         return f"guard rails: not checked here ({error})"
     if found:
         raise PlanError("the guard rails (policy/README.md) refuse it, as `pulumi preview` would:\n  " + "\n  ".join(found))
-    return f"guard rails: the policy pack's {len(guard_rails.rules())} rules pass (policy/README.md)"
+    return f"guard rails: the policy pack's {len(guard_rails.rules())} mandatory rules pass (policy/README.md)"
 
 
 def user_installer(config: dict[str, str]) -> tuple[Path, str] | None:
@@ -444,7 +444,7 @@ def summary(stack: str, out: Path, run: ProgramRun, nodes: list[NodeOutput], not
         f"API       {outputs.get('apiUrl')}  VIP {outputs.get('apiVip')}  floating IP {outputs.get('apiFloatingIp') or '-'}",
         f"Ingress   {outputs.get('consoleUrl')}  VIP {outputs.get('ingressVip')}  floating IP {outputs.get('ingressFloatingIp') or '-'}",
         "",
-        "open beyond the machine network (everything else is closed to it):",
+        "open beyond the machine network (everything not listed here is closed to it):",
         *(exposure(config) or ["  nothing (no security groups on this platform)"]),
         "",
         "resources by type:",

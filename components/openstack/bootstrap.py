@@ -45,7 +45,7 @@ from cluster.installer import InstallerAssets, gather_bootstrap_command, install
 from cluster.preflight import plain_http_image_endpoint, public_endpoint
 from components.openstack.bootstrap_credential import bootstrap_token
 from components.openstack.common import ClusterContext, Subnet
-from components.openstack.machines import additional_network_ports, node_port, server
+from components.openstack.machines import node_port, server
 from components.openstack.preflight import catalog_of
 from components.openstack.security import security_group
 from components.openstack.vips import on_nodes as vips_on_nodes
@@ -315,7 +315,6 @@ class Bootstrap(pulumi.ComponentResource):
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
         port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, *plan.api_vips), self, of_the_cluster=False)
-        additional_ports = additional_network_ports(f"{name}-node", cluster, node, security_group_ids, self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network
             ssh_host = openstack.networking.FloatingIp(
@@ -336,8 +335,7 @@ class Bootstrap(pulumi.ComponentResource):
                 "resize": (),
             }
         )
-        # The bootstrap may only boot once its config is in place.
-        server(
-            f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[source]), additional_ports
-        )
+        # The bootstrap may only boot once its config is in place. It joins no extra network: it serves the
+        # machine config server on its every address, and needs nothing the extra networks carry.
+        server(f"{name}-node", cluster, node, role, port, user_data, None, pulumi.ResourceOptions(parent=self, depends_on=[source]))
         self.register_outputs({"gatherCommand": self.gather_command})

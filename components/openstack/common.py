@@ -11,7 +11,7 @@ import pulumi_openstack as openstack
 from cluster.addresses import AddressPlan, Node, server_name
 from cluster.config import ClusterConfig, OpenStack
 from cluster.config_fields import is_openstack_id
-from cluster.config_openstack import PoolName
+from cluster.config_openstack import AdditionalNetwork, PoolName
 from components.openstack.preflight import Checked
 
 
@@ -74,8 +74,12 @@ class ClusterContext:
         return self.infra_id.apply(lambda infra_id: server_name(self.config, node, infra_id))
 
     def pool_of(self, node: Node) -> PoolName:
-        """The pool whose extra networks and groups a node takes: the bootstrap is the masters'."""
+        """The pool whose additional groups a node takes: the bootstrap is the masters' (its extra networks: none)."""
         return "workers" if node.role == "worker" else "masters"
+
+    def extra_networks_of(self, node: Node) -> tuple[tuple[int, AdditionalNetwork], ...]:
+        """(port number, network) of each extra network the node joins: its pool's; none for the bootstrap."""
+        return () if node.role == "bootstrap" else self.openstack.networks_of(self.pool_of(node))
 
     def additional_groups(self, node: Node) -> tuple[str, ...]:
         """The groups ocp:openstack.additionalSecurityGroupIds and the node's pool's own add to its ports."""

@@ -79,7 +79,7 @@ def additional_network_ports(
     network added or moved to another pool renames no other port. A server made before a port
     existed keeps the networks it booted with; its new port waits for the server made again."""
     ports = []
-    for number, network in cluster.openstack.networks_of(cluster.pool_of(node)):
+    for number, network in cluster.extra_networks_of(node):
         groups = network.groups
         read = cluster.extra_network(network.network, parent)
         ports.append(

@@ -135,11 +135,15 @@ def test_networks_and_subnets_by_id_or_name_with_every_match():
     connection.network.get_network = get_network
     connection.network.networks = lambda name: [n for n in networks.values() if n.name == name]
     connection.network.get_subnet = lambda ref: subnet
-    connection.network.subnets = lambda name: [subnet] if name == subnet.name else []
+    other = Of(id="s-2", name="nodes-v6", network_id=net_id, cidr="fd00:10::/64", allocation_pools=[])
+    connection.network.subnets = lambda name=None, network_id=None: (
+        [each for each in (subnet, other) if each.network_id == network_id] if network_id else [subnet] if name == subnet.name else []
+    )
     line = probe(connection, {"networks": [net_id, "vlan", "nowhere"], "subnets": ["nodes-v4"]})
     read = parse_probe(line)
     assert read.networks == {
-        net_id: (Network(net_id, "nodes", True, ("s-1", "s-2"), 1450, "p-1"),),
+        # Its subnets' CIDRs too: the preflight holds the node's groups off an extra network inside the machine network.
+        net_id: (Network(net_id, "nodes", True, ("s-1", "s-2"), 1450, "p-1", ("10.0.0.0/16", "fd00:10::/64")),),
         # Two of one name, by ID; a Neutron without the port-security extension: every port may carry groups.
         "vlan": (Network(twin_a, "vlan", True, (), None, ""), Network(twin_b, "vlan", False, (), 1500, "p-admin")),
         "nowhere": (),

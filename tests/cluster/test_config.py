@@ -136,6 +136,18 @@ BAD_CONFIGS = [
     (section("openstack", additionalNetworks=[{"network": "storage", "pools": ["infra"]}]), "ocp:openstack.additionalNetworks[0].pools[0]: Input should be 'masters' or 'workers'"),
     (section("openstack", additionalNetworks=[{"network": "storage", "pools": []}]), "ocp:openstack.additionalNetworks[0].pools"),
     (section("openstack", additionalNetworks=[{"network": "storage", "vnicType": "baremetal"}]), "ocp:openstack.additionalNetworks[0].vnicType"),
+    # Issue 49, item 1: masters on an unfiltered network only in so many words.
+    (
+        section("openstack", additionalNetworks=[{"network": "storage", "portSecurity": False, "pools": ["masters", "workers"]}]),
+        "ocp:openstack.additionalNetworks[0].pools: masters on storage, whose ports have no port security: anything on that network "
+        "would reach every port of the control plane, the machine config server (which serves the worker config with the pull "
+        "secret and the node-bootstrapper token) and etcd included. Write pools: [workers]; or, if the masters must be on it "
+        "unfiltered, say so: unfilteredMasterPorts: true",
+    ),
+    (
+        section("openstack", additionalNetworks=[{"network": "storage", "portSecurity": False, "pools": ["workers"], "unfilteredMasterPorts": True}]),
+        "ocp:openstack.additionalNetworks[0].unfilteredMasterPorts: pools has no masters, so no master has a port on storage: remove it",
+    ),
     (
         section("openstack", additionalNetworks=[{"network": "storage"}, {"network": "storage", "pools": ["workers"]}]),
         "ocp:openstack.additionalNetworks[1].network: storage is also ocp:openstack.additionalNetworks[0].network",

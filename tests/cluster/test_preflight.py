@@ -101,11 +101,11 @@ def test_root_volumes_count_per_server_the_bootstrap_with_the_masters():
 def test_extra_networks_add_a_port_per_node_then_and_on_day_2():
     network = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
     config, plan = setup(with_section(HELPER_DEV, "openstack", additionalNetworkIds=[network]))
-    # 3 masters, 2 workers and the bootstrap get one more port each; the helper does not.
-    assert footprint(config, plan, FLAVORS)["ports"] == 7 + 6 + 2 + 2
+    # 3 masters and 2 workers get one more port each; the bootstrap and the helper do not (issue 49: no extra network).
+    assert footprint(config, plan, FLAVORS)["ports"] == 7 + 5 + 2 + 2
     # On day 2 those ports exist with the infra ID's tag, as the nodes' own: one more worker adds 2 ports.
     grown = setup(with_section(with_section(HELPER_DEV, "openstack", additionalNetworkIds=[network]), "workers", count=3))
-    existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9 + 6)
+    existing = Existing(masters=3, workers=2, bootstrap=True, helper=True, ports=9 + 5)
     assert problems(*grown, facts({"ports": Quota(100, 98)}, existing)) == []
     assert "the stack adds 2 ports" in problems(*grown, facts({"ports": Quota(100, 99)}, existing))[0]
 

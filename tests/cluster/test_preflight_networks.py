@@ -106,7 +106,7 @@ def test_port_security_off_needs_portsecurity_false():
     assert verdict(additionalNetworks=[{"network": "storage"}, {"network": "vlan", "pools": ["workers"]}]) == [
         'ocp:openstack.additionalNetworks[1].network: network "vlan" has port security off, and the entry has portSecurity '
         "true (the default), so its ports carry security groups: Neutron would refuse the node's security groups on its "
-        "ports (PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)"
+        "ports (PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups, and go to the workers only)"
     ]
     # additionalNetworkIds has no portSecurity to write: the entry moves to additionalNetworks.
     (problem,) = verdict(additionalNetworkIds=[VLAN])
@@ -114,19 +114,21 @@ def test_port_security_off_needs_portsecurity_false():
         'ocp:openstack.additionalNetworkIds[0]: network "vlan" has port security off, and additionalNetworkIds gives its '
         "ports the node's security groups: Neutron would refuse"
     )
-    assert problem.endswith("list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups)")
+    assert problem.endswith("list it under ocp:openstack.additionalNetworks with portSecurity: false instead (its ports carry no groups, and go to the workers only)")
     # securityGroups: none asks for no groups: nothing for Neutron to refuse.
-    assert verdict(additionalNetworks=[{"network": "vlan", "securityGroups": "none"}]) == []
+    assert verdict(additionalNetworks=[{"network": "vlan", "securityGroups": "none", "pools": ["workers"]}]) == []
 
 
 def test_a_network_without_a_subnet_with_groups_is_warned_of():
-    assert verdict(additionalNetworks=[{"network": "l2"}]) == []
-    config = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "storage"}, {"network": "l2"}]))
+    assert verdict(additionalNetworks=[{"network": "l2", "pools": ["workers"]}]) == []
+    config = load_config(
+        with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "storage"}, {"network": "l2", "pools": ["workers"]}])
+    )
     assert network_warnings(config, plan_addresses(config), facts()) == [
         'ocp:openstack.additionalNetworks[1].network: network "l2" has no subnet, and the entry has portSecurity true (the '
         "default), so its ports carry security groups: Neutron makes such a port with no address, and the groups' rules, "
         "which admit traffic by address, drop whatever else the network carries: write portSecurity: false for it (its "
-        "ports carry no groups), unless that is meant"
+        "ports carry no groups, and go to the workers only), unless that is meant"
     ]
     quiet = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "l2", "portSecurity": False}]))
     assert network_warnings(quiet, plan_addresses(quiet), facts()) == []
@@ -288,8 +290,10 @@ def test_extra_networks_count_a_port_per_node_of_their_pools():
     )
     flavors = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40)}
     plain = footprint(load_config(stack_config("dev")), plan_addresses(config), flavors)["ports"]
-    # storage: 2 workers; vlan: 3 masters, the bootstrap (a master's networks) and 2 workers.
-    assert footprint(config, plan_addresses(config), flavors)["ports"] == plain + 2 + 6
+    # storage: 2 workers; vlan, without port security: 2 workers (the masters only where said; the bootstrap never).
+    assert footprint(config, plan_addresses(config), flavors)["ports"] == plain + 2 + 2
+    said = with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "vlan", "portSecurity": False, "unfilteredMasterPorts": True}])
+    assert footprint(load_config(said), plan_addresses(config), flavors)["ports"] == plain + 3 + 2
     # UserManaged: no VIP ports.
     given = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": NET, "subnetId": SUBNET}, apiFloatingIp="none", ingressFloatingIp="none")
     managed = load_config({**given, "ocp:loadBalancer": "UserManaged"})
@@ -346,3 +350,68 @@ def test_a_given_ipv6_subnet_is_read_for_its_cidr_address_mode_and_pools():
     elsewhere = dataclasses.replace(fits, network=STORAGE)
     (problem,) = dual_verdict(elsewhere)
     assert problem.startswith(f'ocp:openstack.existingNetwork.subnetId[1]: subnet "nodes-v6" ({V6_SUBNET}) is on network {STORAGE}'), problem
+
+
+# Issue 49, item 1: no unfiltered path to the control plane.
+RUNNING = Existing(masters=3, workers=2, ports=12)
+
+
+def test_a_network_without_a_subnet_stays_off_the_masters_unless_said():
+    """No subnet: nothing holds the port to an address (RHCOS gives the NIC an IPv6 link-local one), while
+    the node's groups admit the machine network by address. Before, l2 went to every master and the bootstrap."""
+    assert verdict(additionalNetworks=[{"network": "l2"}]) == [
+        'ocp:openstack.additionalNetworks[0].network: network "l2" has no subnet, and its pools name the masters: nothing holds a '
+        "port there to an address (RHCOS gives the NIC an IPv6 link-local one) while the node's groups admit the machine network "
+        'by address, so anything on "l2" could reach the masters\' machine config server and etcd: write '
+        "ocp:openstack.additionalNetworks[0].pools: [workers]; or, if the masters must be on it, say so: unfilteredMasterPorts: true"
+    ]
+    assert verdict(additionalNetworks=[{"network": "l2", "unfilteredMasterPorts": True}]) == []
+    assert verdict(additionalNetworks=[{"network": "l2", "portSecurity": False}]) == []  # workers only, by default
+
+
+def test_a_running_cluster_keeps_its_masters_ports_on_a_network_without_a_subnet_and_is_told():
+    config = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "l2"}]))
+    cloud = facts(existing=RUNNING)
+    assert problems(config, plan_addresses(config), cloud) == []
+    [warning] = [w for w in network_warnings(config, plan_addresses(config), cloud) if "its pools name the masters" in w]
+    assert warning.startswith('ocp:openstack.additionalNetworks[0].network: network "l2" has no subnet, and its pools name the masters')
+    assert warning.endswith(
+        "This cluster's masters keep the ports they have; new stacks are refused this. To close it, write "
+        "ocp:openstack.additionalNetworks[0].pools: [workers]; or, if the masters must be on it, say so: unfilteredMasterPorts: "
+        "true (the masters' ports there are then deleted: Nova unplugs them, nothing reboots)"
+    )
+
+
+def test_unfiltered_master_ports_said_of_a_filtered_network_is_refused():
+    assert verdict(additionalNetworks=[{"network": "storage", "unfilteredMasterPorts": True}]) == [
+        'ocp:openstack.additionalNetworks[0].unfilteredMasterPorts: network "storage" has a subnet and its ports port security: '
+        "they are filtered (by the entry's groups), so there is nothing to say: remove it"
+    ]
+
+
+INSIDE = "e1111111-2222-4333-8444-555555555555"
+
+
+@pytest.mark.parametrize("cidr", ["10.0.200.0/24", "10.0.0.0/8"])
+def test_node_groups_on_a_network_inside_the_machine_network_are_refused(cidr):
+    """The node's groups admit 10.0.0.0/16 by address: on a shared network whose subnet lies inside (or
+    around) it, anything there with such an address would reach etcd, the MCS and Geneve."""
+    shared = {"shared": (Network(INSIDE, "shared", True, ("s1",), 1500, OURS, (cidr,)),)}
+    assert verdict(cloud=facts(networks=shared), additionalNetworks=[{"network": "shared", "pools": ["workers"]}]) == [
+        f'ocp:openstack.additionalNetworks[0].network: network "shared" has subnet {cidr}, which overlaps ocp:machineNetwork, and '
+        "its ports carry the node's groups, which admit the machine network by address: anything on it with such an address "
+        "would reach etcd, the machine config server and Geneve: give ocp:openstack.additionalNetworks[0] groups of its own "
+        "(securityGroups: [IDs]) or securityGroups: none, or name a network whose subnets lie outside the machine network"
+    ]
+    assert verdict(cloud=facts(networks=shared), additionalNetworks=[{"network": "shared", "securityGroups": "none"}]) == []
+    assert verdict(cloud=facts(networks=shared), additionalNetworks=[{"network": "shared", "securityGroups": [STORAGE]}]) == []
+    running = facts(networks=shared, existing=RUNNING)
+    config = load_config(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "shared"}]))
+    assert problems(config, plan_addresses(config), running) == []
+    [warning] = network_warnings(config, plan_addresses(config), running)
+    assert "This cluster's ports stay as they are; new stacks are refused this. To close it, give" in warning
+
+
+def test_a_network_outside_the_machine_network_takes_the_node_groups():
+    apart = {"apart": (Network(INSIDE, "apart", True, ("s1",), 1500, OURS, ("10.9.0.0/24", "fd00:9::/64")),)}
+    assert verdict(cloud=facts(networks=apart), additionalNetworks=[{"network": "apart"}]) == []

@@ -523,6 +523,10 @@ def test_ports_on_additional_networks_carry_the_nodes_groups_tags_and_name():
     ports = {r.name: r for r in program_run.of_type(PORT)}
     servers = {r.name: r for r in program_run.of_type(INSTANCE)}
     assert len(servers) == 6
+    # The bootstrap joins no extra network (issue 49, item 1): its machine config server answers on every address it has.
+    bootstrap = servers.pop("ocp4-bootstrap-node")
+    assert unwrap(bootstrap.inputs["networks"]) == [{"port": ports["ocp4-bootstrap-node-port"].id}]
+    assert not {f"ocp4-bootstrap-node-port-{n}" for n in (1, 2)} & set(ports)
     for name, instance in servers.items():
         primary, *additional = (ports[f"{name}-port"], ports[f"{name}-port-1"], ports[f"{name}-port-2"])
         assert [unwrap(port.inputs["networkId"]) for port in additional] == [first, second]
@@ -530,15 +534,15 @@ def test_ports_on_additional_networks_carry_the_nodes_groups_tags_and_name():
             for key in ("name", "tags", "securityGroupIds"):
                 assert unwrap(port.inputs[key]) == unwrap(primary.inputs[key]), (port.name, key)
             assert not port.inputs.get("fixedIps") and not port.inputs.get("allowedAddressPairs")
-            # What the cluster adds stays (issue 35); the bootstrap's, which nothing of the cluster touches, follows the program.
-            kept = set() if name == "ocp4-bootstrap-node" else {"allowedAddressPairs", "securityGroupIds"}
-            assert set(port.options["ignoreChanges"]) == set(primary.options["ignoreChanges"]) == kept
+            # What the cluster adds stays (issue 35).
+            assert set(port.options["ignoreChanges"]) == set(primary.options["ignoreChanges"]) == {"allowedAddressPairs", "securityGroupIds"}
         assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (primary, *additional)]
 
 
 def test_extra_networks_are_made_as_described_per_pool():
-    """Port security off: no groups at all (Neutron refuses them there), not even `default`; a network for the
-    workers only; listed groups; a vNIC type. Port N is on extra network N whatever the pool."""
+    """Port security off: no groups at all (Neutron refuses them there), not even `default`, and the workers only
+    unless the stack says unfilteredMasterPorts; a network for the workers only; listed groups; a vNIC type. Port N
+    is on extra network N whatever the pool; the bootstrap joins none."""
     listed = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
     storage = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
     program_run = run(
@@ -556,18 +560,24 @@ def test_extra_networks_are_made_as_described_per_pool():
     associations = {r.name for r in program_run.of_type(ASSOCIATE)}
     assert not associations  # no additional groups: nothing to associate
     for name, instance in {r.name: r for r in program_run.of_type(INSTANCE)}.items():
-        worker = "-worker-" in name
-        extra = [ports[f"{name}-port-{number}"] for number in ((1, 2) if worker else (1, 3))]
-        assert f"{name}-port-{3 if worker else 2}" not in ports
+        role = re.search(r"-(master|worker|bootstrap)", name)[1]
+        numbers = {"worker": (1, 2), "master": (3,), "bootstrap": ()}[role]
+        extra = [ports[f"{name}-port-{number}"] for number in numbers]
+        assert not {f"{name}-port-{number}" for number in (1, 2, 3)} - {f"{name}-port-{number}" for number in numbers} & set(ports)
         assert unwrap(instance.inputs["networks"]) == [{"port": port.id} for port in (ports[f"{name}-port"], *extra)]
-        l2 = unwrap(extra[0].inputs)
-        assert l2["portSecurityEnabled"] is False and l2["noSecurityGroups"] is True and not l2.get("securityGroupIds")
-        assert unwrap(extra[0].inputs["networkId"]) != "lab-internal"  # looked up by name
-        second = unwrap(extra[1].inputs)
-        if worker:
+        if role == "worker":
+            l2 = unwrap(extra[0].inputs)
+            assert l2["portSecurityEnabled"] is False and l2["noSecurityGroups"] is True and not l2.get("securityGroupIds")
+            assert unwrap(extra[0].inputs["networkId"]) != "lab-internal"  # looked up by name
+            second = unwrap(extra[1].inputs)
             assert second["networkId"] == storage and second["securityGroupIds"] == [listed] and "portSecurityEnabled" not in second
-        else:
-            assert second["binding"] == {"vnicType": "direct"} and second["securityGroupIds"] == unwrap(ports[f"{name}-port"].inputs["securityGroupIds"])
+        elif role == "master":
+            third = unwrap(extra[0].inputs)
+            assert third["binding"] == {"vnicType": "direct"} and third["securityGroupIds"] == unwrap(ports[f"{name}-port"].inputs["securityGroupIds"])
+    # Said in so many words, the masters get their unfiltered port too.
+    said = run(with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": "lab-internal", "portSecurity": False, "unfilteredMasterPorts": True}]))
+    names = {r.name for r in said.of_type(PORT)}
+    assert {"ocp4-control-plane-master-0-port-1", "ocp4-workers-worker-0-port-1"} <= names and "ocp4-bootstrap-node-port-1" not in names
 
 
 def test_pool_security_groups_go_to_that_pools_ports_beside_the_stacks():

@@ -344,7 +344,7 @@ NETWORK_CASES = [
         {"openstack": {"additionalNetworks": [{"network": "vlan"}]}},
         'ocp:openstack.additionalNetworks[0].network: network "vlan" has port security off, and the entry has portSecurity true '
         "(the default), so its ports carry security groups: Neutron would refuse the node's security groups on its ports "
-        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)",
+        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups, and go to the workers only)",
     ),
     (
         "two of one name",
@@ -417,19 +417,33 @@ def test_ports_on_a_network_without_subnet_or_port_security_take_it_as_it_is():
     vlan, storage = ports["ocp4-workers-worker-0-port-1"], ports["ocp4-workers-worker-0-port-2"]
     assert vlan["networkId"] == VLAN and vlan["noFixedIp"] is True and "portSecurityEnabled" not in vlan and vlan["noSecurityGroups"] is True
     assert storage["networkId"] == STORAGE and "noFixedIp" not in storage and storage["portSecurityEnabled"] is False
-    assert "ocp4-control-plane-master-0-port-1" not in ports and ports["ocp4-control-plane-master-0-port-2"]["networkId"] == STORAGE
+    # Without port security the masters stay off both (issue 49, item 1): only the workers' ports are there.
+    assert not {"ocp4-control-plane-master-0-port-1", "ocp4-control-plane-master-0-port-2"} & set(ports)
 
 
 def test_a_network_without_a_subnet_whose_ports_carry_groups_is_warned_of():
-    config = with_section(stack_config("dev"), "openstack", additionalNetworkIds=["e1111111-2222-4333-8444-555555555555"])
+    twin = "e1111111-2222-4333-8444-555555555555"
+    config = with_section(stack_config("dev"), "openstack", additionalNetworks=[{"network": twin, "pools": ["workers"]}])
     run, error = attempt(config, _cloud(DESCRIBED_NETWORKS))
     assert error is None, error
     assert [w for w in run.warnings if "has no subnet" in w] == [
-        'ocp:openstack.additionalNetworkIds[0]: network "twin" has no subnet, and additionalNetworkIds gives its ports the '
-        "node's security groups: Neutron makes such a port with no address, and the groups' rules, which admit traffic by "
-        "address, drop whatever else the network carries: list it under ocp:openstack.additionalNetworks with portSecurity: "
-        "false instead (its ports carry no groups), unless that is meant"
+        'ocp:openstack.additionalNetworks[0].network: network "twin" has no subnet, and the entry has portSecurity true (the '
+        "default), so its ports carry security groups: Neutron makes such a port with no address, and the groups' rules, which "
+        "admit traffic by address, drop whatever else the network carries: write portSecurity: false for it (its ports carry "
+        "no groups, and go to the workers only), unless that is meant"
     ]
+
+
+def test_a_network_without_a_subnet_on_every_node_stops_the_program_before_anything():
+    """Issue 49, item 1: additionalNetworkIds puts it on the masters, where nothing would hold a port to an address."""
+    config = with_section(stack_config("dev"), "openstack", additionalNetworkIds=["e1111111-2222-4333-8444-555555555555"])
+    run, error = attempt(config, _cloud(DESCRIBED_NETWORKS))
+    assert error is not None and cloud_types(run) == set()
+    assert (
+        'ocp:openstack.additionalNetworkIds[0]: network "twin" has no subnet, and additionalNetworkIds puts it on every node: '
+        "nothing holds a port there to an address"
+    ) in str(error)
+    assert str(error).endswith("list it under ocp:openstack.additionalNetworks with pools: [workers]")
 
 
 def test_a_probe_that_does_not_run_leaves_standalone_networks_unread(monkeypatch):

@@ -122,7 +122,7 @@ def test_a_dual_stack_cluster_plans_previews_and_is_made_with_both_families_then
     )
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert "made by the real" in planned.stdout, planned.stdout
-    assert "guard rails: the policy pack's 5 rules pass" in planned.stdout, planned.stdout
+    assert "guard rails: the policy pack's 6 mandatory rules pass" in planned.stdout, planned.stdout
     outputs = json.loads((stack.work / "plan" / "out" / "outputs.json").read_text())
     assert outputs["apiVips"] == ["10.40.0.5", "fd00:40::5"] and outputs["ingressVips"] == ["10.40.0.7", "fd00:40::7"], outputs
     timings["plan"] = time.monotonic() - started

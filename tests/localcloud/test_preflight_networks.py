@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import structured
 from tests.localcloud.openstack_stack import openstack_stack
@@ -144,14 +145,19 @@ def test_the_real_preflight_refuses_each_network_and_names_the_image_it_boots(de
     expected = [
         'ocp:openstack.additionalNetworks[0].network: network "pf-nosec" has port security off, and the entry has portSecurity '
         "true (the default), so its ports carry security groups: Neutron would refuse the node's security groups on its ports "
-        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups)",
+        "(PortSecurityAndIPRequiredForSecurityGroups): write portSecurity: false for it (its ports carry no groups, and go to the workers only)",
         # a warning, beside the refusals
         'ocp:openstack.additionalNetworks[1].network: network "pf-nosubnet" has no subnet, and the entry has portSecurity true '
         "(the default), so its ports carry security groups: Neutron makes such a port with no address, and the groups' rules, "
         "which admit traffic by address, drop whatever else the network carries: write portSecurity: false for it (its ports "
-        "carry no groups), unless that is meant",
+        "carry no groups, and go to the workers only), unless that is meant",
         f'ocp:openstack.additionalNetworks[2].network: 2 networks are named "pf-dup" in cloud "openstack" ({", ".join(made["dup_ids"])}): '
         "write the ID of the one meant",
+        # issue 49, item 1: no subnet, and the masters in the default pools
+        'ocp:openstack.additionalNetworks[1].network: network "pf-nosubnet" has no subnet, and its pools name the masters: nothing '
+        "holds a port there to an address (RHCOS gives the NIC an IPv6 link-local one) while the node's groups admit the machine "
+        'network by address, so anything on "pf-nosubnet" could reach the masters\' machine config server and etcd: write '
+        "ocp:openstack.additionalNetworks[1].pools: [workers]; or, if the masters must be on it, say so: unfilteredMasterPorts: true",
         'ocp:openstack.existingNetwork.networkId: network "pf-small" has MTU 1300, and OVN-Kubernetes needs at least 1380 on '
         "the nodes' network: its Geneve overlay takes 100 bytes of it and pods need IPv6's minimum of 1280. Ask the network's "
         "owner to raise it (`openstack network set --mtu 1380 pf-small`) or name a network with a larger MTU",
@@ -171,3 +177,51 @@ def test_the_real_preflight_refuses_another_projects_network_in_integrated_mode(
     output = " ".join(_preview(dev_stack, openstack={"existingNetwork": {"networkId": "pf-shared", "subnetId": "pf-shared-v4"}}).split())
     assert 'ocp:openstack.existingNetwork.networkId: network "pf-shared" belongs to project ' in output, output[-4000:]
     assert f"not to this stack's ({made['project']}): the nodes' ports on it take fixed addresses and address pairs, and in integrated mode" in output
+
+
+PACK = ROOT / "policy" / "run"
+
+
+def test_an_unfiltered_network_reaches_the_workers_only_and_is_listed(dev_stack, made):
+    """Issue 49, item 1, through the real engine, the real preflight and the pack: a network without port
+    security (pf-nosec, 10.91.0.0/24) goes to the workers alone, without groups; the masters and the bootstrap
+    get no port there (before, all six nodes did); the pack lists each such port and passes; the same
+    network said for the masters, the bootstrap still none. Node groups on a network inside the machine
+    network (pf-small, 10.0.0.0/16), refused before anything."""
+    config = dict(dev_stack.base)
+    section = structured(config["ocp:openstack"])
+    unfiltered = {**config, "ocp:openstack": json.dumps({**section, "additionalNetworks": [{"network": "pf-nosec", "portSecurity": False}]})}
+    dev_stack.write_config(unfiltered)
+    try:
+        done = dev_stack.pulumi("preview", "--json", "--policy-pack", str(PACK))
+    finally:
+        dev_stack.write_config(dev_stack.base)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    preview = json.loads(done.stdout)
+    ports = {
+        step["urn"].rsplit("::", 1)[1]: step["newState"]["inputs"]
+        for step in preview["steps"]
+        if step["urn"].split("::")[2].endswith("openstack:networking/port:Port") and step.get("newState")
+    }
+    extra = {name: inputs for name, inputs in ports.items() if name.endswith("-port-1")}
+    assert sorted(extra) == ["ocp4-workers-worker-0-port-1", "ocp4-workers-worker-1-port-1"], sorted(ports)
+    nosec = made["networks"][0]
+    for inputs in extra.values():
+        # The network has port security off itself: its ports inherit it (not sent); no groups, not even `default`.
+        assert inputs["networkId"] == nosec and inputs.get("noSecurityGroups") is True and not inputs.get("securityGroupIds"), inputs
+        assert "portSecurityEnabled" not in inputs
+    listed = json.dumps(preview.get("policies") or preview.get("diagnostics") or [])
+    for name in extra:
+        assert f"{name} carries no security group" in listed or f"{name} carries no security group" in done.stderr, listed[-3000:]
+    said = {**config, "ocp:openstack": json.dumps({**section, "additionalNetworks": [{"network": "pf-nosec", "portSecurity": False, "unfilteredMasterPorts": True}]})}
+    steps, output = dev_stack.steps(said)
+    assert steps is not None, output[-4000:]
+    assert {name for name in steps if name.endswith("-port-1")} == {
+        *extra, "ocp4-control-plane-master-0-port-1", "ocp4-control-plane-master-1-port-1", "ocp4-control-plane-master-2-port-1"
+    }
+    dev_stack.write_config(dev_stack.base)
+    refused = " ".join(_preview(dev_stack, openstack={"additionalNetworks": [{"network": "pf-small", "pools": ["workers"]}]}).split())
+    assert (
+        'ocp:openstack.additionalNetworks[0].network: network "pf-small" has subnet 10.0.0.0/16, which overlaps ocp:machineNetwork, '
+        "and its ports carry the node's groups, which admit the machine network by address"
+    ) in refused, refused[-4000:]

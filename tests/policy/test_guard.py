@@ -309,3 +309,54 @@ def test_libvirt_stack_passes_untouched():
             found: list[str] = []
             policy.validate(StackValidationArgs(judged), lambda message, urn=None: found.append(message))
             assert found == [], policy.name
+
+
+# Issue 49, item 1: no unfiltered path to the control plane, and every unfiltered port listed.
+VLAN_ID = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
+
+
+def _port_violations(validate, name: str, props: dict, config: dict | None = None) -> list[str]:
+    return _resource_violations(validate, "openstack:networking/port:Port", name, {"networkId": VLAN_ID, **props}, config)
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("ocp4-control-plane-master-0-port-1", "is a master's port without port security"),
+        ("ocp4-bootstrap-node-port-1", "is the bootstrap's port without port security"),
+        ("ocp4-workers-worker-1-port-1", None),
+        ("ocp4-control-plane-master-0-port", None),  # a node's own port on the machine network: the program's groups
+    ],
+)
+def test_a_control_plane_port_without_port_security_is_refused(name, refused, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no stack file here: nothing said
+    found = _port_violations(guard.validate_unfiltered_control_plane, name, {"portSecurityEnabled": False, "noSecurityGroups": True})
+    if refused is None:
+        assert found == []
+    else:
+        [message] = found
+        assert message.startswith(f"{name} {refused}: every port of it, the machine config server (22623, 22624) and etcd included, from anything on {VLAN_ID}")
+
+
+def test_a_masters_unfiltered_port_passes_where_the_stack_says_so_and_the_bootstraps_never(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    said = {"config": {"ocp:openstack": {"additionalNetworks": [{"network": "lab-vlan", "portSecurity": False, "unfilteredMasterPorts": True}]}}}
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(said))
+    props = {"portSecurityEnabled": False, "noSecurityGroups": True}
+    assert _port_violations(guard.validate_unfiltered_control_plane, "ocp4-control-plane-master-2-port-1", props) == []
+    assert _port_violations(guard.validate_unfiltered_control_plane, "ocp4-bootstrap-node-port-1", props) != []
+    # A policy config pins it apart from the stack file.
+    assert _port_violations(guard.validate_unfiltered_control_plane, "ocp4-control-plane-master-2-port-1", props, {"unfilteredMasterPorts": False}) != []
+
+
+def test_every_unfiltered_port_is_listed():
+    listed = _port_violations(guard.report_unfiltered_ports, "ocp4-workers-worker-0-port-2", {"portSecurityEnabled": False, "noSecurityGroups": True})
+    assert listed == [f"ocp4-workers-worker-0-port-2 has no port security: every port of its node, from anything on {VLAN_ID}."]
+    inherited = _port_violations(guard.report_unfiltered_ports, "ocp4-workers-worker-0-port-2", {"noSecurityGroups": True})
+    assert inherited == [
+        "ocp4-workers-worker-0-port-2 carries no security group (on a network with port security off, nothing filters it): "
+        f"every port of its node, from anything on {VLAN_ID}."
+    ]
+    assert _port_violations(guard.report_unfiltered_ports, "ocp4-workers-worker-0-port-2", {"securityGroupIds": ["g"]}) == []
+    unfiltered = [policy for policy in guard.POLICIES if policy.name == "unfiltered-ports"]
+    assert [policy.enforcement_level for policy in unfiltered] == [guard.EnforcementLevel.ADVISORY]

@@ -434,7 +434,7 @@ def test_the_policy_packs_rules_refuse_what_the_preview_would(tmp_path, sources,
 def test_the_plan_says_the_guard_rails_pass(tmp_path):
     result = plan("--stack", "standalone", "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr
-    assert "  guard rails: the policy pack's 5 rules pass (policy/README.md)\n" in result.stdout
+    assert "  guard rails: the policy pack's 6 mandatory rules pass (policy/README.md)\n" in result.stdout
 
 
 def users_installer(directory, script: str, name: str = "openshift-install"):
@@ -495,3 +495,28 @@ def test_an_integrated_stack_keeps_the_fake_installer_and_says_why(tmp_path):
         f"installer configs: made by the fake installer (tools/sample_installer, shaped like {INSTALLER_VERSION}) (your {mine} "
         "(ocp:installer.binary) validates platform openstack against the cloud, and the offline plan contacts none)"
     ) in result.stdout
+
+
+def test_the_plan_lists_every_port_no_group_filters(tmp_path):
+    """Issue 49, item 1: an extra network without port security opens every port of its nodes to anything on it;
+    the summary said "everything else is closed" and listed nothing of it. The workers only, by default; the
+    masters when the stack says unfilteredMasterPorts, and never the bootstrap."""
+    extra = (
+        "    additionalNetworks:\n"
+        "      - {network: lab-vlan, portSecurity: false}\n"
+        "      - {network: lab-l2, portSecurity: false, unfilteredMasterPorts: true}\n"
+        "    sshAllowedCidr:"
+    )
+    stack = edited_stack(tmp_path, "    sshAllowedCidr:", extra)
+    result = plan("--config-file", str(stack), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    beyond = result.stdout.split("open beyond the machine network (everything not listed here is closed to it):")[1].split("\n\n")[0]
+    rows = [" ".join(line.split()) for line in beyond.splitlines()[1:]]
+    assert [row for row in rows if " every port " in row] == [
+        "workers every port from anything on lab-vlan ocp:openstack.additionalNetworks[0]: no port security, so no group",
+        "masters every port from anything on lab-l2 ocp:openstack.additionalNetworks[1]: no port security, so no group (unfilteredMasterPorts)",
+        "workers every port from anything on lab-l2 ocp:openstack.additionalNetworks[1]: no port security, so no group",
+    ]
+    ports = {entry["name"] for entry in json.loads((tmp_path / "p" / "resources.json").read_text()) if entry["type"] == "openstack:networking/port:Port"}
+    assert not any(name.startswith("ocp4-bootstrap-node-port-") for name in ports)
+    assert {name for name in ports if name.endswith("-port-1")} == {"ocp4-workers-worker-0-port-1", "ocp4-workers-worker-1-port-1"}
