@@ -97,10 +97,10 @@ def read(reader: Path, text: str) -> dict:
 TAKEN = [
     "[BlockStorage]\nignore-volume-az = yes\n",
     "[BlockStorage]\nignore-volume-az = On ; Cinder's zones are not Nova's\nnode-volume-attach-limit = 0x20\n",
-    "# ours\n[LoadBalancer]\nlb-provider = ovn\nlb-method = SOURCE_IP_PORT\ncreate-monitor\nmonitor-delay = 1m30s\nmonitor-max-retries = 3\nmax-shared-lb = -1\n",
+    "# ours\n[LoadBalancer]\nlb-provider = ovn\nlb-method = SOURCE_IP_PORT\ncreate-monitor = true\nmonitor-delay = 1m30s\nmonitor-max-retries = 3\nmax-shared-lb = -1\n",
     '[LoadBalancer]\nfloating-network-id = "6a4e1c2e-0000-4000-8000-000000000001"\n  internal-lb=false\n',
     '[LoadBalancerClass "fast"]\nfloating-network-id = abc\nsubnet-id = def\n',
-    "[Networking]\npublic-network-name = public\npublic-network-name = provider\nipv6-support-disabled = 1\n",
+    "[Networking]\npublic-network-name = public\nipv6-support-disabled = 1\n",
     "[Metadata]\nsearch-order = configDrive,metadataService\nrequest-timeout = 0\n[Route]\nrouter-id = r1\n",
 ]
 # gcfg stops at these (fatal) or drops a line of them without a word (extra data).
@@ -125,6 +125,13 @@ STRICTER = {
     '[LoadBalancer]\nlb-provider = "ov\\"n"\n': "go-ini, which OpenShift's operator reads it with first, takes backslashes otherwise",
     '[BlockStorage "x"]\nignore-volume-az = yes\n': "gcfg reads it into the section named so, which nothing reads",
     "[loadbalancer]\nlb-provider = ovn\n": "go-ini, which OpenShift's operator reads it with first, matches section names by case",
+    # go-ini's parser (gopkg.in/ini.v1 v1.67.1 parser.go) reads these otherwise, or not at all (cluster/cloud_provider_config.py).
+    "[LoadBalancer]\ncreate-monitor\n": "go-ini refuses a key without `=`, and with it the whole config",
+    "[Networking]\npublic-network-name = public\npublic-network-name = provider\n": "go-ini keeps the last of a key set twice",
+    "[LoadBalancer]\nlb-provider = `ovn`\n": "go-ini reads a backtick as a raw string's quote, over lines",
+    "[LoadBalancer]\nlb-provider = 'ovn'\n": "go-ini strips single quotes, gcfg keeps them",
+    '[LoadBalancer]\nfloating-subnet-tags = "a;b"\n': "go-ini ends a value at ; even inside double quotes",
+    '[LoadBalancerClass "fast\tlane"]\nsubnet-id = s1\n': "the run script's merge splits a setting at its first tab",
 }
 
 
