@@ -531,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists():
             shutil.rmtree(out)
         os.rename(staging, out)
-    except PlanError as error:
+    except (PlanError, private_files.Refused) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
