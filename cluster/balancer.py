@@ -12,7 +12,10 @@ port, each with the health check that tells a member serving from one that is no
 - 80 and 443, the routers: the router nodes, `GET /healthz/ready` on 1936 over HTTP.
 
 The bootstrap is a member until it is removed (`bootstrap.enabled: false`): take it out of the
-pools then. docs/networking.md ("A load balancer of your own") has the rest.
+pools then. The machine config server's frontends (22623, 22624) are internal: it serves every
+node's config, secrets included, to whoever asks, so they must not be reachable from beyond the
+machine network, though they share the API VIP with 6443. docs/networking.md ("A load balancer of
+your own") has the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from cluster.networking import API_PORT, MCS_HTTP_PORT, ROUTER_HEALTH_PORT
 MCS_PORT = 22623
 INGRESS_HTTP_PORT = 80
 INGRESS_HTTPS_PORT = 443
+# Why a frontend is internal (`Pool.internal`), as the stack's loadBalancerPools output says it.
+INTERNAL_WHY = (
+    "the machine config server serves the nodes' configs, secrets included, to whoever asks: "
+    "listen on the machine network only, never beyond it (unlike 6443 on the same VIP)"
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,11 @@ class Pool:
     check_scheme: str  # http or https (the members' certificates: verify none)
     check_path: str
     members: tuple[Node, ...]
+
+    @property
+    def internal(self) -> bool:
+        """Whether the frontend must stay on the machine network (INTERNAL_WHY)."""
+        return self.port in (MCS_PORT, MCS_HTTP_PORT)
 
     @property
     def check(self) -> str:

@@ -12,12 +12,24 @@ pkg/util/metadata and pkg/csi/cinder/openstack/openstack.go), values as gcfg par
 type. `[Global]` is refused: the installer writes it from the cloud's credentials (secret
 kube-system/openstack-credentials) and OpenShift's cloud controller manager operator rewrites it. The
 written form is a strict subset of what gcfg reads: `key = value`, a value unquoted or in double quotes
-without escapes, so that go-ini (which that operator parses it with first) reads it the same.
+without escapes, so that go-ini reads it the same. That operator reads the whole ConfigMap with go-ini
+first (gopkg.in/ini.v1 v1.67.1, `ini.Load` with its defaults in CloudConfigTransformer,
+openshift/cluster-cloud-controller-manager-operator pkg/cloud/openstack/openstack.go) and writes it
+back for the cloud controller manager; its parser (parser.go, readKeyName and readValue) reads a value
+opening with a backtick or three double quotes as a raw string running on to the next one, over lines, a trailing
+backslash as a continuation, `;` or `#` as a comment even inside double quotes, strips single quotes
+around a value, fails on a key without `=` (the whole config then), and keeps only the last of a key
+set twice. So backticks, backslashes, `;`/`#` inside quotes, single-quoted values, a bare key and a key
+set twice are refused here, each with what to write instead; so are tabs (the run script's merge
+splits each setting at its first one) and control characters (the manifest holds these lines as YAML,
+which takes none).
 """
 
 from __future__ import annotations
 
 import re
+
+from cluster.printable import shown
 
 KEY = "ocp:installer.cloudProviderConfig"
 BOOL, INT, UINT, DURATION, TEXT, LIST = "bool", "int", "uint", "duration", "text", "list"
@@ -47,14 +59,32 @@ _SETTING = re.compile(rf'({_NAME})[ \t]*(?:=[ \t]*("[^"]*"|[^"#;]*?)[ \t]*)?(?:[
 # time.ParseDuration: a decimal number and a unit, one or more times (`0` alone too).
 _DURATION = re.compile(r"[+-]?(?:0|(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|ms|s|m|h))+)")
 _INTEGER = re.compile(r"[+-]?(?:[0-9]+|0[xX][0-9a-fA-F]+)")
+# How go-ini (OpenShift's operator) reads these, unlike gcfg (the module's docstring).
+GO_INI = "OpenShift's cloud controller manager operator (its INI reader, gopkg.in/ini.v1)"
 
 
-def _value_problem(kind: str, value: str | None) -> str | None:
+def _character_problem(line: str) -> str | None:
+    """Why a line cannot be passed on whatever it says: a tab, a backtick, a control character (None: it can)."""
+    if "\t" in line:
+        return "holds a tab: write spaces instead"
+    if "`" in line:
+        return f"holds a backtick (`), which {GO_INI} reads as the start of a raw string that runs on to the next backtick, over lines: leave it out"
+    unprintable = sorted({c for c in line if not c.isprintable()})
+    if unprintable:
+        return f"holds {', '.join(shown(c) for c in unprintable)}, not printable (a control character breaks the installer's manifest, which is YAML): remove it"
+    return None
+
+
+def _value_problem(kind: str, value: str | None, name: str = "key") -> str | None:
     """Why gcfg would not take this value for a field of this kind (None: it would)."""
-    if value is None:  # a name alone: gcfg sets a bool true, and refuses it for anything else
-        return None if kind == BOOL else "has no value (`key = value`)"
+    if value is None:  # a name alone: gcfg sets a bool true (and refuses it for anything else); go-ini fails the whole file
+        return f"has no value, which {GO_INI} refuses, reading none of the config: write `{name} = true`" if kind == BOOL else "has no value (`key = value`)"
     if "\\" in value:
         return "holds a backslash, which this program does not pass on: write the value without it"
+    if value.startswith('"') and any(c in value for c in "#;"):
+        return f"holds {' and '.join(c for c in '#;' if c in value)} inside its quotes, where {GO_INI} ends the value (a comment): leave it out"
+    if len(value) > 1 and value[0] == value[-1] == "'":
+        return f"is in single quotes, which {GO_INI} strips and the cloud provider keeps: write it without them"
     text = value[1:-1] if value.startswith('"') else value
     if kind == BOOL and text.lower() not in _BOOLS:
         return f"is {value!r}, not a boolean: write true or false (yes/no, on/off, 1/0)"
@@ -75,9 +105,15 @@ def parse(text: str) -> tuple[list[tuple[str, str, str]], list[str]]:
     header: str | None = None
     section: dict[str, str] = {}
     given: set[tuple[str, str]] = set()
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+    # Lines as the run script's merge and YAML see them: `\n` alone ends one (str.splitlines would end one at \f or \x85 too).
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip(" ")
         where = f"{KEY}: line {number}"
+        character = _character_problem(raw)
+        if character:
+            problems.append(f"{where} {character}")
+            header = "" if line.startswith("[") else header  # a refused header: its keys are not told again
+            continue
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
@@ -112,11 +148,12 @@ def parse(text: str) -> tuple[list[tuple[str, str, str]], list[str]]:
         if kind is None:
             problems.append(f"{where}: {name} is no key of {header} (the cloud provider would drop it without a word): check its spelling against cloud-provider-openstack's documentation")
             continue
-        if (header, name) in given and kind != LIST:
-            problems.append(f"{where}: {name} is set twice in {header}: keep one")
+        if (header, name) in given:
+            kept = f" ({GO_INI} keeps only the last)" if kind == LIST else ""
+            problems.append(f"{where}: {name} is set twice in {header}{kept}: keep one")
             continue
         given.add((header, name))
-        problem = _value_problem(kind, value)
+        problem = _value_problem(kind, value, name)
         if problem:
             problems.append(f"{where}: {header} {name} {problem}")
             continue

@@ -45,6 +45,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import NameOID
 
 from cluster.csr_expired import named_only, quiet_problem
+from cluster.printable import shown
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
@@ -115,12 +116,6 @@ def read_request(data: bytes) -> x509.CertificateSigningRequest:
     except (ValueError, UnsupportedAlgorithm) as error:
         raise ValueError("the request's PEM block is no DER certificate signing request") from error
     return parsed
-
-
-def shown(text: str) -> str:
-    """Text a requester wrote, fit for one printed line: control characters (and every other
-    non-printable one) escaped."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def parse_time(text: str) -> datetime:

@@ -25,6 +25,7 @@ from cluster.addresses import AddressPlan
 from cluster.cloud_provider_config import environment_value, merge_script
 from cluster.config import ClusterConfig
 from cluster.install_config import cloud_ca_bundle, install_config, render_install_config
+from cluster.installer_directory import OWN_DIRECTORY_CHECK, REMAKE
 from cluster.installer_output import (
     ASSET_FILES,
     CLUSTER_CONFIG_MANIFEST,
@@ -105,6 +106,7 @@ marker="$dir/{DIR_MARKER}"
 # The marker names the stack whose installer files these are, fully qualified (organization/project/stack):
 # two projects or backends may each have a stack `dev`.
 owner_id=${{STACK_ID:-$STACK}}
+{OWN_DIRECTORY_CHECK}
 if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
   if [ ! -e "$marker" ]; then
     echo "ocp:installer.dir: $dir exists and was not made by this program (no {DIR_MARKER}): refusing to delete it; name a new directory" >&2
@@ -132,7 +134,7 @@ fi
 if [ "${{FIPS:-false}}" = true ] && [ -z "${{OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION:-}}" ]; then
   {FIPS_CHECK}
 fi
-rm -rf "$dir" && mkdir -p "$dir" && chmod 700 "$dir" && printf '%s\n' "$owner_id" > "$marker"
+{REMAKE}
 printf '%s' "$INSTALL_CONFIG" > "$dir/install-config.yaml"
 if [ -n "${{CLOUD_CA_BUNDLE:-}}" ]; then
   printf '%s' "$CLOUD_CA_BUNDLE" > "$dir/.cloud-ca.pem" && export OS_CACERT="$dir/.cloud-ca.pem"

@@ -87,13 +87,16 @@ class ClusterOutputs:
 
 def _pools(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets) -> dict[str, Any]:
     """What the user's balancer fronts now, by pool: its frontend, health check and members by
-    server name (the bootstrap while it exists; the routers where the install placed them)."""
+    server name (the bootstrap while it exists; the routers where the install placed them), and
+    whether the frontend must stay on the machine network, with why."""
     now = installed_plan(plan, assets)
     return {
         pool.name: {
             "frontend": balancer.frontend(now, pool),
             "check": pool.check,
             "members": {server_name(config, node, assets.infra_id): host_port(node.ip, pool.port) for node in pool.members},
+            "internal": pool.internal,
+            **({"why": balancer.INTERNAL_WHY} if pool.internal else {}),
         }
         for pool in balancer.pools(config, now)
     }

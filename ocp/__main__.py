@@ -10,7 +10,7 @@ from datetime import timedelta
 from pulumi import automation as auto
 
 from cluster.csr import SETTLE
-from ocp import checks, driver, locks, update
+from ocp import checks, driver, locks, private_files, update
 from ocp.version import VERSION
 
 
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         for line in missing.lines:
             print(f"missing: {line}", file=sys.stderr)
         return 2
-    except (driver.Stop, locks.Locked, locks.Refused) as stop:
+    except (driver.Stop, locks.Locked, locks.Refused, private_files.Refused) as stop:
         print(f"stopped: {stop}", file=sys.stderr)
         return 1
     except auto.ConcurrentUpdateError as error:  # the engine's lock, taken after the driver's check (a destroy's)

@@ -7,7 +7,6 @@ the bootstrap's steps."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pulumi import automation as auto
 from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
 from cluster.installer import installer_dir
-from ocp import checks, keyservice, locks
+from ocp import checks, keyservice, locks, private_files
 from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
@@ -254,6 +253,7 @@ def install(
     checks.check("install", config)
     binary = config.installer.binary or "openshift-install"
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
+    private_files.check(directory, _directory_key(config))  # before anything is made: where the credentials go
     say(f"1/6 preview of stack {name}")
     total = preview(stack, say, go_on)
     say("2/6 pulumi up")
@@ -271,7 +271,7 @@ def install(
     elsewhere = checks.name_elsewhere(config.cluster_domain, outputs)
     if elsewhere:
         say(elsewhere)
-    kubeconfig = _write_credentials(directory, outputs)
+    kubeconfig = _write_credentials(directory, outputs, _directory_key(config))
     # `wait-for install-complete` prints the kubeadmin password (it has no flag not to): masked.
     hidden = (outputs["kubeadminPassword"],)
     if config.bootstrap.enabled:
@@ -321,7 +321,7 @@ def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[
     outputs = {key: value.value for key, value in stack.outputs().items()}
     nodes: dict[str, str] = outputs.get("nodes") or {}
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
-    kubeconfig = _write_credentials(directory, outputs)
+    kubeconfig = _write_credentials(directory, outputs, _directory_key(config))
     kube = Kube(config.installer.oc, kubeconfig)
     created = outputs.get("nodeCreated")
     wanted = {node for node in nodes if "-worker-" in node}
@@ -375,24 +375,18 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     return True
 
 
-def _write_credentials(directory: Path, outputs: dict) -> Path:
+def _write_credentials(directory: Path, outputs: dict, key: str) -> Path:
     """auth/kubeconfig and auth/kubeadmin-password from the stack's outputs, as the installer
     lays them out (its `wait-for install-complete` reads both), only the owner may read them:
-    the state has them wherever the installer's directory is not (another machine)."""
-    _write_private(directory / "auth" / "kubeadmin-password", outputs["kubeadminPassword"])
-    kubeconfig = directory / "auth" / "kubeconfig"
-    _write_private(kubeconfig, outputs["kubeconfig"])
-    return kubeconfig
+    the state has them wherever the installer's directory is not (another machine). The directory
+    and auth/ must be the user's alone (ocp/private_files.py; `key`: the setting that names it)."""
+    for name, output in (("kubeadmin-password", "kubeadminPassword"), ("kubeconfig", "kubeconfig")):
+        private_files.write(directory / "auth" / name, outputs[output], key, top=directory)
+    return directory / "auth" / "kubeconfig"
 
 
-def _write_private(path: Path, text: str) -> None:
-    # A missing installer directory (and auth/) is the owner's alone, as the run script makes it.
-    for directory in reversed([parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]):
-        directory.mkdir(mode=0o700)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(text)
-    os.chmod(path, 0o600)
+def _directory_key(config: ClusterConfig) -> str:
+    return "ocp:installer.assetsDir" if config.installer.assets_dir else "ocp:installer.dir"
 
 
 def say(line: str) -> None:

@@ -29,6 +29,9 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 from pulumi import automation as auto
 
+from cluster.printable import shown
+from ocp.processes import PID_MAX, still_runs
+
 # Longer than any `pulumi up` or destroy of a cluster takes: another host's lock older than this
 # was most likely left by a killed run (this machine cannot ask that host whether its pid runs).
 STALE = timedelta(hours=6)
@@ -217,38 +220,22 @@ class Lock:
             return "unknown"
         if self.host != socket.gethostname():
             return "stale" if now - self.since > STALE else "elsewhere"
-        return "live" if _runs(self.pid, self.since) else "gone"
+        return "live" if still_runs(self.pid, self.since) else "gone"
 
     def line(self, now: datetime, store: Store) -> str:
         if self.since is None:
-            return f"  a lock that does not read as one (being written, or damaged): {store.where(self.key)}"
+            return f"  a lock that does not read as one (being written, or damaged): {shown(store.where(self.key))}"
         said = {
             "live": "its process runs on this host",
             "gone": "no such process on this host: the run was killed before it could unlock",
             "elsewhere": "on another host, which this machine cannot ask",
             "stale": f"on another host, and older than any run takes ({int(STALE.total_seconds() // 3600)} h): most likely left by a killed run",
         }[self.state(now)]
-        return f"  {self.user}@{self.host}, pid {self.pid}, since {self.since:%Y-%m-%d %H:%M:%S} UTC ({_age(now - self.since)} ago): {said} (lock {store.where(self.key)})"
+        return f"  {self.holder}, pid {self.pid}, since {self.since:%Y-%m-%d %H:%M:%S} UTC ({_age(now - self.since)} ago): {said} (lock {shown(store.where(self.key))})"
 
-
-def _runs(pid: int, since: datetime) -> bool:
-    """Whether `pid` may still be the run that locked at `since`: False only when provably not
-    (no such process, a zombie, or a process started after the lock was written: the pid reused)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
-    except (OSError, StopIteration):
-        return True
-    fields = stat.rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
-    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    # btime is whole seconds: a process started 2 s after the lock's time is not the one that wrote it.
-    return fields[0] != "Z" and started <= since.timestamp() + 2
+    @property
+    def holder(self) -> str:  # escaped: whoever can write the store wrote it
+        return shown(f"{self.user}@{self.host}")
 
 
 def _age(age: timedelta) -> str:
@@ -286,6 +273,8 @@ def find(stack: auto.Stack) -> Found:
             layout = (yaml.safe_load(store.read(".pulumi/meta.yaml")) or {}).get("version", 0)
         except OSError:
             layout = 0
+        except Exception as error:  # noqa: BLE001 - a meta.yaml Pulumi would not read either (Unreadable: the store's own)
+            raise error if isinstance(error, Unreadable) else Unreadable(f".pulumi/meta.yaml is not Pulumi's ({type(error).__name__})") from None
         directory = f".pulumi/locks/organization/{project}/{parts[-1]}" if layout else f".pulumi/locks/{parts[-1]}"
         return Found(stack.name, store, tuple(_read(store, key) for key in store.keys(directory)))
     except Unreadable as error:  # Pulumi read it (it selected the stack): say so and leave the guard to the engine
@@ -293,12 +282,17 @@ def find(stack: auto.Stack) -> Found:
 
 
 def _read(store: Store, key: str) -> Lock:
+    """The lock as Pulumi writes it; anything else (a pid no process has, JSON nested past the parser's depth,
+    a field of another type) reads as no lock, never as the driver's error. Unreadable is the store's: find() says it."""
     try:
         content = json.loads(store.read(key))
-        since = datetime.fromisoformat(content["timestamp"]).astimezone(UTC)
-        return Lock(key, int(content["pid"]), str(content["username"]), str(content["hostname"]), since)
-    except (OSError, ValueError, KeyError, TypeError):
-        return Lock(key, 0, "", "", None)
+        pid, user, host = content["pid"], content["username"], content["hostname"]
+        if type(pid) is int and 0 < pid <= PID_MAX and isinstance(user, str) and isinstance(host, str):
+            return Lock(key, pid, user, host, datetime.fromisoformat(content["timestamp"]).astimezone(UTC))
+    except Exception as error:  # noqa: BLE001 - see above
+        if isinstance(error, Unreadable):
+            raise
+    return Lock(key, 0, "", "", None)
 
 
 # What Pulumi's s3:// backend says (gocloud's s3blob, aws-sdk-go-v2) when the store refuses the credential or the
@@ -360,7 +354,7 @@ def check(stack: auto.Stack, say: Callable[[str], None], clear_dead: bool = Fals
         for lock in [lock for lock in locks if lock.state(now) == "gone"]:
             found.store.delete(lock.key)
             locks.remove(lock)
-            say(f"removed the dead lock of {lock.user}@{lock.host} (pid {lock.pid} no longer runs here): {found.store.where(lock.key)}")
+            say(f"removed the dead lock of {lock.holder} (pid {lock.pid} no longer runs here): {shown(found.store.where(lock.key))}")
     if locks:
         raise Locked(_words(found, locks, now, clear_dead))
 
@@ -384,12 +378,12 @@ def _words(found: Found, locks: list[Lock], now: datetime, clear_dead: bool) -> 
             "Wait for it to end, then run the same command again"
             + (f" ({FLAG} removes only a lock whose process is gone from this host)." if clear_dead else "."),
         ])
-    hosts = sorted({f"on {lock.host}: `ps -p {lock.pid}`" for lock in locks if lock.state(now) == "stale"})
+    hosts = sorted({f"on {shown(lock.host)}: `ps -p {lock.pid}`" for lock in locks if lock.state(now) == "stale"})
     return "\n".join([
         f"stack {name} is locked by a run that is {'gone' if 'gone' in states else 'most likely gone'}, so nothing was done here:", *lines,
         "Its work may be half done; the next run goes on from the state. Clear the lock once you know no run of this stack is alive anywhere"
         + (f" ({'; '.join(hosts)}, or its CI job ended)" if hosts else "") + ":",
-        *[f"  {found.store.removal(lock.key)}   (that lock alone)" for lock in locks if lock.state(now) in ("gone", "stale")],
+        *[f"  {shown(found.store.removal(lock.key))}   (that lock alone)" for lock in locks if lock.state(now) in ("gone", "stale")],
         *([f"  or run again with {FLAG} (it removes only a lock whose process is gone from this host)"] if "gone" in states else []),
         f"  or `pulumi cancel --stack {name} --yes`, which deletes every lock of the stack, a live run's too, and stops nothing: "
         "with a run alive, two runs would then write one state and one cloud.",

@@ -57,7 +57,7 @@ from cluster.machineset import worker_machinesets
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
-from ocp import checks
+from ocp import checks, private_files
 from ocp.version import VERSION
 from tools import guard_rails, mock_cloud, needs, real_installer, toolchain, topology
 from tools.mock_run import ProgramRun, deployed_from, mask, run_program, unwrap
@@ -361,18 +361,8 @@ def _node_directory(out: Path, hostname: str) -> Path:
 
 
 def _write(path: Path, contents: str | bytes, private: bool = False) -> None:
-    """Directories the owner's alone (0700); a private file 0600 from its first byte."""
-    missing = [parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700)
-    data = contents.encode() if isinstance(contents, str) else contents
-    if not private:
-        path.write_bytes(data)
-        return
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
-    path.chmod(0o600)
+    """Directories the owner's alone (0700); a private file 0600 from its first byte (ocp/private_files.py)."""
+    private_files.write(path, contents, "--out", mode=0o600 if private else 0o644)
 
 
 def parse_time(text: str | None) -> float | None:
@@ -541,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists():
             shutil.rmtree(out)
         os.rename(staging, out)
-    except PlanError as error:
+    except (PlanError, private_files.Refused) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:

@@ -39,10 +39,12 @@ that command read once, the installer's while the bootstrap was there, which fai
 so that `pulumi up` reads the pointer the cluster serves now.
 
 `--cancel` reads the stack's lock first (ocp/locks.py) and removes only a lock no live run holds:
-one whose process is gone from this host, or another host's older than any run takes. A lock
-of a run on this host that still runs, or of another host's recent run, stops it with nothing
-done: `pulumi cancel` would delete that live run's lock too and tell it nothing. Only where the
-backend's lock cannot be read here does it fall back to `pulumi cancel`, and says so.
+one whose process is gone from this host. Another host's lock older than any run takes is most
+likely a killed run's, but this machine cannot ask that host: it goes only once the user says so,
+typing yes when asked (on a terminal), or naming it with `--stale-lock <where the message says it
+is>`. A lock of a run on this host that still runs, or of another host's recent run, stops it
+with nothing done: `pulumi cancel` would delete that live run's lock too and tell it nothing. Only
+where the backend's lock cannot be read here does it fall back to `pulumi cancel`, and says so.
 """
 
 from __future__ import annotations
@@ -51,14 +53,16 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cluster.printable import shown
 from cluster.stackfile import StackFileError, read_stack_file
 from ocp import locks
 from pulumi import automation as auto
@@ -340,8 +344,20 @@ def pulumi(stack: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=cwd, capture_output=True, text=True)
 
 
-def release_dead_locks(stack_name: str, cwd: Path) -> str | None:
-    """Removes the stack's locks that no live run holds; None when done, else why nothing was removed."""
+def _typed_yes(question: str) -> bool:
+    """The user's answer, where a user is there to give one (stdin a terminal)."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"{question} Type yes to remove it: ").strip() == "yes"
+    except EOFError:
+        return False
+
+
+def release_dead_locks(stack_name: str, cwd: Path, named: Sequence[str] = ()) -> str | None:
+    """Removes the stack's locks that no live run holds: those whose process is gone from this host, and
+    another host's stale ones the user confirmed (`named` by where they are, or a yes typed); None when
+    done, else why nothing was removed."""
     found = locks.find(auto.select_stack(stack_name=stack_name, work_dir=str(cwd)))
     if found.skipped or found.store is None:
         print(f"recover: the stack's lock cannot be read here ({found.skipped}): `pulumi cancel` removes every lock of the stack")
@@ -355,9 +371,24 @@ def release_dead_locks(stack_name: str, cwd: Path) -> str | None:
             *[lock.line(now, found.store) for lock in alive],
             "Wait for that run to end (or check on its host that it ended), then run this again.",
         ])
+    store = found.store
+    unconfirmed = [
+        lock for lock in found.locks
+        if lock.state(now) == "stale" and store.where(lock.key) not in named
+        and not _typed_yes(f"{lock.line(now, store).strip()}\nHave you checked on {shown(lock.host)} that no run of stack {stack_name} is alive (`ps -p {lock.pid}` there)?")
+    ]
+    if unconfirmed:
+        return "\n".join([
+            "--cancel removes another host's lock only once you confirm that its run is gone (this machine cannot ask that host), so nothing was done:",
+            *[lock.line(now, store) for lock in unconfirmed],
+            "Check on that host that no run of the stack is alive (its pid, or its CI job ended), then run this again and type yes "
+            "when asked, or add the lock's place:",
+            *[f"  --stale-lock {shlex.quote(shown(store.where(lock.key)))}" for lock in unconfirmed],
+        ])
     for lock in found.locks:
-        found.store.delete(lock.key)
-        print(f"recover: removed the lock of {lock.user}@{lock.host} (pid {lock.pid}, no longer running): {found.store.where(lock.key)}")
+        store.delete(lock.key)
+        gone = "no longer running" if lock.state(now) == "gone" else "on another host, confirmed gone"
+        print(f"recover: removed the lock of {lock.holder} (pid {lock.pid}, {gone}): {shown(store.where(lock.key))}")
     return None
 
 
@@ -370,7 +401,13 @@ def main(argv: list[str] | None = None) -> int:
         "--cancel", action="store_true",
         help="first remove the lock the interrupted run left (never one a live run may hold: that stops it, nothing done)",
     )
+    parser.add_argument(
+        "--stale-lock", action="append", default=[], metavar="WHERE",
+        help="with --cancel: another host's stale lock (where the message names it) that you checked is a dead run's",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.stale_lock and not arguments.cancel:
+        parser.error("--stale-lock goes with --cancel (and --yes)")
     exported = pulumi(arguments.stack, "stack", "export", cwd=arguments.cwd)
     if exported.returncode != 0:
         print(f"recover: `pulumi stack export` failed: {exported.stderr.strip()[-500:]}", file=sys.stderr)
@@ -379,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     interrupted, failed, lost = pending_creates(export), failed_servers(export), lost_servers_pointers(export)
     if not interrupted and not failed and not lost:
         if arguments.yes and arguments.cancel:  # a run killed before it made anything leaves its lock all the same
-            refusal = release_dead_locks(arguments.stack, arguments.cwd)
+            refusal = release_dead_locks(arguments.stack, arguments.cwd, arguments.stale_lock)
             if refusal:
                 print(f"recover: {refusal}", file=sys.stderr)
                 return 1
@@ -418,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         print("recover: nothing changed; --yes does it")
         return 0
     if arguments.cancel:
-        refusal = release_dead_locks(arguments.stack, arguments.cwd)
+        refusal = release_dead_locks(arguments.stack, arguments.cwd, arguments.stale_lock)
         if refusal:
             print(f"recover: {refusal}", file=sys.stderr)
             return 1

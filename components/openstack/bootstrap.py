@@ -180,8 +180,9 @@ class BootstrapHelper(pulumi.ComponentResource):
 
 
 # Written from the command's stdin for the Image to upload, into the installer's directory, which
-# holds bootstrap.ign with the same secrets already; private to the user, as that directory is.
-WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && cat > "$FILE.part" && mv "$FILE.part" "$FILE"'
+# holds bootstrap.ign with the same secrets already; private to the user, as that directory is. A new
+# file (mktemp: O_EXCL, 0600), renamed into place: never a link someone left at a name known beforehand.
+WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && part=$(mktemp "$FILE.XXXXXX") && cat > "$part" && mv -f "$part" "$FILE"'
 CONFIG_FILE = "bootstrap-glance.ign"
 
 

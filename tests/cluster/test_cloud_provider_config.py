@@ -184,3 +184,49 @@ def test_the_offline_plan_shows_the_bootstrap_the_merged_config():
     merged = _sections(yaml.safe_load(file_contents(entry))["data"]["config"])
     assert merged["[BlockStorage]"] == ["ignore-volume-az = yes"], merged
     assert merged["[LoadBalancer]"] == ["lb-provider = ovn", "lb-method = SOURCE_IP_PORT", 'floating-network-id = "6a4e1c2e-0000-4000-8000-000000000001"'], merged
+
+
+# What OpenShift's cloud controller manager operator reads with go-ini (gopkg.in/ini.v1 v1.67.1, `ini.Load` in
+# CloudConfigTransformer, openshift/cluster-cloud-controller-manager-operator pkg/cloud/openstack/openstack.go: parser.go's
+# readKeyName and readValue) unlike gcfg, what the run script's merge and the manifest's YAML cannot carry: each refused,
+# the line and key named, and what to write instead.
+MISREAD = {
+    # The merge splits `<header>\t<setting>` at the first tab: the header would end there.
+    '[LoadBalancerClass "fast\tlane"]\nsubnet-id = s1\n': 'line 1 holds a tab: write spaces instead',
+    "[LoadBalancer]\nlb-provider =\tovn\n": "line 2 holds a tab: write spaces instead",
+    # go-ini: a value opening with a backtick is a raw string up to the next one, over lines (here: past the end, an error).
+    "[LoadBalancer]\nlb-provider = `ovn\nlb-method = ROUND_ROBIN\n": (
+        "line 2 holds a backtick (`), which OpenShift's cloud controller manager operator (its INI reader, gopkg.in/ini.v1) "
+        "reads as the start of a raw string that runs on to the next backtick, over lines: leave it out"
+    ),
+    # YAML takes no control character; str.splitlines would also end a line at \f where the merge does not.
+    "[LoadBalancer]\nlb-provider = ov\x1bn\n": "line 2 holds \\x1b, not printable (a control character breaks the installer's manifest, which is YAML): remove it",
+    "[LoadBalancer]\nlb-provider = ovn\x0clb-method = ROUND_ROBIN\n": "line 2 holds \\x0c, not printable (a control character breaks the installer's manifest, which is YAML): remove it",
+    # go-ini refuses a key without `=`, and with it the whole config (no cloud provider config at all).
+    "[LoadBalancer]\ncreate-monitor\n": (
+        "line 2: [LoadBalancer] create-monitor has no value, which OpenShift's cloud controller manager operator (its INI reader, "
+        "gopkg.in/ini.v1) refuses, reading none of the config: write `create-monitor = true`"
+    ),
+    # go-ini ends a value at ; or # even inside double quotes (gcfg does not): the value would be `"a`.
+    '[LoadBalancer]\nfloating-subnet-tags = "a;b"\n': (
+        "line 2: [LoadBalancer] floating-subnet-tags holds ; inside its quotes, where OpenShift's cloud controller manager operator "
+        "(its INI reader, gopkg.in/ini.v1) ends the value (a comment): leave it out"
+    ),
+    # go-ini strips single quotes around a value, gcfg keeps them.
+    "[LoadBalancer]\nlb-provider = 'ovn'\n": (
+        "line 2: [LoadBalancer] lb-provider is in single quotes, which OpenShift's cloud controller manager operator "
+        "(its INI reader, gopkg.in/ini.v1) strips and the cloud provider keeps: write it without them"
+    ),
+    # gcfg adds each to the list; go-ini keeps the last.
+    "[Networking]\npublic-network-name = public\npublic-network-name = provider\n": (
+        "line 3: public-network-name is set twice in [Networking] (OpenShift's cloud controller manager operator "
+        "(its INI reader, gopkg.in/ini.v1) keeps only the last): keep one"
+    ),
+}
+
+
+@pytest.mark.parametrize("text", list(MISREAD), ids=[f"case {n}" for n in range(len(MISREAD))])
+def test_what_openshifts_operator_would_read_otherwise_stops_the_stack_naming_the_key_and_line(text):
+    with pytest.raises(ConfigError) as refused:
+        load_config(with_section(stack_config("dev"), "installer", cloudProviderConfig=text))
+    assert [p for p in refused.value.problems if p.startswith(KEY)] == [f"{KEY}: {MISREAD[text]}"]

@@ -127,6 +127,51 @@ def test_a_directory_this_program_did_not_make_is_never_deleted(environment):
     assert (directory / "thesis.tex").read_text() == "years of work"
 
 
+def _planted(environment: dict[str, str], tmp_path: Path) -> Path:
+    """The installer directory as someone who can write where it goes would leave it: this stack's marker, and
+    auth/kubeconfig a link to a file of theirs, to receive the cluster's admin kubeconfig."""
+    directory = Path(environment["INSTALLER_DIR"])
+    (directory / "auth").mkdir(parents=True)
+    (directory / DIR_MARKER).write_text(f"{environment['STACK_ID']}\n")
+    (directory / "auth" / "kubeconfig").symlink_to(tmp_path / "stolen")
+    return directory
+
+
+def test_an_installer_directory_others_may_write_is_refused_before_anything(tmp_path):
+    environment = stack_environment("standalone", tmp_path)
+    directory = _planted(environment, tmp_path)
+    directory.chmod(0o777)  # a shared path
+    result = run(run_script(), environment)
+    assert (result.returncode, result.stdout) == (3, ""), result.stderr
+    assert result.stderr == (
+        f"ocp:installer.dir: {directory} is writable by its group and everyone (mode 777): they could replace the cluster's "
+        f"secrets written there with links of their own. `chmod 700 {directory}`, or name a directory of your own\n"
+    )
+    assert not (tmp_path / "stolen").exists() and (directory / "auth" / "kubeconfig").is_symlink()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory of another user's is made here as root")
+def test_an_installer_directory_of_another_users_is_refused_before_anything(tmp_path):
+    environment = stack_environment("standalone", tmp_path)
+    directory = _planted(environment, tmp_path)
+    os.chown(directory, 65534, 65534)
+    result = run(run_script(), environment)
+    assert (result.returncode, result.stdout) == (3, ""), result.stderr
+    assert result.stderr.startswith(f"ocp:installer.dir: {directory} belongs to nobody (uid 65534), not to you (root (uid 0)): ")
+    assert not (tmp_path / "stolen").exists()
+
+
+def test_an_installer_directory_that_is_a_link_is_refused(tmp_path):
+    environment = stack_environment("standalone", tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    Path(environment["INSTALLER_DIR"]).symlink_to(elsewhere)
+    result = run(run_script(), environment)
+    assert (result.returncode, result.stdout) == (3, ""), result.stderr
+    assert f"ocp:installer.dir: {environment['INSTALLER_DIR']} is a symbolic link (to {elsewhere}), which this program does not follow" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_another_stack_given_the_same_directory_is_refused_before_anything_is_emptied(tmp_path):
     """A copied stack file carries ocp:installer.dir: the copy must not empty the first stack's auth/ and metadata.json."""
     first = stack_environment("standalone", tmp_path)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
@@ -176,3 +178,121 @@ def test_the_real_installer_puts_them_where_the_bootstrap_applies_them(tmp_path)
     refused = run({"manifests/cluster-config.yaml": early}, tmp_path / "again")
     assert refused.returncode == 3 and refused.stdout == ""
     assert "ocp:installer.extraManifests: manifests/cluster-config.yaml would replace the installer's own manifests/cluster-config.yaml" in refused.stderr
+
+
+CLOUD_PROVIDER_CONFIG = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cloud-provider-config\n  namespace: openshift-config\ndata:\n  config: |\n    [Global]\n"
+CLOUD_CREDENTIALS = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: openstack-credentials\n  namespace: kube-system\nstringData:\n  clouds.yaml: mine\n"
+
+
+def test_a_file_of_any_name_holding_an_object_the_installer_makes_is_refused_naming_both(tmp_path):
+    """The bootstrap applies every file: the installer's cloud provider config or cloud credentials would be replaced
+    by a file of another name as surely as by one of the same (as would its Infrastructure, in a second document or a List)."""
+    infrastructure = "apiVersion: config.openshift.io/v1\nkind: Infrastructure\nmetadata:\n  name: cluster\nspec: {}\n"
+    directory = _directory(tmp_path, {
+        "my-cloud.yaml": CLOUD_PROVIDER_CONFIG,
+        "two.yaml": CONFIG_MAP.format(name="mine") + "---\n" + infrastructure,
+        "list.yaml": "apiVersion: v1\nkind: List\nmetadata:\n  name: mine\nitems:\n" + "".join(f"- {json.dumps(yaml.safe_load(infrastructure))}\n" for _ in (1,)),
+        "fine.yaml": CONFIG_MAP.format(name="cloud-provider-config-notes"),
+    })
+    (directory / "manifests").mkdir()
+    (directory / "manifests" / "creds.yaml").write_text(CLOUD_CREDENTIALS)
+    files, problems = read_extra_manifests(str(directory))
+    assert list(files) == ["fine.yaml"]
+    assert problems == [
+        f"{KEY}: list.yaml in {directory} holds Infrastructure cluster, which the installer makes and this would replace "
+        "(manifests/cluster-infrastructure-02-config.yml; this program sets what it must of it from the stack): leave it out, or change it once the cluster runs",
+        f"{KEY}: my-cloud.yaml in {directory} holds ConfigMap openshift-config/cloud-provider-config, which the installer makes and this would "
+        "replace (manifests/cloud-provider-config.yaml; its [Global] section holds what the installer read from your cloud): write your settings "
+        "in ocp:installer.cloudProviderConfig instead, which merges them into it",
+        f"{KEY}: two.yaml in {directory} holds Infrastructure cluster, which the installer makes and this would replace "
+        "(manifests/cluster-infrastructure-02-config.yml; this program sets what it must of it from the stack): leave it out, or change it once the cluster runs",
+        f"{KEY}: manifests/creds.yaml in {directory} holds Secret kube-system/openstack-credentials, which the installer makes and this would "
+        "replace (openshift/99_cloud-creds-secret.yaml; made from your clouds.yaml entry, ocp:openstack.cloud): leave it out",
+    ]
+
+
+def test_only_regular_files_are_read_never_a_link_out_of_the_directory_a_fifo_or_a_device(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text(CONFIG_MAP.format(name="from-elsewhere"))
+    directory = _directory(tmp_path, {"fine.yaml": CONFIG_MAP.format(name="fine")})
+    (directory / "link.yaml").symlink_to(outside / "secret.yaml")
+    os.mkfifo(directory / "pipe.yaml")
+    (directory / "null.yaml").symlink_to("/dev/null")
+    files, problems = read_extra_manifests(str(directory))
+    assert list(files) == ["fine.yaml"]
+    assert problems == [
+        f"{KEY}: link.yaml in {directory} is a symbolic link, which this program does not follow: copy the file itself into the directory",
+        f"{KEY}: null.yaml in {directory} is a symbolic link, which this program does not follow: copy the file itself into the directory",
+        f"{KEY}: pipe.yaml in {directory} is a FIFO, not a regular file: take it out of the directory",
+    ]
+    # The subdirectory itself a link out of the directory: refused too.
+    linked = _directory(tmp_path / "linked", {"fine.yaml": CONFIG_MAP.format(name="fine")})
+    (linked / "manifests").symlink_to(outside)
+    assert read_extra_manifests(str(linked)) == ({}, [
+        f"{KEY}: manifests/ in {linked} is a symbolic link, which this program does not follow: make it a directory there"
+    ])
+
+
+def test_a_fifo_among_the_manifests_stops_the_offline_plan_in_words_not_a_hang(tmp_path):
+    directory = _directory(tmp_path, {"fine.yaml": CONFIG_MAP.format(name="fine")})
+    os.mkfifo(directory / "pipe.yaml")
+    stack = tmp_path / "Pulumi.standalone.yaml"
+    stack.write_text((ROOT / "Pulumi.standalone.yaml").read_text().replace("    dir: assets/standalone\n", f"    dir: assets/standalone\n    extraManifests: {directory}\n"))
+    assert f"extraManifests: {directory}" in stack.read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config-file", str(stack), "--out", str(tmp_path / "p")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2 and f"{KEY}: pipe.yaml in {directory} is a FIFO, not a regular file: take it out of the directory" in done.stderr
+
+
+def _written_objects(installer: Path | None, stack_file: str, tmp_path: Path) -> dict[tuple[str, str, str, str], str]:
+    """What `installer create manifests` (None: the fake) writes for this stack (but the machines a UPI install deletes), by object."""
+    from fnmatch import fnmatch
+
+    from cluster.installer import UPI_REMOVED_MANIFESTS
+    from cluster.manifests import _objects
+    from tests.cluster.test_installer import stack_environment
+
+    environment = stack_environment(stack_file, tmp_path)
+    directory = tmp_path / "made"
+    directory.mkdir()
+    (directory / "install-config.yaml").write_text(environment["INSTALL_CONFIG"])
+    made = subprocess.run([str(installer or environment["OPENSHIFT_INSTALL"]), "create", "manifests", "--dir", str(directory)], env={**os.environ, **environment}, capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-3000:]
+    found = {}
+    for file in sorted([*(directory / "manifests").iterdir(), *(directory / "openshift").iterdir()]):
+        name = f"{file.parent.name}/{file.name}"
+        if not any(fnmatch(name, pattern) for pattern in UPI_REMOVED_MANIFESTS):
+            found.update({key: name for key in _objects(file.read_bytes())})
+    return found
+
+
+# Platform openstack's own, which only a run against a cloud writes (the real installer's source names them).
+OPENSTACK_ONLY = {
+    ("", "ConfigMap", "openshift-config", "cloud-provider-config"),
+    ("", "Secret", "kube-system", "openstack-credentials"),
+    ("rbac.authorization.k8s.io", "Role", "kube-system", "openstack-creds-secret-reader"),
+}
+
+
+@pytest.mark.parametrize("stack_file", ["dev", "standalone"])
+def test_every_object_the_fake_installer_writes_is_one_the_checks_know(stack_file, tmp_path):
+    from cluster.manifests import INSTALLER_OBJECTS
+
+    written = _written_objects(None, stack_file, tmp_path)
+    assert {key: name for key, name in written.items() if key not in INSTALLER_OBJECTS} == {}
+    assert all(INSTALLER_OBJECTS[key] == name for key, name in written.items())
+    assert (OPENSTACK_ONLY <= set(written)) is (stack_file == "dev")
+
+
+def test_the_objects_the_checks_know_are_those_the_real_installer_writes(tmp_path):
+    """Platform none, offline: every object the real installer's `create manifests` writes, and no other but platform openstack's."""
+    from cluster.manifests import INSTALLER_OBJECTS
+
+    binary = real_installer.binary()
+    if binary is None:
+        pytest.skip(toolchain.missing("openshift-install"))
+    written = _written_objects(binary, "standalone", tmp_path)
+    assert {key: name for key, name in written.items() if INSTALLER_OBJECTS.get(key) != name} == {}
+    assert set(INSTALLER_OBJECTS) - set(written) == OPENSTACK_ONLY

@@ -638,6 +638,17 @@ def test_the_image_is_uploaded_once_from_a_private_file_the_command_writes(dev_r
     assert not target.exists()
 
 
+def test_the_config_file_is_written_anew_never_through_a_link_left_beside_it(dev_run, tmp_path):
+    """A name known beforehand (the file's, with .part) is never written through: a link left there stays untouched."""
+    inputs = unwrap(dev_run.by_name("ocp4-bootstrap-config-file").inputs)
+    target = tmp_path / "assets" / "bootstrap-glance.ign"
+    target.parent.mkdir()
+    (target.parent / "bootstrap-glance.ign.part").symlink_to(tmp_path / "stolen")
+    subprocess.run(["/bin/sh", "-c", inputs["create"]], input=inputs["stdin"], text=True, env={"FILE": str(target), "PATH": "/usr/bin:/bin"}, check=True)
+    assert not (tmp_path / "stolen").exists()
+    assert not target.is_symlink() and target.read_text() == inputs["stdin"] and target.stat().st_mode & 0o777 == 0o600
+
+
 def test_a_new_token_on_every_run_changes_nothing():
     """Keystone gives the provider a new token on every run: the running bootstrap keeps the
     user_data it booted with (first boot only), and nothing else holds the token."""

@@ -99,6 +99,7 @@ def test_outputs_say_what_the_balancer_fronts(standalone_lb, dev_run):
         "frontend": "10.0.0.5:6443",
         "check": "HTTPS GET /readyz on 6443",
         "members": {name: f"{ip}:6443" for name, ip in control_plane.items()},
+        "internal": False,
     }
     assert pools["machine-config"]["frontend"] == "10.0.0.5:22623"
     assert pools["machine-config"]["check"] == "HTTPS GET /healthz on 22623"
@@ -110,8 +111,23 @@ def test_outputs_say_what_the_balancer_fronts(standalone_lb, dev_run):
             "frontend": f"10.0.0.7:{port}",
             "check": "HTTP GET /healthz/ready on 1936",
             "members": {worker: f"{ip}:{port}" for worker, ip in workers.items()},
+            "internal": False,
         }
     assert "loadBalancerPools" not in dev_run.outputs
+
+
+@pytest.mark.parametrize("mode", ["standalone_lb", "integrated_lb"])
+def test_the_machine_config_servers_frontends_are_marked_internal_with_why(mode, request):
+    """22623 and 22624 share the API VIP with 6443, which faces the users: the output says they must not."""
+    pools = request.getfixturevalue(mode).outputs["loadBalancerPools"]
+    internal = {name for name, pool in pools.items() if pool["internal"]}
+    assert internal == ({"machine-config", "machine-config-http"} if mode == "standalone_lb" else {"machine-config"})
+    for name in internal:
+        assert pools[name]["why"] == (
+            "the machine config server serves the nodes' configs, secrets included, to whoever asks: "
+            "listen on the machine network only, never beyond it (unlike 6443 on the same VIP)"
+        )
+    assert all("why" not in pool for name, pool in pools.items() if name not in internal)
 
 
 def test_integrated_mode_fronts_no_plain_http_mcs_and_names_members_as_upi_does(integrated_lb):

@@ -276,3 +276,65 @@ def test_a_lock_file_that_does_not_read_as_one_still_stops_the_run(stack, tmp_pa
     lock.write_text("{")
     assert main(["up", "--stack", "kvm"]) == 1 and ran(stack) == []
     assert f"  a lock that does not read as one (being written, or damaged): {lock}" in capsys.readouterr().err
+
+
+# Lock files no Pulumi wrote: whoever can write the backend's store can leave any bytes there.
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"pid": 2**64, "username": "alice", "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},
+        {"pid": 0, "username": "alice", "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},  # would signal the process group
+        {"pid": -1, "username": "alice", "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},  # would signal every process
+        {"pid": True, "username": "alice", "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},
+        {"pid": "1", "username": "alice", "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},
+        {"pid": 4242, "username": {"name": "alice"}, "hostname": HOST, "timestamp": "2026-11-29T10:00:00Z"},
+        {"pid": 4242, "username": "alice", "hostname": HOST, "timestamp": "9999-12-31T23:59:59-01:00"},
+        {"pid": 4242, "username": "alice", "hostname": HOST, "timestamp": 1},
+        [4242],
+        DEEP,
+    ],
+    ids=["pid 2**64", "pid 0", "pid -1", "pid true", "pid a string", "user an object", "a time past year 9999", "a time a number", "a list", "nested 100000 deep"],
+)
+def test_a_lock_file_of_any_other_shape_reads_as_no_lock_and_stops_the_run_in_words(stack, tmp_path, capsys, content):
+    lock = write_lock(tmp_path / "state", 1, datetime.now(UTC))
+    lock.write_text(content if isinstance(content, str) else json.dumps(content))
+    assert main(["up", "--stack", "kvm", "--clear-dead-lock"]) == 1 and ran(stack) == [] and lock.exists()
+    assert capsys.readouterr().err.splitlines() == [
+        "stopped: stack kvm is locked by a run in progress, so nothing was done here:",
+        f"  a lock that does not read as one (being written, or damaged): {lock}",
+        "Wait for it to end, then run the same command again (--clear-dead-lock removes only a lock whose process is gone from this host).",
+    ]
+
+
+def test_a_backend_whose_meta_yaml_is_not_pulumis_is_said_and_the_engines_lock_guards_alone(stack, tmp_path, capsys):
+    write_lock(tmp_path / "state", a_dead_pid(), datetime.now(UTC))
+    (tmp_path / "state" / ".pulumi" / "meta.yaml").write_text("- version\n- 1\n")
+    assert main(["up", "--stack", "kvm"]) == 0 and ran(stack) == ["preview", "up"]
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "the stack's lock is not read before the run: its store did not answer the driver (.pulumi/meta.yaml is not Pulumi's (AttributeError)); "
+        "the engine's own lock still refuses a second run"
+    )
+
+
+def test_what_a_lock_names_is_printed_with_its_control_characters_escaped(stack, tmp_path, capsys):
+    """The user and host are whatever the lock's writer put there: a terminal's escape sequences are shown, not run."""
+    lock = write_lock(tmp_path / "state", 4242, datetime.now(UTC) - timedelta(hours=7), host="ci\x1b]0;owned\x07")
+    content = json.loads(lock.read_text())
+    lock.write_text(json.dumps({**content, "username": "alice\x1b[2J\r\nstopped: nothing"}))
+    assert main(["up", "--stack", "kvm"]) == 1 and ran(stack) == []
+    said = capsys.readouterr().err
+    assert not [c for c in said if not c.isprintable() and c != "\n"], repr(said)
+    assert "  alice\\x1b[2J\\r\\nstopped: nothing@ci\\x1b]0;owned\\x07, pid 4242, since " in said
+    assert "(on ci\\x1b]0;owned\\x07: `ps -p 4242`, or its CI job ended)" in said
+
+
+def test_a_live_run_is_no_dead_one_after_the_clock_stepped_forward(stack, tmp_path, capsys, holder):
+    """Its process seems to have started 3 h after its lock was written: the wall clock was stepped forward in between
+    (an NTP sync on a VM booted behind). It runs, so --clear-dead-lock leaves its lock and the run stops."""
+    lock = write_lock(tmp_path / "state", holder, datetime.now(UTC) - timedelta(hours=3))
+    assert main(["up", "--stack", "kvm", "--clear-dead-lock"]) == 1 and lock.exists() and ran(stack) == []
+    said = capsys.readouterr().err
+    assert f"  alice@{HOST}, pid {holder}, since " in said and "(3 h 0 min ago): its process runs on this host" in said

@@ -4,6 +4,7 @@ path runs for real in tests/localcloud/test_openstack_faults.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -346,3 +348,67 @@ def test_recover_taints_the_pointer_of_a_server_the_state_lost_without_asking_th
 
 def test_nothing_interrupted_nothing_to_do():
     assert pending_creates({"deployment": {"resources": []}}) == []
+
+
+class _Terminal(io.StringIO):
+    """A user at a terminal, who types the text it is made with."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def locked(monkeypatch, tmp_path):
+    """`python -m tools.recover --stack kvm --yes --cancel` in this process, on a stack with no interrupted create
+    whose file backend (tmp_path/state) holds another host's lock written 7 h ago: older than any run takes."""
+    from ocp.locks import STALE
+    from tests.ocp.test_driver import OUTPUTS, FakeStack
+    from tests.ocp.test_locks import write_lock
+    from tools import recover
+
+    stack = FakeStack([], OUTPUTS, backend=f"file://{tmp_path / 'state'}")
+    monkeypatch.setattr(recover.auto, "select_stack", lambda **_: stack)
+    monkeypatch.setattr(recover, "pulumi", lambda *args, cwd: subprocess.CompletedProcess(args, 0, stdout='{"deployment": {}}', stderr=""))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: CI
+    lock = write_lock(tmp_path / "state", 4242, datetime.now(UTC) - STALE - timedelta(hours=1), host="ci-runner-7")
+
+    def run(*more: str) -> int:
+        return recover.main(["--stack", "kvm", "--yes", "--cancel", "--cwd", str(tmp_path), *more])
+
+    return run, lock
+
+
+def test_cancel_removes_another_hosts_stale_lock_only_once_the_user_confirms_its_run_is_gone(locked, capsys):
+    """Age alone does not tell that a run on another host is dead (this machine cannot ask that host): without a
+    terminal to ask, --cancel stops with nothing done and says how to confirm; naming that lock removes it."""
+    run, lock = locked
+    assert run() == 1 and lock.exists()
+    said = capsys.readouterr().err.splitlines()
+    assert said[0] == (
+        "recover: --cancel removes another host's lock only once you confirm that its run is gone (this machine cannot ask that host), "
+        "so nothing was done:"
+    )
+    assert said[1].startswith("  alice@ci-runner-7, pid 4242, since ") and said[1].endswith(f"most likely left by a killed run (lock {lock})")
+    assert said[-1] == f"  --stale-lock {lock}"
+    # A flag naming another lock confirms nothing.
+    assert run("--stale-lock", f"{lock.parent}/other.json") == 1 and lock.exists()
+    capsys.readouterr()
+    assert run(*said[-1].split()) == 0 and not lock.exists()
+    assert "recover: removed the lock of alice@ci-runner-7 (pid 4242, on another host, confirmed gone): " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("typed", "removed"), [("yes\n", True), ("y\n", False), ("", False)])
+def test_cancel_asks_at_a_terminal_and_only_yes_removes_another_hosts_stale_lock(locked, monkeypatch, capsys, typed, removed):
+    run, lock = locked
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed))
+    assert run() == (0 if removed else 1) and lock.exists() is not removed
+    asked = capsys.readouterr().out
+    assert "Have you checked on ci-runner-7 that no run of stack kvm is alive (`ps -p 4242` there)? Type yes to remove it: " in asked
+
+
+def test_stale_lock_goes_with_cancel(locked, capsys):
+    from tools import recover
+
+    with pytest.raises(SystemExit) as stopped:
+        recover.main(["--stack", "kvm", "--yes", "--stale-lock", "x.json"])
+    assert stopped.value.code == 2 and "--stale-lock goes with --cancel" in capsys.readouterr().err
