@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from fnmatch import fnmatch
 from typing import Any
 
-from cluster.addresses import AddressPlan
 from cluster.cloud_provider_config import environment_value, merge_script
 from cluster.config import ClusterConfig
 from cluster.install_config import cloud_ca_bundle, install_config, render_install_config
@@ -382,16 +381,3 @@ def upi_manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
 
 def installer_dir(config: ClusterConfig, stack: str) -> str:
     return config.installer.dir or f"assets/{stack}"
-
-
-def gather_bootstrap_command(config: ClusterConfig, plan: AddressPlan, stack: str, bootstrap_host: str) -> str:
-    """`openshift-install gather bootstrap` as it runs where `pulumi up` runs: SSH to the
-    bootstrap, and through it to the masters; the log bundle lands in the installer's --dir."""
-    installer = config.installer
-    directory = installer.assets_dir or installer_dir(config, stack)
-    words = [installer.binary or "openshift-install", "gather", "bootstrap", "--dir", directory, "--bootstrap", bootstrap_host]
-    for master in plan.masters:
-        words += ["--master", str(master.ip)]
-    if config.bootstrap.helper.ssh_private_key_file:
-        words += ["--key", config.bootstrap.helper.ssh_private_key_file]
-    return shlex.join(words)

@@ -21,6 +21,7 @@ from pulumi import automation as auto
 
 from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
+from cluster.gather import gather_argv, gathering
 from cluster.installer import installer_dir
 from ocp import checks, keyservice, locks
 from ocp.approver import approve_named, approve_until_ready, untimed
@@ -277,10 +278,10 @@ def install(
     if config.bootstrap.enabled:
         say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete)")
         if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT, hidden):
-            gather = stack.outputs().get("bootstrapGather")
+            gather = gather_argv(config, name, outputs.get("bootstrapGather"))  # from the stack file, no shell: the output never runs
             if gather is not None:
-                say(f"the bootstrap did not complete: gathering its logs ({gather.value})")
-                _stream(["sh", "-c", gather.value], say, 900, PROJECT)
+                say(gathering(gather))
+                _stream(gather, say, 900, PROJECT)
                 raise Stop(f"the bootstrap did not complete: the log bundle is in {directory} (log-bundle-*.tar.gz); run again once fixed")
             raise Stop("the bootstrap did not complete")
         say("4/6 removing the bootstrap (ocp:bootstrap.enabled: false)")

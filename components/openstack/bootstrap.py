@@ -41,7 +41,8 @@ from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
 from cluster.helper_ssh import HostKey, helper_host_key, upload_environment, upload_script
 from cluster.helper_tls import HelperTls
-from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
+from cluster.gather import gather_bootstrap_command
+from cluster.installer import InstallerAssets, installer_dir
 from cluster.preflight import plain_http_image_endpoint, public_endpoint
 from components.openstack.bootstrap_credential import bootstrap_token
 from components.openstack.common import ClusterContext, Subnet

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from importlib.metadata import version as package_version
@@ -19,11 +20,15 @@ from types import SimpleNamespace
 import pytest
 from pulumi import automation as auto
 
+from cluster.addresses import plan_addresses
+from cluster.config import ClusterConfig, load_config
 from ocp import checks, driver
 from ocp.__main__ import main
+from tests.conftest import stack_config, with_section
 from tools import toolchain
 
 PACK = [str(driver.PROJECT / "policy" / "run")]
+REAL_STREAM = driver._stream  # before a test stands in for it
 
 
 def urn(kind: str, name: str, parent: str = "", stack: str = "kvm") -> str:
@@ -202,17 +207,52 @@ def test_a_pack_that_cannot_run_stops_the_install(installing, monkeypatch, tmp_p
     assert stack.asked == []
 
 
-def test_a_bootstrap_that_does_not_hand_over_is_gathered_and_the_bundle_named(installing, tmp_path):
-    gather = "openshift-install gather bootstrap --dir assets/kvm --bootstrap 192.168.126.10 --master 192.168.126.20"
-    stack = FakeStack([step("create", "libvirt:index/domain:Domain", "kvm4-bootstrap-node-domain")], {**OUTPUTS, "bootstrapGather": gather})
+@pytest.fixture
+def dev_stack_file(monkeypatch, tmp_path):
+    """The driver on the dev stack file (integrated: its bootstrap has a floating IP), its installer directory in
+    tmp_path, the API's name resolving; call it after `installing`, whose stand-in config it replaces."""
+    def prepare() -> ClusterConfig:
+        config = load_config(with_section(stack_config("dev"), "installer", dir=str(tmp_path / "assets")))
+        monkeypatch.setattr(driver, "_config", lambda s: config)
+        monkeypatch.setattr(checks, "resolves", lambda host: ["127.0.0.1"])
+        return config
+
+    return prepare
+
+
+def test_a_bootstrap_that_does_not_hand_over_is_gathered_from_the_stack_file_and_the_bundle_named(installing, dev_stack_file, monkeypatch, tmp_path):
+    """The gather's words come from the stack file and the plan, the bootstrap's floating IP from the state as an
+    IP address alone, and it runs without a shell: the `bootstrapGather` output (a writer of the state could
+    put anything there) never runs."""
+    owned = tmp_path / "owned"
+    gather = f"openshift-install gather bootstrap --dir assets/dev --bootstrap 203.0.113.9 --master 10.0.0.10; touch {owned}"
+    stack = FakeStack([step("create", "openstack:compute/instance:Instance", "ocp4-bootstrap-node")], {**UP_OUTPUTS, "bootstrapGather": gather})
     ran = installing(stack, {"wait-for": False})
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}:/usr/bin:/bin")  # a shell and touch, as any machine has
+    config = dev_stack_file()
+
+    def stream(command, say, timeout, cwd, hidden=()):
+        ran.append(command)
+        return False if command[1:2] == ["wait-for"] else REAL_STREAM(command, say, timeout, cwd, hidden)  # the gather: the real one
+
+    monkeypatch.setattr(driver, "_stream", stream)
     said: list[str] = []
     with pytest.raises(driver.Stop, match=rf"the log bundle is in {tmp_path / 'assets'} \(log-bundle-\*\.tar\.gz\)"):
-        driver.install("kvm", said.append)
-    assert ran[-1] == ["sh", "-c", gather]
-    assert f"the bootstrap did not complete: gathering its logs ({gather})" in said
+        driver.install("dev", said.append)
+    assert not owned.exists()
+    assert ran[-1] == [
+        "openshift-install", "gather", "bootstrap", "--dir", str(tmp_path / "assets"), "--bootstrap", "203.0.113.9",
+        *[word for master in plan_addresses(config).masters for word in ("--master", str(master.ip))],
+    ]
+    assert f"the bootstrap did not complete: gathering its logs ({shlex.join(ran[-1])})" in said
+    assert "  " + INSTALLER_4_19.splitlines()[0] in said  # the stand-in installer ran, as the gather
+    # An address that is no IP address: nothing is gathered.
+    stack.values["bootstrapGather"] = "openshift-install gather bootstrap --bootstrap '203.0.113.9; touch /tmp/owned'"
+    with pytest.raises(driver.Stop, match=r"^the bootstrap did not complete$"):
+        driver.install("dev", said.append)
+    assert not owned.exists() and ran[-1][1] == "wait-for"
     # Nothing was torn down: the bootstrap stays for the user to look at.
-    assert stack.config == {} and stack.ups == 1
+    assert stack.config == {} and stack.ups == 2
     # The credentials the installer's wait-for reads, only for the owner.
     assert oct((tmp_path / "assets" / "auth" / "kubeconfig").stat().st_mode & 0o777) == "0o600"
     assert (tmp_path / "assets" / "auth" / "kubeadmin-password").read_text() == "secret-password"
