@@ -381,3 +381,11 @@ def upi_manifests(files: Mapping[str, bytes]) -> dict[str, bytes]:
 
 def installer_dir(config: ClusterConfig, stack: str) -> str:
     return config.installer.dir or f"assets/{stack}"
+
+
+# The bootstrap's full config, written from the command's stdin for the Glance image to upload, into
+# the installer's directory, which holds bootstrap.ign with the same secrets already; private to the
+# user, as that directory is. Removed with the bootstrap.
+CONFIG_FILE = "bootstrap-glance.ign"
+WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && cat > "$FILE.part" && mv "$FILE.part" "$FILE"'
+REMOVE_FILE = 'rm -f "$FILE"'

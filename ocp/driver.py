@@ -23,7 +23,7 @@ from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
 from cluster.gather import gather_argv, gathering
 from cluster.installer import installer_dir
-from ocp import checks, keyservice, locks
+from ocp import checks, keyservice, locks, state_guard
 from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
@@ -255,6 +255,7 @@ def install(
     checks.check("install", config)
     binary = config.installer.binary or "openshift-install"
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
+    state_guard.check(stack, name, config, Stop, _errors)  # the state's commands: this program's, or nothing runs
     say(f"1/6 preview of stack {name}")
     total = preview(stack, say, go_on)
     say("2/6 pulumi up")
@@ -284,6 +285,7 @@ def install(
                 _stream(gather, say, 900, PROJECT)
                 raise Stop(f"the bootstrap did not complete: the log bundle is in {directory} (log-bundle-*.tar.gz); run again once fixed")
             raise Stop("the bootstrap did not complete")
+        state_guard.check(stack, name, config, Stop, _errors)  # the teardown runs the bootstrap's deletes from the state
         say("4/6 removing the bootstrap (ocp:bootstrap.enabled: false)")
         stack.set_config("ocp:bootstrap.enabled", auto.ConfigValue("false"), path=True)
         # Previewed first, for the progress's total (and the same guard as step 1).
@@ -347,15 +349,13 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     stack = _stack(name)
     locks.check(stack, say, clear_dead)
     with keyservice.decrypting("pulumi stack export", Stop, _errors):  # --show-secrets: the stack's key first
-        resources = stack.export_stack().deployment.get("resources") or []
+        resources = (deployment := stack.export_stack().deployment or {}).get("resources") or []
     if not resources:
         say(f"stack {name} has nothing to destroy")
         return True
-    try:
-        config: ClusterConfig | None = _config(stack)
-    except Exception:  # noqa: BLE001 - a config broken since: the destroy goes on, unchecked
-        config = None
+    config = state_guard.config_or_none(lambda: _config(stack))  # a config broken since: the destroy goes on, unchecked
     checks.check("destroy", config)
+    state_guard.check(stack, name, config, Stop, _errors, deployment)  # every delete runs from the state
     protected = [r["urn"].rsplit("::", 1)[1] for r in resources if r.get("protect")]
     lowered = (stack.get_all_config().get("ocp:protect") or auto.ConfigValue("true")).value.strip().lower() == "false"
     if protected and not lowered:
@@ -382,7 +382,7 @@ def _write_credentials(directory: Path, outputs: dict) -> Path:
     the state has them wherever the installer's directory is not (another machine)."""
     _write_private(directory / "auth" / "kubeadmin-password", outputs["kubeadminPassword"])
     kubeconfig = directory / "auth" / "kubeconfig"
-    _write_private(kubeconfig, outputs["kubeconfig"])
+    _write_private(kubeconfig, state_guard.checked_kubeconfig(outputs["kubeconfig"], Stop))  # oc would run its exec or auth-provider
     return kubeconfig
 
 

@@ -45,8 +45,14 @@ def step(op: str, kind: str, name: str, parent: str = "", stack: str = "kvm") ->
 class FakeStack:
     """What the driver asks of an Automation API stack, answered from lists; what it was asked with, recorded."""
 
-    def __init__(self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None, backend: str = "file:///nonexistent"):
+    def __init__(
+        self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None, backend: str = "file:///nonexistent",
+        deployment: dict | None = None,
+    ):
         self.name = "kvm"
+        # What `pulumi stack export` gives (the driver checks the state's commands in it): no resources by default.
+        self.deployment = deployment or {"resources": []}
+        self.exports = 0
         # Its backend, where the driver reads the stack's lock (ocp/locks.py): by default a file backend holding none.
         self.workspace = SimpleNamespace(who_am_i=lambda: SimpleNamespace(url=backend), work_dir="/", project_settings=lambda: SimpleNamespace(name="ocp"))
         self.steps, self.values, self.up_error = steps, outputs, up_error
@@ -73,8 +79,18 @@ class FakeStack:
     def outputs(self):
         return {key: auto.OutputValue(value, False) for key, value in self.values.items()}
 
+    def export_stack(self):
+        self.exports += 1
+        return SimpleNamespace(deployment=self.deployment)
+
     def set_config(self, key, value, path=False):
         self.config[key] = value.value
+
+    def get_all_config(self):
+        return {}
+
+    def destroy(self, on_event, **options):
+        self.asked.append(("destroy", options))
 
 
 def stand_ins(directory: Path, tools: dict[str, str]) -> str:
@@ -258,6 +274,74 @@ def test_a_bootstrap_that_does_not_hand_over_is_gathered_from_the_stack_file_and
     assert (tmp_path / "assets" / "auth" / "kubeadmin-password").read_text() == "secret-password"
     # The installer directory it made, and auth/, too.
     assert [oct(path.stat().st_mode & 0o777) for path in (tmp_path / "assets", tmp_path / "assets" / "auth")] == ["0o700", "0o700"]
+
+
+# ---- the state's commands (cluster/state_scripts.py): this program's, or nothing of the state runs
+
+DRAIN = "ocp4-workers-worker-0-drain"
+TAMPERED = {
+    "resources": [
+        {
+            "urn": f"urn:pulumi:kvm::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$command:local:Command::{DRAIN}",
+            "type": "command:local:Command", "custom": True, "id": f"{DRAIN}0a1b2c3d",
+            "inputs": {"create": "true", "delete": "touch /tmp/owned", "interpreter": ["/bin/bash", "-c"]},
+            "outputs": {"create": "true", "delete": "touch /tmp/owned", "interpreter": ["/bin/bash", "-c"], "stdout": "", "stderr": ""},
+        }
+    ]
+}
+NAMED = f"  {DRAIN}: delete is not this program's script for the drain of a worker (nor an earlier release's)"
+
+
+def test_install_stops_before_its_preview_on_a_state_whose_commands_are_not_the_programs(installing, dev_stack_file):
+    stack = FakeStack([step("create", "openstack:compute/instance:Instance", "ocp4-master-0")], UP_OUTPUTS, deployment=TAMPERED)
+    ran = installing(stack, {})
+    dev_stack_file()
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", [].append, go_on=True)
+    assert NAMED in str(stopped.value).splitlines()
+    assert stack.asked == [] and ran == [] and stack.exports == 1
+
+
+def test_the_bootstraps_teardown_checks_the_state_again(installing, dev_stack_file):
+    """Written while the install waited for the bootstrap: the teardown would run the bootstrap's deletes from it."""
+
+    class WrittenDuringTheWait(FakeStack):
+        def export_stack(self):
+            self.exports += 1
+            return SimpleNamespace(deployment=TAMPERED if self.exports > 1 else {"resources": []})
+
+    stack = WrittenDuringTheWait([step("create", "openstack:compute/instance:Instance", "ocp4-master-0")], UP_OUTPUTS)
+    ran = installing(stack, {})
+    dev_stack_file()
+    said: list[str] = []
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", said.append)
+    assert NAMED in str(stopped.value).splitlines()
+    assert ran[-1][:3] == ["openshift-install", "wait-for", "bootstrap-complete"] and stack.exports == 2
+    assert stack.ups == 1 and stack.config == {} and not any(line.startswith("4/6") for line in said)
+
+
+@pytest.mark.parametrize("args", [["up", "--yes"], ["destroy", "--yes"], ["up", "--yes", "--replace", f"urn:pulumi:kvm::ocp::command:local:Command::{DRAIN}"]])
+def test_up_and_destroy_stop_on_it_whatever_the_flags(installing, dev_stack_file, capsys, args):
+    stack = FakeStack([step("delete", "command:local:Command", DRAIN)], UP_OUTPUTS, deployment=TAMPERED)
+    installing(stack, {})
+    dev_stack_file()
+    assert main([*args, "--stack", "kvm"]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[0].startswith("stopped: the state of stack kvm holds commands this program would not run") and NAMED in errors
+    assert "restore its last good version from the bucket's object versioning" in errors[-1]
+    assert stack.asked == [] and stack.exports == 1
+
+
+def test_a_kubeconfig_output_that_would_run_a_program_is_not_written_nor_used(installing, monkeypatch, tmp_path):
+    """approve-csrs reads the stack's outputs without an up: oc would run the kubeconfig's exec."""
+    kubeconfig = "apiVersion: v1\nusers:\n- name: admin\n  user:\n    exec:\n      command: /bin/sh\n      args: [-c, touch /tmp/owned]\n"
+    installing(FakeStack([], {**UP_OUTPUTS, "kubeconfig": kubeconfig}), {})
+    approved: list = []
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: approved.append(args) or True)
+    with pytest.raises(driver.Stop, match=r"^the stack output kubeconfig is a kubeconfig whose users have exec: "):
+        driver.approve("kvm", [].append, 60)
+    assert approved == [] and not (tmp_path / "assets" / "auth" / "kubeconfig").exists()
 
 
 def test_an_interrupted_earlier_run_is_pointed_at_the_recovery(installing):
