@@ -340,9 +340,16 @@ def _upload_again(text: str) -> bool:
 
 
 def _provider(package: str, values: Mapping[str, Any], config: ClusterConfig | None) -> list[tuple[str, str]]:
+    """Which plugin the engine loads, and how it is configured, come from the state on a destroy: the engine keeps
+    the plugin's name, download URL and parameterization under `__internal` (or, from older engines, beside the
+    settings: pkg/resource/deploy/providers/registry.go)."""
     found = []
-    if values.get("pluginDownloadURL"):
+    internal = plain(values.get("__internal"))
+    internal = internal if isinstance(internal, Mapping) else {}
+    if values.get("pluginDownloadURL") or internal.get("pluginDownloadURL"):
         found.append(("pluginDownloadURL", "is set: this program's providers come from the plugins installed here"))
+    if internal.get("name") not in (None, package) or values.get("parameterization") or internal.get("parameterization"):
+        found.append(("__internal", f"names another plugin than {package}, or parameterizes it: this program does neither"))
     if package == "libvirt" and "uri" in values:
         uri = plain(values["uri"])
         given = config.libvirt.uri if config is not None and config.libvirt is not None else None
@@ -350,17 +357,15 @@ def _provider(package: str, values: Mapping[str, Any], config: ClusterConfig | N
             found.append(("uri", f"is not the stack file's ocp:libvirt.uri ({given})"))
         elif given is None and re.search(r"[?&](command|netcat)=", str(uri), re.IGNORECASE):
             found.append(("uri", "names a program to run (command= or netcat=)"))
+    settings = set(values) - {"version", "__internal"}
     if package == "openstack":
-        extra = set(values) - {"cloud", "version"}
-        if extra:
-            found.append(("inputs", f"{', '.join(sorted(extra))}: this program gives its OpenStack provider the stack file's cloud alone"))
+        if settings - {"cloud"}:
+            found.append(("inputs", f"{', '.join(sorted(settings - {'cloud'}))}: this program gives its OpenStack provider the stack file's cloud alone"))
         given = config.openstack.cloud if config is not None and config.openstack is not None else None
         if given is not None and "cloud" in values and plain(values["cloud"]) != given:
             found.append(("cloud", f"is not the stack file's ocp:openstack.cloud ({given})"))
-    if package == "command":
-        extra = set(values) - {"version"}
-        if extra:
-            found.append(("inputs", f"{', '.join(sorted(extra))}: this program's command provider has no settings"))
+    if package == "command" and settings:
+        found.append(("inputs", f"{', '.join(sorted(settings))}: this program's command provider has no settings"))
     return found
 
 
