@@ -24,7 +24,7 @@ What is compared, in the inputs and in the outputs of every `command:*` resource
 
 A command resource this program does not make is a difference, as are a provider to be downloaded from
 elsewhere (`pluginDownloadURL`), a libvirt URI other than the stack file's (its `command` parameter
-names a program to run), an OpenStack provider given more than the stack file's cloud, and a kubeconfig
+names a program to run), an OpenStack provider of another cloud than the stack file's, and a kubeconfig
 of the wrong shape in the installer's output or the `kubeconfig` stack output (the driver runs `oc`
 with it).
 """
@@ -357,13 +357,12 @@ def _provider(package: str, values: Mapping[str, Any], config: ClusterConfig | N
             found.append(("uri", f"is not the stack file's ocp:libvirt.uri ({given})"))
         elif given is None and re.search(r"[?&](command|netcat)=", str(uri), re.IGNORECASE):
             found.append(("uri", "names a program to run (command= or netcat=)"))
-    settings = set(values) - {"version", "__internal"}
-    if package == "openstack":
-        if settings - {"cloud"}:
-            found.append(("inputs", f"{', '.join(sorted(settings - {'cloud'}))}: this program gives its OpenStack provider the stack file's cloud alone"))
-        given = config.openstack.cloud if config is not None and config.openstack is not None else None
-        if given is not None and "cloud" in values and plain(values["cloud"]) != given:
-            found.append(("cloud", f"is not the stack file's ocp:openstack.cloud ({given})"))
+    # The OpenStack provider also keeps what the runner's OS_* variables gave it (region, insecure): only its cloud is known.
+    given = config.openstack.cloud if config is not None and config.openstack is not None else None
+    if package == "openstack" and given is not None and "cloud" in values and plain(values["cloud"]) != given:
+        found.append(("cloud", f"is not the stack file's ocp:openstack.cloud ({given})"))
+    # The command plugin's framework adds its own version (pulumi-go-provider's CheckConfig).
+    settings = set(values) - {"version", "__internal", "__pulumi-go-provider-version"}
     if package == "command" and settings:
         found.append(("inputs", f"{', '.join(sorted(settings))}: this program's command provider has no settings"))
     return found

@@ -236,13 +236,14 @@ def test_providers_that_would_run_something_else_are_named(dev_config, dev_state
     state = changed(dev_state, "command", pluginDownloadURL="https://example.com/plugins")
     assert found(state, dev_config) == [("command", "pluginDownloadURL"), ("command", "inputs")]
     # Where today's engine keeps them (__internal), beside the provider's own version: what it stores is fine.
-    kept = {"version": "1.2.1", "__internal": {"pluginChecksums": {}}}
+    kept = {"version": "1.2.1", "__internal": {"pluginChecksums": {}}, "__pulumi-go-provider-version": "1.2.0"}
     assert found(changed(dev_state, "command", **kept), dev_config) == []
     for internal in ({"pluginDownloadURL": "https://example.com/plugins"}, {"name": "other"}, {"parameterization": "eA=="}):
         state = changed(dev_state, "command", "outputs", __internal=internal)
         assert found(state, dev_config) == [("command", next(iter(internal)) if "Download" in next(iter(internal)) else "__internal")], internal
-    state = changed(dev_state, "openstack", "inputs", authUrl="https://example.com/v3")
-    assert found(state, dev_config) == [("openstack", "inputs")]
+    assert found(changed(dev_state, "openstack", "inputs", cloud="elsewhere"), dev_config) == [("openstack", "cloud")]
+    # What the runner's OS_* variables gave the provider is kept beside its cloud (the real plugin does so).
+    assert found(changed(dev_state, "openstack", region="RegionOne", insecure="true"), dev_config) == []
     kvm = stack_config("kvm")
     libvirt_state = deployed(kvm, "kvm")
     provider = next(item["urn"].rsplit("::", 1)[1] for item in libvirt_state if item["type"] == "pulumi:providers:libvirt")
