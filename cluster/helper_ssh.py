@@ -19,6 +19,7 @@ import base64
 import shlex
 import struct
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -89,6 +90,23 @@ def _host_key(identity: ClusterIdentity, label: str, kind: str, blob: bytes, pri
     private = "\n".join(["-----BEGIN OPENSSH PRIVATE KEY-----", *lines, "-----END OPENSSH PRIVATE KEY-----", ""])
     algorithm = blob[4 : 4 + struct.unpack(">I", blob[:4])[0]].decode()
     return HostKey(private=private, public=f"{algorithm} {base64.b64encode(blob).decode()} {comment.decode()}", kind=kind)
+
+
+# Where the helper serves the bootstrap's config from.
+SERVE_DIRECTORY = "/srv/ignition"
+SERVED_FILE = f"{SERVE_DIRECTORY}/bootstrap.ign"
+# The one URL path the server answers; written by the upload, so user_data holds no secret.
+PATH_FILE = f"{SERVE_DIRECTORY}/url-path"
+
+
+def upload_command(url: str) -> str:
+    """What the upload runs on the helper: copy stdin into place, then name the path it is served
+    at. Each file is written under a temporary name and renamed: the bootstrap never fetches half a file."""
+    steps = [f"sudo install -d -m 0755 {SERVE_DIRECTORY}"]
+    for source, target in (("", SERVED_FILE), (f"printf '%s\\n' {shlex.quote(urlsplit(url).path)} | ", PATH_FILE)):
+        part = f"{target}.part"
+        steps += [f"{source}sudo tee {part} >/dev/null", f"sudo chmod 0644 {part}", f"sudo mv {part} {target}"]
+    return "set -eu; " + " && ".join(steps)
 
 
 # Run by /bin/sh where `pulumi up` runs, fed the file on stdin, with HELPER_HOST, HELPER_USER,

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from fnmatch import fnmatch
 from typing import Any
 
-from cluster.addresses import AddressPlan
 from cluster.cloud_provider_config import environment_value, merge_script
 from cluster.config import ClusterConfig
 from cluster.install_config import cloud_ca_bundle, install_config, render_install_config
@@ -386,14 +385,9 @@ def installer_dir(config: ClusterConfig, stack: str) -> str:
     return config.installer.dir or f"assets/{stack}"
 
 
-def gather_bootstrap_command(config: ClusterConfig, plan: AddressPlan, stack: str, bootstrap_host: str) -> str:
-    """`openshift-install gather bootstrap` as it runs where `pulumi up` runs: SSH to the
-    bootstrap, and through it to the masters; the log bundle lands in the installer's --dir."""
-    installer = config.installer
-    directory = installer.assets_dir or installer_dir(config, stack)
-    words = [installer.binary or "openshift-install", "gather", "bootstrap", "--dir", directory, "--bootstrap", bootstrap_host]
-    for master in plan.masters:
-        words += ["--master", str(master.ip)]
-    if config.bootstrap.helper.ssh_private_key_file:
-        words += ["--key", config.bootstrap.helper.ssh_private_key_file]
-    return shlex.join(words)
+# The bootstrap's full config, written from the command's stdin for the Glance image to upload, into
+# the installer's directory, which holds bootstrap.ign with the same secrets already; private to the
+# user, as that directory is. Removed with the bootstrap.
+CONFIG_FILE = "bootstrap-glance.ign"
+WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && part=$(mktemp "$FILE.XXXXXX") && cat > "$part" && mv -f "$part" "$FILE"'
+REMOVE_FILE = 'rm -f "$FILE"'

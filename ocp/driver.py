@@ -20,8 +20,9 @@ from pulumi import automation as auto
 
 from cluster.config import ClusterConfig, load_config
 from cluster.csr import SETTLE
+from cluster.gather import gather_argv, gathering
 from cluster.installer import installer_dir
-from ocp import checks, keyservice, locks, private_files
+from ocp import checks, keyservice, locks, private_files, state_guard
 from ocp.approver import approve_named, approve_until_ready, untimed
 from ocp.kube import Kube
 
@@ -254,6 +255,7 @@ def install(
     binary = config.installer.binary or "openshift-install"
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
     private_files.check(directory, _directory_key(config))  # before anything is made: where the credentials go
+    state_guard.check(stack, name, config, Stop, _errors)  # the state's commands: this program's, or nothing runs
     say(f"1/6 preview of stack {name}")
     total = preview(stack, say, go_on)
     say("2/6 pulumi up")
@@ -277,12 +279,13 @@ def install(
     if config.bootstrap.enabled:
         say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete)")
         if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT, hidden):
-            gather = stack.outputs().get("bootstrapGather")
+            gather = gather_argv(config, name, outputs.get("bootstrapGather"))  # from the stack file, no shell: the output never runs
             if gather is not None:
-                say(f"the bootstrap did not complete: gathering its logs ({gather.value})")
-                _stream(["sh", "-c", gather.value], say, 900, PROJECT)
+                say(gathering(gather))
+                _stream(gather, say, 900, PROJECT)
                 raise Stop(f"the bootstrap did not complete: the log bundle is in {directory} (log-bundle-*.tar.gz); run again once fixed")
             raise Stop("the bootstrap did not complete")
+        state_guard.check(stack, name, config, Stop, _errors)  # the teardown runs the bootstrap's deletes from the state
         say("4/6 removing the bootstrap (ocp:bootstrap.enabled: false)")
         stack.set_config("ocp:bootstrap.enabled", auto.ConfigValue("false"), path=True)
         # Previewed first, for the progress's total (and the same guard as step 1).
@@ -346,15 +349,13 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
     stack = _stack(name)
     locks.check(stack, say, clear_dead)
     with keyservice.decrypting("pulumi stack export", Stop, _errors):  # --show-secrets: the stack's key first
-        resources = stack.export_stack().deployment.get("resources") or []
+        resources = (deployment := stack.export_stack().deployment or {}).get("resources") or []
     if not resources:
         say(f"stack {name} has nothing to destroy")
         return True
-    try:
-        config: ClusterConfig | None = _config(stack)
-    except Exception:  # noqa: BLE001 - a config broken since: the destroy goes on, unchecked
-        config = None
+    config = state_guard.config_or_none(lambda: _config(stack))  # a config broken since: the destroy goes on, unchecked
     checks.check("destroy", config)
+    state_guard.check(stack, name, config, Stop, _errors, deployment)  # every delete runs from the state
     protected = [r["urn"].rsplit("::", 1)[1] for r in resources if r.get("protect")]
     lowered = (stack.get_all_config().get("ocp:protect") or auto.ConfigValue("true")).value.strip().lower() == "false"
     if protected and not lowered:
@@ -380,8 +381,9 @@ def _write_credentials(directory: Path, outputs: dict, key: str) -> Path:
     lays them out (its `wait-for install-complete` reads both), only the owner may read them:
     the state has them wherever the installer's directory is not (another machine). The directory
     and auth/ must be the user's alone (ocp/private_files.py; `key`: the setting that names it)."""
-    for name, output in (("kubeadmin-password", "kubeadminPassword"), ("kubeconfig", "kubeconfig")):
-        private_files.write(directory / "auth" / name, outputs[output], key, top=directory)
+    kubeconfig = state_guard.checked_kubeconfig(outputs["kubeconfig"], Stop)  # oc would run its exec or auth-provider
+    for name, text in (("kubeadmin-password", outputs["kubeadminPassword"]), ("kubeconfig", kubeconfig)):
+        private_files.write(directory / "auth" / name, text, key, top=directory)
     return directory / "auth" / "kubeconfig"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ocp import driver, locks
+from ocp import driver, locks, state_guard
 
 
 def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: tuple[str, ...] = (), clear_dead: bool = False) -> int:
@@ -15,6 +15,8 @@ def update(name: str, say: Callable[[str], None], go_on: bool = False, replace: 
     --replace`; `clear_dead`: remove a lock whose process is gone from this host first. The number of changes made."""
     stack = driver._stack(name)
     locks.check(stack, say, clear_dead)
+    config = state_guard.config_or_none(lambda: driver._config(stack))
+    state_guard.check(stack, name, config, driver.Stop, driver._errors)  # the state's commands: this program's, or nothing runs
     say(f"1/2 preview of stack {name}")
     total = driver.preview(stack, say, go_on, replace)
     if total:

@@ -25,11 +25,9 @@ bootstrap.enabled is false, and the copy of the config with it.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pulumi
 import pulumi_command as command
@@ -39,9 +37,10 @@ import yaml
 from cluster.addresses import Node
 from cluster.config import ClusterConfig
 from cluster.firewall import bootstrap_rules, helper_rules
-from cluster.helper_ssh import HostKey, helper_host_key, upload_environment, upload_script
+from cluster.gather import gather_bootstrap_command
+from cluster.helper_ssh import PATH_FILE, SERVE_DIRECTORY, SERVED_FILE, HostKey, helper_host_key, upload_command, upload_environment, upload_script
 from cluster.helper_tls import HelperTls
-from cluster.installer import InstallerAssets, gather_bootstrap_command, installer_dir
+from cluster.installer import CONFIG_FILE, REMOVE_FILE, WRITE_FILE, InstallerAssets, installer_dir
 from cluster.preflight import plain_http_image_endpoint, public_endpoint
 from components.openstack.bootstrap_credential import bootstrap_token
 from components.openstack.common import ClusterContext, Subnet
@@ -53,24 +52,10 @@ from ignition import assembly
 from ignition.nodes import bootstrap_helper_tls, bootstrap_helper_url, glance_file_url, glance_shim
 from ignition.render import render
 
-SERVE_DIRECTORY = "/srv/ignition"
-SERVED_FILE = f"{SERVE_DIRECTORY}/bootstrap.ign"
-# The one URL path the server answers; written by the upload, so user_data holds no secret.
-PATH_FILE = f"{SERVE_DIRECTORY}/url-path"
 SERVER = "/usr/local/libexec/bootstrap-ignition-server"
 # Root's alone; the service reads them through systemd's LoadCredential=.
 TLS_DIRECTORY = "/etc/bootstrap-ignition"
 TLS_CERTIFICATE, TLS_KEY = f"{TLS_DIRECTORY}/tls.crt", f"{TLS_DIRECTORY}/tls.key"
-
-
-def upload_command(url: str) -> str:
-    """Copy stdin into place, then name the path it is served at. Each file is written under a
-    temporary name and renamed: the bootstrap never fetches half a file."""
-    steps = [f"sudo install -d -m 0755 {SERVE_DIRECTORY}"]
-    for source, target in (("", SERVED_FILE), (f"printf '%s\\n' {shlex.quote(urlsplit(url).path)} | ", PATH_FILE)):
-        part = f"{target}.part"
-        steps += [f"{source}sudo tee {part} >/dev/null", f"sudo chmod 0644 {part}", f"sudo mv {part} {target}"]
-    return "set -eu; " + " && ".join(steps)
 
 
 def helper_cloud_config(ssh_keys: str, port: int, host_key: HostKey, tls: HelperTls) -> str:
@@ -179,13 +164,6 @@ class BootstrapHelper(pulumi.ComponentResource):
         self.register_outputs({"url": url})
 
 
-# Written from the command's stdin for the Image to upload, into the installer's directory, which
-# holds bootstrap.ign with the same secrets already; private to the user, as that directory is. A new
-# file (mktemp: O_EXCL, 0600), renamed into place: never a link someone left at a name known beforehand.
-WRITE_FILE = 'umask 077 && mkdir -p "$(dirname "$FILE")" && part=$(mktemp "$FILE.XXXXXX") && cat > "$part" && mv -f "$part" "$FILE"'
-CONFIG_FILE = "bootstrap-glance.ign"
-
-
 class BootstrapImage(pulumi.ComponentResource):
     """The bootstrap's full config as a private Glance image, and the shim that fetches it with
     a Keystone token (components/openstack/bootstrap_credential.py)."""
@@ -210,7 +188,7 @@ class BootstrapImage(pulumi.ComponentResource):
         written = command.local.Command(
             f"{name}-file",
             create=WRITE_FILE,
-            delete='rm -f "$FILE"',
+            delete=REMOVE_FILE,
             environment={"FILE": path},
             stdin=served_config,
             logging=command.local.Logging.STDERR,

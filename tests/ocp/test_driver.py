@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from importlib.metadata import version as package_version
@@ -19,11 +20,15 @@ from types import SimpleNamespace
 import pytest
 from pulumi import automation as auto
 
+from cluster.addresses import plan_addresses
+from cluster.config import ClusterConfig, load_config
 from ocp import checks, driver
 from ocp.__main__ import main
+from tests.conftest import stack_config, with_section
 from tools import toolchain
 
 PACK = [str(driver.PROJECT / "policy" / "run")]
+REAL_STREAM = driver._stream  # before a test stands in for it
 
 
 def urn(kind: str, name: str, parent: str = "", stack: str = "kvm") -> str:
@@ -40,8 +45,14 @@ def step(op: str, kind: str, name: str, parent: str = "", stack: str = "kvm") ->
 class FakeStack:
     """What the driver asks of an Automation API stack, answered from lists; what it was asked with, recorded."""
 
-    def __init__(self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None, backend: str = "file:///nonexistent"):
+    def __init__(
+        self, steps, outputs, up_error: Exception | None = None, policy=(), preview_error: Exception | None = None, backend: str = "file:///nonexistent",
+        deployment: dict | None = None,
+    ):
         self.name = "kvm"
+        # What `pulumi stack export` gives (the driver checks the state's commands in it): no resources by default.
+        self.deployment = deployment or {"resources": []}
+        self.exports = 0
         # Its backend, where the driver reads the stack's lock (ocp/locks.py): by default a file backend holding none.
         self.workspace = SimpleNamespace(who_am_i=lambda: SimpleNamespace(url=backend), work_dir="/", project_settings=lambda: SimpleNamespace(name="ocp"))
         self.steps, self.values, self.up_error = steps, outputs, up_error
@@ -68,8 +79,18 @@ class FakeStack:
     def outputs(self):
         return {key: auto.OutputValue(value, False) for key, value in self.values.items()}
 
+    def export_stack(self):
+        self.exports += 1
+        return SimpleNamespace(deployment=self.deployment)
+
     def set_config(self, key, value, path=False):
         self.config[key] = value.value
+
+    def get_all_config(self):
+        return {}
+
+    def destroy(self, on_event, **options):
+        self.asked.append(("destroy", options))
 
 
 def stand_ins(directory: Path, tools: dict[str, str]) -> str:
@@ -202,22 +223,125 @@ def test_a_pack_that_cannot_run_stops_the_install(installing, monkeypatch, tmp_p
     assert stack.asked == []
 
 
-def test_a_bootstrap_that_does_not_hand_over_is_gathered_and_the_bundle_named(installing, tmp_path):
-    gather = "openshift-install gather bootstrap --dir assets/kvm --bootstrap 192.168.126.10 --master 192.168.126.20"
-    stack = FakeStack([step("create", "libvirt:index/domain:Domain", "kvm4-bootstrap-node-domain")], {**OUTPUTS, "bootstrapGather": gather})
+@pytest.fixture
+def dev_stack_file(monkeypatch, tmp_path):
+    """The driver on the dev stack file (integrated: its bootstrap has a floating IP), its installer directory in
+    tmp_path, the API's name resolving; call it after `installing`, whose stand-in config it replaces."""
+    def prepare() -> ClusterConfig:
+        config = load_config(with_section(stack_config("dev"), "installer", dir=str(tmp_path / "assets")))
+        monkeypatch.setattr(driver, "_config", lambda s: config)
+        monkeypatch.setattr(checks, "resolves", lambda host: ["127.0.0.1"])
+        return config
+
+    return prepare
+
+
+def test_a_bootstrap_that_does_not_hand_over_is_gathered_from_the_stack_file_and_the_bundle_named(installing, dev_stack_file, monkeypatch, tmp_path):
+    """The gather's words come from the stack file and the plan, the bootstrap's floating IP from the state as an
+    IP address alone, and it runs without a shell: the `bootstrapGather` output (a writer of the state could
+    put anything there) never runs."""
+    owned = tmp_path / "owned"
+    gather = f"openshift-install gather bootstrap --dir assets/dev --bootstrap 203.0.113.9 --master 10.0.0.10; touch {owned}"
+    stack = FakeStack([step("create", "openstack:compute/instance:Instance", "ocp4-bootstrap-node")], {**UP_OUTPUTS, "bootstrapGather": gather})
     ran = installing(stack, {"wait-for": False})
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}:/usr/bin:/bin")  # a shell and touch, as any machine has
+    config = dev_stack_file()
+
+    def stream(command, say, timeout, cwd, hidden=()):
+        ran.append(command)
+        return False if command[1:2] == ["wait-for"] else REAL_STREAM(command, say, timeout, cwd, hidden)  # the gather: the real one
+
+    monkeypatch.setattr(driver, "_stream", stream)
     said: list[str] = []
     with pytest.raises(driver.Stop, match=rf"the log bundle is in {tmp_path / 'assets'} \(log-bundle-\*\.tar\.gz\)"):
-        driver.install("kvm", said.append)
-    assert ran[-1] == ["sh", "-c", gather]
-    assert f"the bootstrap did not complete: gathering its logs ({gather})" in said
+        driver.install("dev", said.append)
+    assert not owned.exists()
+    assert ran[-1] == [
+        "openshift-install", "gather", "bootstrap", "--dir", str(tmp_path / "assets"), "--bootstrap", "203.0.113.9",
+        *[word for master in plan_addresses(config).masters for word in ("--master", str(master.ip))],
+    ]
+    assert f"the bootstrap did not complete: gathering its logs ({shlex.join(ran[-1])})" in said
+    assert "  " + INSTALLER_4_19.splitlines()[0] in said  # the stand-in installer ran, as the gather
+    # An address that is no IP address: nothing is gathered.
+    stack.values["bootstrapGather"] = "openshift-install gather bootstrap --bootstrap '203.0.113.9; touch /tmp/owned'"
+    with pytest.raises(driver.Stop, match=r"^the bootstrap did not complete$"):
+        driver.install("dev", said.append)
+    assert not owned.exists() and ran[-1][1] == "wait-for"
     # Nothing was torn down: the bootstrap stays for the user to look at.
-    assert stack.config == {} and stack.ups == 1
+    assert stack.config == {} and stack.ups == 2
     # The credentials the installer's wait-for reads, only for the owner.
     assert oct((tmp_path / "assets" / "auth" / "kubeconfig").stat().st_mode & 0o777) == "0o600"
     assert (tmp_path / "assets" / "auth" / "kubeadmin-password").read_text() == "secret-password"
     # The installer directory it made, and auth/, too.
     assert [oct(path.stat().st_mode & 0o777) for path in (tmp_path / "assets", tmp_path / "assets" / "auth")] == ["0o700", "0o700"]
+
+
+# ---- the state's commands (cluster/state_scripts.py): this program's, or nothing of the state runs
+
+DRAIN = "ocp4-workers-worker-0-drain"
+TAMPERED = {
+    "resources": [
+        {
+            "urn": f"urn:pulumi:kvm::ocp::ocp:openstack:Cluster$ocp:openstack:NodePool$command:local:Command::{DRAIN}",
+            "type": "command:local:Command", "custom": True, "id": f"{DRAIN}0a1b2c3d",
+            "inputs": {"create": "true", "delete": "touch /tmp/owned", "interpreter": ["/bin/bash", "-c"]},
+            "outputs": {"create": "true", "delete": "touch /tmp/owned", "interpreter": ["/bin/bash", "-c"], "stdout": "", "stderr": ""},
+        }
+    ]
+}
+NAMED = f"  {DRAIN}: delete is not this program's script for the drain of a worker (nor an earlier release's)"
+
+
+def test_install_stops_before_its_preview_on_a_state_whose_commands_are_not_the_programs(installing, dev_stack_file):
+    stack = FakeStack([step("create", "openstack:compute/instance:Instance", "ocp4-master-0")], UP_OUTPUTS, deployment=TAMPERED)
+    ran = installing(stack, {})
+    dev_stack_file()
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", [].append, go_on=True)
+    assert NAMED in str(stopped.value).splitlines()
+    assert stack.asked == [] and ran == [] and stack.exports == 1
+
+
+def test_the_bootstraps_teardown_checks_the_state_again(installing, dev_stack_file):
+    """Written while the install waited for the bootstrap: the teardown would run the bootstrap's deletes from it."""
+
+    class WrittenDuringTheWait(FakeStack):
+        def export_stack(self):
+            self.exports += 1
+            return SimpleNamespace(deployment=TAMPERED if self.exports > 1 else {"resources": []})
+
+    stack = WrittenDuringTheWait([step("create", "openstack:compute/instance:Instance", "ocp4-master-0")], UP_OUTPUTS)
+    ran = installing(stack, {})
+    dev_stack_file()
+    said: list[str] = []
+    with pytest.raises(driver.Stop) as stopped:
+        driver.install("kvm", said.append)
+    assert NAMED in str(stopped.value).splitlines()
+    assert ran[-1][:3] == ["openshift-install", "wait-for", "bootstrap-complete"] and stack.exports == 2
+    assert stack.ups == 1 and stack.config == {} and not any(line.startswith("4/6") for line in said)
+
+
+@pytest.mark.parametrize("args", [["up", "--yes"], ["destroy", "--yes"], ["up", "--yes", "--replace", f"urn:pulumi:kvm::ocp::command:local:Command::{DRAIN}"]])
+def test_up_and_destroy_stop_on_it_whatever_the_flags(installing, dev_stack_file, capsys, args):
+    stack = FakeStack([step("delete", "command:local:Command", DRAIN)], UP_OUTPUTS, deployment=TAMPERED)
+    installing(stack, {})
+    dev_stack_file()
+    assert main([*args, "--stack", "kvm"]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[0].startswith("stopped: the state of stack kvm holds commands this program would not run") and NAMED in errors
+    assert "restore its last good version from the bucket's object versioning" in errors[-1]
+    assert stack.asked == [] and stack.exports == 1
+
+
+def test_a_kubeconfig_output_that_would_run_a_program_is_not_written_nor_used(installing, monkeypatch, tmp_path):
+    """approve-csrs reads the stack's outputs without an up: oc would run the kubeconfig's exec."""
+    kubeconfig = "apiVersion: v1\nusers:\n- name: admin\n  user:\n    exec:\n      command: /bin/sh\n      args: [-c, touch /tmp/owned]\n"
+    installing(FakeStack([], {**UP_OUTPUTS, "kubeconfig": kubeconfig}), {})
+    approved: list = []
+    monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: approved.append(args) or True)
+    with pytest.raises(driver.Stop, match=r"^the stack output kubeconfig is a kubeconfig whose users have exec: "):
+        driver.approve("kvm", [].append, 60)
+    assert approved == [] and not (tmp_path / "assets" / "auth" / "kubeconfig").exists()
 
 
 def test_an_interrupted_earlier_run_is_pointed_at_the_recovery(installing):
