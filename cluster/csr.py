@@ -2,8 +2,9 @@
 
 The Machine API's approver approves only CSRs that match a Machine it knows; this program makes its
 nodes outside the Machine API, so it judges against what it made: the stack's `nodes` output (name ->
-address) and, where the platform has them, its servers' creation times (`nodeCreated`: OpenStack's;
-libvirt's domains keep none). Each is checked as the machine approver checks it for Machines:
+its addresses, every family's; one address, as a string, in stacks last `up` by 0.1.0) and, where the platform
+has them, its servers' creation times (`nodeCreated`: OpenStack's; libvirt's domains keep none).
+Each is checked as the machine approver checks it for Machines:
 
 - a client CSR (signer kubernetes.io/kube-apiserver-client-kubelet) asked for by the node
   bootstrapper service account, for `CN=system:node:<name>, O=system:nodes` where `<name>` is one
@@ -15,37 +16,38 @@ libvirt's domains keep none). Each is checked as the machine approver checks it 
   skew) and the approval comes within CLIENT_WINDOW of the server's creation (below);
 - a serving CSR (signer kubernetes.io/kubelet-serving) asked for by `system:node:<name>` itself,
   for that same subject, with the kubelet's usages, DNS names within the node's hostname and IP
-  addresses within its addresses in the stack.
+  addresses among its addresses in the stack.
 
 Whoever holds the node-bootstrapper token (served to the machine network) can ask for a new
 node's client certificate before its kubelet does: a client CSR that passes is approved by itself
-only if it is a worker's, its server's creation time is known (or `untimed` is None: libvirt in
-`ocp install`'s wait), it has waited SETTLE and no other client request for that node came from
-the bootstrapper since its server was made (in any state). A master's, and any held back so, is
-approved only when named (`named`), after every check but the wait and the duplicates. Two
-serving requests that would pass for one node approve neither.
+only if it is a worker's (or, while the bootstrap runs, `bootstrapping`, a master's: the job the
+installer's blanket approve-csr.service did, masked here), its server's creation time is known (or
+`untimed` is None: libvirt in `ocp install`'s wait), it has waited SETTLE and no other client
+request for that node came from the bootstrapper since its server was made (in any state). Any
+held back so is approved only when named (`named`), after every check but the wait and the
+duplicates. Two serving requests that would pass for one node approve neither.
 
-The request is read as Kubernetes reads it (one PEM block, type CERTIFICATE REQUEST, with nothing
-but whitespace around it: `read_request`), so what is judged is what the signer signs. Everything
-else stays pending, with its reason; what a requester wrote is shown with its control characters escaped.
+The request is read as Kubernetes reads it (cluster/csr_request.py), so what is judged is what the
+signer signs; a request that cannot be read, and one whose name no kubelet gives, is never approved
+nor offered by name. Everything else stays pending, with its reason; a request that fails the judge
+itself stays pending with why, and the others are judged still.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import ipaddress
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import NameOID
 
 from cluster.csr_expired import named_only, quiet_problem
-from cluster.printable import shown
+from cluster.csr_request import Request, fingerprint, parse_time, quoted, read_request, shown
+
+__all__ = ["Request", "Verdict", "parse_time", "read_request", "review", "role", "shown"]
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
@@ -77,90 +79,6 @@ SETTLE = timedelta(minutes=10)
 # Why client requests wait for a name where the stack gives no creation times (the default).
 UNTIMED = "the stack gives no creation times for its servers"
 
-# The one request Kubernetes' ParseCSR and this approver both read. Go's pem.Decode takes a block
-# whose `-----BEGIN ` starts the data or a line, ending in `-----` (spaces, tabs, a CR may follow
-# on the line), then `Key: value` header lines, base64 (spaces, tabs, CR and LF ignored) and an
-# END line of the same type after a newline; what follows it is ignored, and so is what precedes a
-# BEGIN not at a line start. Asking for whitespace only around one such block, with no headers,
-# leaves Go nothing else to find, whether it scans from the first BEGIN (older Go) or back from
-# the first END (newer Go, 1.26 here): the block read here is the one Kubernetes signs.
-_PEM = re.compile(
-    rb"(?:[ \t\r\n]*\n)?-----BEGIN CERTIFICATE REQUEST-----[ \t]*\r?\n"
-    rb"(?P<body>[A-Za-z0-9+/= \t\r\n]*)\n-----END CERTIFICATE REQUEST-----[ \t]*(?:\r?\n[ \t\r\n]*)?"
-)
-_BLOCK = re.compile(rb"-----BEGIN ([^\r\n]*?)-----")
-
-
-def read_request(data: bytes) -> x509.CertificateSigningRequest:
-    """The CSR in `data`, read as Kubernetes reads it, or ValueError saying why not."""
-    count = data.count(b"-----BEGIN ")
-    if count != 1:
-        raise ValueError(f"the request holds {count} PEM blocks, not one" if count else "the request holds no PEM block")
-    kind = _BLOCK.search(data)
-    if kind and kind[1] != b"CERTIFICATE REQUEST":
-        raise ValueError(f"the request's PEM block is {shown(kind[1].decode(errors='replace'))!r}, not 'CERTIFICATE REQUEST'")
-    found = _PEM.fullmatch(data)
-    if not found:
-        raise ValueError("the request is not one CERTIFICATE REQUEST PEM block, starting a line, with only whitespace around it and no headers")
-    text = re.sub(rb"[ \t\r\n]", b"", found["body"])
-    try:
-        der = binascii.a2b_base64(text, strict_mode=True)
-    except binascii.Error as error:
-        raise ValueError(f"the request's PEM block is no base64 ({error})") from error
-    if base64.b64encode(der) != text:  # Python takes padding Go refuses (`AAAA=`): only the one spelling
-        raise ValueError("the request's PEM block is no base64 (not as an encoder writes it)")
-    try:
-        parsed = x509.load_der_x509_csr(der)
-        # Go parses these up front (a bad key or extension fails ParseCertificateRequest); cryptography when asked.
-        parsed.public_key(), parsed.extensions, parsed.subject
-    except (ValueError, UnsupportedAlgorithm) as error:
-        raise ValueError("the request's PEM block is no DER certificate signing request") from error
-    return parsed
-
-
-def parse_time(text: str) -> datetime:
-    """RFC 3339 (Kubernetes), or Go's time.String() (`2026-11-26 14:03:12.5 +0000 UTC`, the
-    OpenStack provider's `created`)."""
-    go = re.fullmatch(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d\d)(\d\d)(?: \S+)?", text.strip())
-    if go:
-        day, clock, fraction, hours, minutes = go.groups()
-        text = f"{day}T{clock}{'.' + (fraction + '000000')[:6] if fraction else ''}{hours}:{minutes}"
-    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        raise ValueError(f"{text!r} names no time zone")
-    return moment
-
-
-@dataclass(frozen=True)
-class Request:
-    """One CertificateSigningRequest as the API returns it."""
-
-    name: str
-    signer: str
-    username: str
-    usages: tuple[str, ...]
-    request: bytes  # the PEM CSR (spec.request, base64-decoded)
-    decided: bool = False  # approved or denied already
-    approved: bool = False
-    created: datetime | None = None  # metadata.creationTimestamp, the API server's clock
-
-    @classmethod
-    def from_object(cls, item: Mapping) -> Request:
-        spec, status, metadata = item.get("spec") or {}, item.get("status") or {}, item["metadata"]
-        conditions = {c.get("type") for c in status.get("conditions") or ()}
-        stamp = metadata.get("creationTimestamp")
-        return cls(
-            name=metadata["name"],
-            signer=spec.get("signerName", ""),
-            username=spec.get("username", ""),
-            usages=tuple(spec.get("usages") or ()),
-            request=base64.b64decode(spec.get("request", "")),
-            decided=bool(conditions & {"Approved", "Denied"}),
-            approved="Approved" in conditions and "Denied" not in conditions,
-            created=parse_time(stamp) if stamp else None,
-        )
-
-
 @dataclass(frozen=True)
 class Verdict:
     csr: str
@@ -171,11 +89,18 @@ class Verdict:
     subject: str = ""  # what was judged, where the request could be read: its attributes (RFC 4514), sorted
     names: tuple[str, ...] = ()  # its alternative names, `DNS:...`, `IP:...`, sorted
     by_name: bool = False  # passes every check but those of automatic approval: the user may name it
+    key: str = ""  # its public key's SHA-256, where the request could be read (cluster/csr_request.py, fingerprint)
+
+
+def addresses(value: str | Sequence[str]) -> tuple[str, ...]:
+    """A node's addresses from the stack's `nodes` output: a list (every family's), or one address as a
+    string (stacks last `up` by 0.1.0); each as Python writes it (`2001:db8::5`, not `2001:DB8:0::5`)."""
+    return tuple(str(ipaddress.ip_address(text)) for text in ([value] if isinstance(value, str) else value))
 
 
 def review(
     requests: Iterable[Request],
-    nodes: Mapping[str, str],
+    nodes: Mapping[str, str | Sequence[str]],
     registered: Iterable[str],
     domain: str = "",
     created: Mapping[str, str] | None = None,
@@ -184,44 +109,60 @@ def review(
     settle: timedelta = SETTLE,
     untimed: str | None = UNTIMED,
     named: Collection[str] | None = None,
+    bootstrapping: bool = False,
 ) -> list[Verdict]:
-    """A verdict for every undecided request. `nodes`: the stack's nodes (name -> IP address);
+    """A verdict for every undecided request. `nodes`: the stack's nodes (name -> its addresses);
     `registered`: the Node objects there are; `domain`: the cluster's domain (a node's FQDN);
     `created`: when each node's server was made (name -> time, as the stack's `nodeCreated`
-    says; None where the stack has no such times); `now`: the time of this pass; `settle`: how
-    long a worker's client request waits alone; `untimed`: why client requests wait for a name
+    says; None where the stack has no such times); `now`: the time of this pass, the API server's;
+    `settle`: how long a client request waits alone; `untimed`: why client requests wait for a name
     when `created` is None (None: they do not); `named`: the requests the user named, the only
-    ones judged then, without the settling and duplicate rules."""
+    ones judged then, without the settling and duplicate rules; `bootstrapping`: the bootstrap has
+    not handed over yet (the masters' client requests pass as the workers' do)."""
     requests = sorted(requests, key=lambda r: r.name)
     known = registered if isinstance(registered, Mapping) else dict.fromkeys(registered, {})  # name -> Node
     joined = _by_node(requests, lambda r: r.approved)  # the CSR cleaner keeps approved ones 1 h
     judged = [r for r in requests if not r.decided and (named is None or r.name in named)]
-    verdicts = [_verdict(request, nodes, known, domain, created, now, joined, named is not None) for request in judged]
-    if named is not None:
-        return verdicts
-    claims = _by_node(requests, lambda r: r.username == NODE_BOOTSTRAPPER)  # any state
-    verdicts = [
-        _automatic(verdict, request, created, now, settle, untimed, claims) if verdict.approve and verdict.kind == "client" else verdict
-        for verdict, request in zip(verdicts, judged)
-    ]
-    # Two serving requests that would pass for one node: which is the kubelet's is not ours to guess.
-    serving: dict[str | None, list[str]] = {}
-    for verdict in verdicts:
-        if verdict.approve and verdict.kind == "serving":
-            serving.setdefault(verdict.node, []).append(verdict.csr)
-    return [
-        _refused(verdict, f"{len(serving[verdict.node])} pending serving requests claim {verdict.node} "
-                 f"({', '.join(serving[verdict.node])}): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
-        if verdict.approve and verdict.kind == "serving" and len(serving[verdict.node]) > 1
-        else verdict
-        for verdict in verdicts
-    ]
+    verdicts = [_guarded(request, _verdict, request, nodes, known, domain, created, now, joined, named is not None) for request in judged]
+    if named is None:
+        claims = _by_node(requests, lambda r: r.username == NODE_BOOTSTRAPPER)  # any state
+        verdicts = [
+            _guarded(request, _automatic, verdict, request, created, now, settle, untimed, claims, bootstrapping) if verdict.approve and verdict.kind == "client" else verdict
+            for verdict, request in zip(verdicts, judged)
+        ]
+        # Two serving requests that would pass for one node: which is the kubelet's is not ours to guess.
+        serving: dict[str | None, list[str]] = {}
+        for verdict in verdicts:
+            if verdict.approve and verdict.kind == "serving":
+                serving.setdefault(verdict.node, []).append(verdict.csr)
+        verdicts = [
+            _refused(verdict, f"{len(serving[verdict.node])} pending serving requests claim {verdict.node} "
+                     f"({', '.join(map(quoted, serving[verdict.node]))}): none approved; delete those its kubelet did not make (`oc delete csr -- NAME`)")
+            if verdict.approve and verdict.kind == "serving" and len(serving[verdict.node]) > 1
+            else verdict
+            for verdict in verdicts
+        ]
+    # Last, so that the reason a request is not its node's shows first: a name no kubelet gives is a forger's.
+    return [_guarded(request, _named_as_a_kubelet, verdict, request) if verdict.approve or verdict.by_name else verdict for verdict, request in zip(verdicts, judged)]
 
 
 def role(node: str) -> str:
     """master, worker or bootstrap, from a node's name (`<prefix>-<role>-<index>`, `<prefix>-bootstrap`); '' if none."""
     found = re.search(r"-(master|worker)-\d+$", node)
     return found[1] if found else "bootstrap" if node.endswith("-bootstrap") else ""
+
+
+def _guarded(request: Request, step: Callable[..., Verdict], *args) -> Verdict:
+    """A step of the request's verdict; one the judge fails on stays pending with why (the others are judged still)."""
+    try:
+        return step(*args)
+    except Exception as error:  # noqa: BLE001 - no request ends a pass
+        return Verdict(request.name, None, "other", False, f"the request could not be judged ({type(error).__name__}: {shown(str(error))})")
+
+
+def _named_as_a_kubelet(verdict: Verdict, request: Request) -> Verdict:
+    problem = request.name_problem()
+    return _refused(verdict, f"{problem}: not approved, even by name") if problem else verdict
 
 
 def _automatic(
@@ -232,12 +173,14 @@ def _automatic(
     settle: timedelta,
     untimed: str | None,
     claims: Mapping[str, list[Request]],
+    bootstrapping: bool,
 ) -> Verdict:
     """A client request that passed every check, held back unless automatic approval is safe (module docstring)."""
     node = verdict.node or ""
-    if role(node) != "worker":
+    if role(node) != "worker" and not (role(node) == "master" and bootstrapping):
         what = "a master" if role(node) == "master" else "no worker"
-        return _refused(verdict, f"{node} is {what}: its client certificate is never approved automatically", by_name=True)
+        after = ", once the bootstrap has handed over" if role(node) == "master" else ""
+        return _refused(verdict, f"{node} is {what}: its client certificate is never approved automatically{after}", by_name=True)
     made = parse_time(created[node]) if created is not None else None  # _verdict read it already
     if created is None and untimed is not None:
         return _refused(verdict, f"{untimed}: a client certificate is approved automatically only where its server's creation time is known", by_name=True)
@@ -246,13 +189,13 @@ def _automatic(
         since = "since its server was made" if made is not None else "in the API"
         return _refused(
             verdict,
-            f"{len(others) + 1} client requests for {node} {since} ({', '.join(sorted([request.name, *others]))}): none is approved "
+            f"{len(others) + 1} client requests for {node} {since} ({', '.join(map(quoted, sorted([request.name, *others])))}): none is approved "
             f"automatically, as one may be a forger's",
             by_name=True,
         )
     if now is None or request.created is None or now < request.created + settle:
         until = f" until {request.created + settle:%Y-%m-%d %H:%M:%S}Z" if request.created is not None else ""
-        return _refused(verdict, f"settling{until}: a worker's client request is approved once it has stayed {node}'s only one for {_span(settle)}")
+        return _refused(verdict, f"settling{until}: a {role(node)}'s client request is approved once it has stayed {node}'s only one for {_span(settle)}")
     return verdict
 
 
@@ -262,7 +205,7 @@ def _span(period: timedelta) -> str:
 
 
 def _refused(verdict: Verdict, reason: str, by_name: bool = False) -> Verdict:
-    return Verdict(verdict.csr, verdict.node, verdict.kind, False, reason, verdict.subject, verdict.names, by_name)
+    return replace(verdict, approve=False, reason=reason, by_name=by_name)
 
 
 def _client_node(request: Request) -> str | None:
@@ -290,7 +233,7 @@ def _by_node(requests: Iterable[Request], keep: Callable[[Request], bool]) -> di
 
 def _verdict(
     request: Request,
-    nodes: Mapping[str, str],
+    nodes: Mapping[str, str | Sequence[str]],
     registered: Mapping[str, Mapping],
     domain: str,
     created: Mapping[str, str] | None,
@@ -299,10 +242,10 @@ def _verdict(
     named: bool = False,
 ) -> Verdict:
     kind = {CLIENT_SIGNER: "client", SERVING_SIGNER: "serving"}.get(request.signer, "other")
-    judged: tuple[str, tuple[str, ...]] = ("", ())
+    seen: dict = {}  # what was judged (subject, names, key), once the request is read
 
     def refuse(reason: str, node: str | None = None) -> Verdict:
-        return Verdict(request.name, node, kind, False, reason, *judged)
+        return Verdict(request.name, node, kind, False, reason, **seen)
 
     if kind == "other":
         return refuse(f"signer {shown(request.signer) or '(none)'} is not a kubelet's")
@@ -310,11 +253,13 @@ def _verdict(
         parsed = read_request(request.request)
     except ValueError as error:
         return refuse(str(error))
+    seen["key"] = fingerprint(parsed)
     if not parsed.is_signature_valid:
         return refuse("the request's signature does not match its key")
     subject = parsed.subject
     dns, ips, other = _alternative_names(parsed)
-    judged = (", ".join(sorted(attribute.rfc4514_string() for attribute in subject)), tuple(sorted([*(f"DNS:{d}" for d in dns), *(f"IP:{ip}" for ip in ips), *other])))
+    seen["subject"] = ", ".join(sorted(attribute.rfc4514_string() for attribute in subject))
+    seen["names"] = tuple(sorted([*(f"DNS:{d}" for d in dns), *(f"IP:{ip}" for ip in ips), *other]))
     names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     organizations = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     common = str(names[0].value) if len(names) == 1 else ""
@@ -336,9 +281,9 @@ def _verdict(
         if dns or ips or other:
             return refuse("a client certificate carries no alternative names", node)
         if node in registered:  # a kubelet back after its certificate expired, or a forger: named only (cluster/csr_expired.py)
-            quiet, beat = quiet_problem(node, registered[node], nodes[node], request.created, now)
+            quiet, beat = quiet_problem(node, registered[node], addresses(nodes[node]), request.created, now)
             reason = quiet or (f"client certificate of {node}, a node of this stack whose kubelet stopped reporting at {beat:%Y-%m-%d %H:%M:%S}Z" if named else named_only(node, beat))
-            return Verdict(request.name, node, kind, named and not quiet, reason, *judged, by_name=not quiet and not named)
+            return Verdict(request.name, node, kind, named and not quiet, reason, by_name=not quiet and not named, **seen)
         late = _client_time(request, node, created, now, joined.get(node, ()))
         if late:
             return refuse(late, node)
@@ -350,12 +295,13 @@ def _verdict(
         allowed = {node, *([f"{node}.{domain}"] if domain else [])}
         if set(dns) - allowed:
             return refuse(f"DNS names {shown(str(sorted(set(dns) - allowed)))} are not {node}'s", node)
-        foreign = sorted(str(ip) for ip in ips if str(ip) != nodes[node])
+        own = addresses(nodes[node])  # a dual-stack kubelet asks for both families' (--node-ip)
+        foreign = sorted(str(ip) for ip in ips if str(ip) not in own)
         if foreign:
-            return refuse(f"IP addresses {foreign} are not {node}'s ({nodes[node]})", node)
+            return refuse(f"IP addresses {foreign} are not {node}'s ({', '.join(own)})", node)
         if other:
             return refuse(f"alternative names {shown(str(other))} are neither DNS names nor IP addresses", node)
-    return Verdict(request.name, node, kind, True, f"{kind} certificate of {node}, a node of this stack", *judged)
+    return Verdict(request.name, node, kind, True, f"{kind} certificate of {node}, a node of this stack", **seen)
 
 
 def _client_time(request: Request, node: str, created: Mapping[str, str] | None, now: datetime | None, approved: Iterable[Request]) -> str:
@@ -371,13 +317,15 @@ def _client_time(request: Request, node: str, created: Mapping[str, str] | None,
             return f"{node}'s server's creation time {shown(created[node])!r} cannot be read"
     earlier = [r for r in approved if made is None or (r.created is not None and r.created >= made - CLOCK_SKEW)]
     if earlier:
-        return (f"a client certificate of {node} was approved already ({earlier[0].name}) and there is no Node {node}: "
+        return (f"a client certificate of {node} was approved already ({quoted(earlier[0].name)}) and there is no Node {node}: "
                 f"its Node was deleted, and only a new server joins again: {replace}")
     if made is None:
         return ""
+    if now is None:
+        return "the time of this pass is unknown: whether the request comes within its server's window cannot be judged"
     if request.created is not None and request.created < made - CLOCK_SKEW:
         return f"made at {request.created:%Y-%m-%d %H:%M:%S}Z, before {node}'s server ({made:%Y-%m-%d %H:%M:%S}Z)"
-    if now is not None and now > made + CLIENT_WINDOW:
+    if now > made + CLIENT_WINDOW:
         minutes = int(CLIENT_WINDOW.total_seconds() // 60)
         return (f"{node}'s server was created at {made:%Y-%m-%d %H:%M:%S}Z, more than {minutes} min ago: a client certificate "
                 f"is approved only within {minutes} min of the server's creation, as the machine approver does: {replace}")

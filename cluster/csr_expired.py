@@ -13,7 +13,8 @@ kubelet to still be waiting for it. Subject, usages and requester are checked by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,14 +28,16 @@ GRACE = timedelta(seconds=40)
 WINDOW = timedelta(minutes=15)
 
 
-def quiet_problem(node: str, seen: Mapping[str, Any], address: str, created: datetime | None, now: datetime | None) -> tuple[str, datetime | None]:
+def quiet_problem(node: str, seen: Mapping[str, Any], addresses: Sequence[str], created: datetime | None, now: datetime | None) -> tuple[str, datetime | None]:
     """Why a bootstrapper's client request for an existing Node is not that of a kubelet back from a
-    long shutdown ('' if it may be), and the node's last heartbeat where known."""
+    long shutdown ('' if it may be), and the node's last heartbeat where known. `addresses`: the
+    stack's for the node (any of them in the Node's internal addresses will do)."""
     status = seen.get("status") or {}
     internal = sorted(a.get("address", "") for a in status.get("addresses") or () if a.get("type") == "InternalIP")
-    if address not in internal:
+    if not set(_canonical(internal)) & set(_canonical(addresses)):
         listed = ", ".join(internal) or "none"
-        return f"Node {node} exists, but its internal addresses ({listed}) do not include {address}, this stack's address for it: it is not this stack's node", None
+        ours = ", ".join(addresses)
+        return f"Node {node} exists, but its internal addresses ({listed}) do not include {ours}, this stack's address for it: it is not this stack's node", None
     ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
     if ready is None:
         return f"Node {node} exists, with no Ready condition: nothing says its kubelet stopped reporting", None
@@ -48,7 +51,7 @@ def quiet_problem(node: str, seen: Mapping[str, Any], address: str, created: dat
         said = "Ready" if ready.get("status") == "True" else f"NotReady ({ready.get('reason') or ready.get('status')})"
         return (
             f"Node {node} exists and is {said} as its kubelet reported at {beat:%Y-%m-%d %H:%M:%S}Z: that kubelet holds a working client "
-            "certificate and renews it with its own identity, so this request is not its kubelet's (deny it: `oc adm certificate deny NAME`)"
+            "certificate and renews it with its own identity, so this request is not its kubelet's (deny it: `oc adm certificate deny -- NAME`)"
         ), beat
     if created is None:
         return "the request has no creation time: when it came cannot be judged", beat
@@ -72,3 +75,14 @@ def named_only(node: str, beat: datetime | None) -> str:
         f"Node {node} exists and its kubelet stopped reporting{when} (Ready Unknown): a kubelet whose client certificate "
         "expired (a long shutdown) asks again so, and so may a forger: approved only when named, once the node's journal names it"
     )
+
+
+def _canonical(texts: Iterable[str]) -> list[str]:
+    """Addresses as Python writes them; what is no address stays as written."""
+    found = []
+    for text in texts:
+        try:
+            found.append(str(ipaddress.ip_address(text)))
+        except ValueError:
+            found.append(text)
+    return found

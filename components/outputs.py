@@ -53,8 +53,9 @@ class ClusterOutputs:
             "ingressFloatingIp": ingress_floating_ip,
             "apiUrl": api_url(config),
             "consoleUrl": console_url(config),
+            # Every address of each node, the primary family's first: a dual-stack kubelet's serving request names both.
             "nodes": pulumi.Output.unsecret(
-                assets.apply(lambda a: {server_name(config, node, a.infra_id): str(node.ip) for node in plan.nodes})
+                assets.apply(lambda a: {server_name(config, node, a.infra_id): [str(ip) for ip in node.ips] for node in plan.nodes})
             ),
             "etcHosts": reach,
             "infraId": pulumi.Output.unsecret(assets.apply(lambda a: a.infra_id)),

@@ -47,6 +47,8 @@ class Unit:
     name: str
     contents: str
     enabled: bool = True
+    # Masked: linked to /dev/null, so that nothing starts it (the entry then holds its name only).
+    mask: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,14 @@ def file_entry(item: File) -> dict[str, Any]:
 
 
 def unit_entry(unit: Unit) -> dict[str, Any]:
+    if unit.mask:
+        return {"name": unit.name, "mask": True}
     return {"name": unit.name, "enabled": unit.enabled, "contents": unit.contents}
+
+
+def masked(name: str) -> Unit:
+    """A unit the config masks: an entry of the same name, with its contents and enablement, goes."""
+    return Unit(name, "", enabled=False, mask=True)
 
 
 def hostname(name: str) -> Additions:

@@ -47,6 +47,12 @@ SCHEDULER_MANIFEST = "/opt/openshift/manifests/cluster-scheduler-02-config.yml"
 CLOUD_CA_FILE = "/opt/openshift/tls/cloud-ca-cert.pem"
 # The installer's documented way to shape the default IngressController at install time.
 INGRESS_MANIFEST = "/opt/openshift/manifests/cluster-ingress-default-ingresscontroller.yaml"
+# The installer's bootstrap approves every pending CSR, any name and requester, every 20 s until
+# bootkube is done (data/data/bootstrap/files/usr/local/bin/approve-csr.sh, run by
+# systemd/common/units/approve-csr.service, enabled): masked here. Its job, the masters' first client
+# and serving requests, is done by cluster/csr.py's judge, scoped to the stack's masters (`python -m
+# ocp install` beside its bootstrap wait, or `python -m ocp approve-csrs`).
+BLANKET_APPROVER = "approve-csr.service"
 
 BootstrapDelivery = Literal["served", "direct"]
 # Nova refuses user_data whose base64 is longer.
@@ -137,6 +143,7 @@ def node_ignition(
     if node.role == "bootstrap":
         shape = Additions(files=(scheduler_manifest(config.workers.count == 0), ingress_placement(config, plan, assets.infra_id)))
         shape += chrony.bootstrap_additions(config)
+        shape += Additions(units=(assembly.masked(BLANKET_APPROVER),))
         if cloud_ca and config.integrated:
             shape += Additions(files=(File(CLOUD_CA_FILE, cloud_ca.encode()),))
         full = assembly.with_additions(assets.bootstrap, shape + additions)

@@ -22,8 +22,8 @@ STACK_HELP = "the Pulumi stack (Pulumi.<stack>.yaml in this directory, its state
 INSTALL = """From nothing (or wherever the cluster is) to an installed cluster: `pulumi preview` (stops if a
 running machine would be disrupted), `pulumi up` with progress, a check that this machine resolves
 api.<cluster>.<domain> (else the DNS records and /etc/hosts lines to make), `openshift-install wait-for
-bootstrap-complete`, the bootstrap's removal, this stack's nodes' certificates approved until the workers
-are Ready, `wait-for install-complete`. Every preview and up runs with the policy pack (policy/). Needs
+bootstrap-complete` with the masters' certificates approved beside it, the bootstrap's removal, this stack's
+nodes' certificates approved until the workers are Ready, `wait-for install-complete`. Every preview and up runs with the policy pack (policy/). Needs
 the Pulumi CLI (the SDK's version or later), openshift-install (ocp:installer.binary, 4.14 or later), oc
 or kubectl (ocp:installer.oc): each is checked first. Stopped or interrupted, run it again: it goes on
 from where the cluster is."""
@@ -32,12 +32,14 @@ preview` first (stops on a guard rail's violation, or if a running machine would
 --yes), then `pulumi up`. Needs the Pulumi CLI."""
 APPROVE = """Day 2, after more workers (ocp:workers.count): approves this stack's new nodes' certificates (no other
 cluster's, no other requester's) until every worker is Ready. A worker's client request is approved once it
-has stayed its node's only one for 10 min (a second one, maybe a forger's, holds both for a name); a
-master's, a quiet node's after a long shutdown (its Node Ready=Unknown), and every client request of a stack
-without servers' creation times (libvirt), only by name:
+has stayed its node's only one for 10 min on the API server's clock (a second one, maybe a forger's, holds
+both for a name); a master's after the bootstrap, a quiet node's after a long shutdown (its Node
+Ready=Unknown), and every client request of a stack without servers' creation times (libvirt), only by name:
 --csr NAME, once the node's kubelet journal names it (`journalctl -u kubelet | grep 'Certificate signing
-request created'`). Needs the Pulumi CLI and oc or kubectl (ocp:installer.oc); reaches the API by
-api.<cluster>.<domain> with the stack's kubeconfig."""
+request created'`); a name no kubelet gives, never. While the stack's bootstrap is there (an install by plain
+`pulumi up`: the installer's blanket approver is masked), the masters' requests too, by the workers' rules,
+until every master and worker is Ready. Needs the Pulumi CLI and oc or kubectl (ocp:installer.oc); reaches
+the API by api.<cluster>.<domain> with the stack's kubeconfig."""
 DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
 root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
 its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer

@@ -1,9 +1,8 @@
 """From nothing to an installed cluster, on Pulumi's Automation API (a local workspace on this
 project, the stack selected; its tools checked first, ocp/checks.py): preview, up with progress,
-a check that the API's name resolves here, the bootstrap, its teardown, the
-workers' CSRs (this stack's nodes only), install-complete. Run again, it continues from where
-the cluster is: `up` changes only what is missing, and a stack whose bootstrap is gone skips
-the bootstrap's steps."""
+a check that the API's name resolves here, the bootstrap (its masters' CSRs approved beside the wait), its
+teardown, the workers' CSRs (this stack's nodes only), install-complete. Run again, it continues from where the
+cluster is: `up` changes only what is missing, and a stack whose bootstrap is gone skips the bootstrap's steps."""
 
 from __future__ import annotations
 
@@ -19,11 +18,11 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from cluster.config import ClusterConfig, load_config
-from cluster.csr import SETTLE
+from cluster.csr import SETTLE, role
 from cluster.gather import gather_argv, gathering
 from cluster.installer import installer_dir
 from ocp import checks, keyservice, locks, private_files, state_guard
-from ocp.approver import approve_named, approve_until_ready, untimed
+from ocp.approver import approve_named, approve_until_ready, approving_beside, untimed
 from ocp.kube import Kube
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -276,9 +275,14 @@ def install(
     kubeconfig = _write_credentials(directory, outputs, _directory_key(config))
     # `wait-for install-complete` prints the kubeadmin password (it has no flag not to): masked.
     hidden = (outputs["kubeadminPassword"],)
+    # nodeCreated: when each server was made, OpenStack's; libvirt's requests go without it in the install's own waits only.
+    kube, created, why = Kube(config.installer.oc, kubeconfig), outputs.get("nodeCreated"), None if config.platform == "libvirt" else untimed(config.platform, name)
     if config.bootstrap.enabled:
-        say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete)")
-        if not _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT, hidden):
+        say("3/6 waiting for the bootstrap to hand over (openshift-install wait-for bootstrap-complete), approving the masters' certificates beside it")
+        nodes: dict = outputs.get("nodes") or {}  # the installer's approve-csr.service is masked (ignition/nodes.py)
+        with approving_beside(kube, nodes, {n for n in nodes if role(n) != "bootstrap"}, config.cluster_domain, time.monotonic() + bootstrap_timeout, say, created=created, stack=name, settle=settle, untimed=why, bootstrap=True):
+            handed_over = _stream([binary, "wait-for", "bootstrap-complete", "--dir", str(directory)], say, bootstrap_timeout, PROJECT, hidden)
+        if not handed_over:
             gather = gather_argv(config, name, outputs.get("bootstrapGather"))  # from the stack file, no shell: the output never runs
             if gather is not None:
                 say(gathering(gather))
@@ -293,14 +297,9 @@ def install(
     else:
         say("3/6 and 4/6: the bootstrap is gone already")
     outputs = {key: value.value for key, value in stack.outputs().items()}
-    nodes: dict[str, str] = outputs.get("nodes") or {}
-    workers = {node for node in nodes if "-worker-" in node}
+    nodes = outputs.get("nodes") or {}
+    workers = {node for node in nodes if role(node) == "worker"}
     say(f"5/6 approving this stack's nodes' certificates until {len(workers)} workers are Ready")
-    kube = Kube(config.installer.oc, kubeconfig)
-    # When each server was made (OpenStack's nodeCreated); libvirt's domains keep no such time.
-    created = outputs.get("nodeCreated")
-    # libvirt's client requests are approved without creation times here only, in the install's own wait.
-    why = None if config.platform == "libvirt" else untimed(config.platform, name)
     if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created, stack=name, settle=settle, untimed=why):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
@@ -316,18 +315,19 @@ def install(
 
 
 def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[str, ...] = (), settle: timedelta = SETTLE) -> bool:
-    """Day 2: the new workers' certificates, until every worker of the stack is Ready; with `named`,
-    exactly those CSRs (a master's client certificate only so), then passes until their nodes are Ready."""
+    """Day 2: the new workers' certificates until every worker is Ready (while the bootstrap is there, a `pulumi up`
+    without `ocp install`, the masters' too); with `named`, exactly those CSRs, then passes until their nodes are Ready."""
     stack = _stack(name)
     config = _config(stack)
     checks.check("approve-csrs", config)
     outputs = {key: value.value for key, value in stack.outputs().items()}
-    nodes: dict[str, str] = outputs.get("nodes") or {}
+    nodes = outputs.get("nodes") or {}
     directory = PROJECT / (config.installer.assets_dir or installer_dir(config, name))
     kubeconfig = _write_credentials(directory, outputs, _directory_key(config))
     kube = Kube(config.installer.oc, kubeconfig)
     created = outputs.get("nodeCreated")
-    wanted = {node for node in nodes if "-worker-" in node}
+    bootstrap = any(role(node) == "bootstrap" for node in nodes)  # then the masters' too, by the workers' rules
+    wanted = {node for node in nodes if role(node) == "worker" or (bootstrap and role(node) == "master")}
     if named:
         approved = approve_named(kube, nodes, config.cluster_domain, named, say, created, name)
         if len(approved) < len(set(named)):
@@ -337,7 +337,7 @@ def approve(name: str, say: Callable[[str], None], timeout: float, named: tuple[
         if not wanted:
             return True
     why = untimed(config.platform, name)
-    return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=why)
+    return approve_until_ready(kube, nodes, wanted, config.cluster_domain, time.monotonic() + timeout, say, created=created, stack=name, settle=settle, untimed=why, bootstrap=bootstrap)
 
 
 def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bool], clear_dead: bool = False) -> bool:
@@ -392,4 +392,5 @@ def _directory_key(config: ClusterConfig) -> str:
 
 
 def say(line: str) -> None:
-    print(line, flush=True, file=sys.stdout)
+    sys.stdout.write(line + "\n")  # one write: step 3's approver says its lines beside the installer's
+    sys.stdout.flush()

@@ -6,8 +6,9 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,39 @@ class Kube:
             raise KubeError(f"{Path(self.binary).name} {' '.join(args)}: {done.stderr.strip()[-400:]}")
         return done.stdout
 
-    def items(self, kind: str) -> list[dict[str, Any]]:
-        return json.loads(self.run("get", kind, "-o", "json")).get("items") or []
+    def json(self, *args: str) -> Any:
+        text = self.run(*args)
+        try:
+            return json.loads(text) if text.strip() else None
+        except ValueError as error:
+            raise KubeError(f"{Path(self.binary).name} {' '.join(args)}: no JSON ({error})") from error
 
-    def approve(self, names: Sequence[str]) -> None:
+    def items(self, kind: str) -> list[dict[str, Any]]:
+        return (self.json("get", kind, "-o", "json") or {}).get("items") or []
+
+    def approve(self, name: str) -> None:
+        """One request, by its name: after `--`, so that a name is never taken for a flag (a request
+        may be named `--server=...`)."""
         # oc keeps it under `adm`; kubectl has it at the top.
         verb = ["certificate", "approve"] if Path(self.binary).name.startswith("kubectl") else ["adm", "certificate", "approve"]
-        self.run(*verb, *names)
+        self.run(*verb, "--", name)
+
+    def server_time(self) -> datetime:
+        """The API server's clock now: the creation time it gives a SelfSubjectReview (`auth whoami`),
+        its time.Now() (kubernetes pkg/registry/authentication/selfsubjectreview/rest.go); a read that
+        stores nothing, through the same client as every other call (oc and kubectl show no headers)."""
+        review = self.json("auth", "whoami", "-o", "json") or {}
+        stamp = (review.get("metadata") or {}).get("creationTimestamp")
+        try:
+            return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        except ValueError as error:
+            raise KubeError(f"the API server's time cannot be read from its SelfSubjectReview (creationTimestamp {stamp!r})") from error
+
+    def bootstrap_complete(self) -> bool:
+        """Whether the bootstrap has handed over: its kube-system/bootstrap ConfigMap says so, as
+        `openshift-install wait-for bootstrap-complete` waits for."""
+        found = self.json("get", "configmap", "-n", "kube-system", "--ignore-not-found", "-o", "json", "--", "bootstrap") or {}
+        return (found.get("data") or {}).get("status") == "complete"
 
 
 @contextmanager

@@ -42,3 +42,33 @@ AK3pfWmLwa8Ge9SUsgVjJq5SFZPSI6We8308kHF/WNrjAiEAiS5OV6s8ksdSqP6Y
 X7KdaRfxos4hDTzXzfq+EIJpLcQ=
 -----END CERTIFICATE-----
 """
+
+
+def der(tag: int, content: bytes) -> bytes:
+    """One DER element (definite length), for what no library here writes."""
+    if len(content) < 0x80:
+        return bytes([tag, len(content)]) + content
+    length = len(content).to_bytes((len(content).bit_length() + 7) // 8, "big")
+    return bytes([tag, 0x80 | len(length)]) + length + content
+
+
+# GeneralNames entries RFC 5280 allows and Go's crypto/x509 skips (it reads e-mail, DNS, URI and IP
+# names only), but cryptography refuses to read (UnsupportedGeneralNameType), built by hand: an
+# x400Address ([3] ORAddress, its built-in standard attributes empty) and an ediPartyName ([5], a
+# partyName [1] of one UTF8String).
+X400_ADDRESS = der(0xA3, der(0x30, b""))
+EDI_PARTY_NAME = der(0xA5, der(0xA1, der(0x0C, b"x")))
+
+
+def request_with_names(common: str, names: bytes, organization: str = "system:nodes") -> bytes:
+    """A CSR (PEM) for CN=common, O=organization whose subjectAltName is the GeneralNames DER elements
+    `names`, as they are: signed with a new P-256 key, so the API server's signature check passes."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtensionOID, NameOID
+
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common), x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization)])
+    san = x509.UnrecognizedExtension(ExtensionOID.SUBJECT_ALTERNATIVE_NAME, der(0x30, names))
+    builder = x509.CertificateSigningRequestBuilder().subject_name(subject).add_extension(san, critical=False)
+    return builder.sign(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()).public_bytes(serialization.Encoding.PEM)

@@ -252,7 +252,7 @@ def node_outputs(run: ProgramRun) -> list[NodeOutput]:
         for resource in run.resources
         if resource.type in FW_CFG_TYPES
     }
-    ips = run.outputs.get("nodes", {})
+    ips = {name: addresses[0] if isinstance(addresses, list) else addresses for name, addresses in run.outputs.get("nodes", {}).items()}  # the primary's
     result = []
     for resource in run.resources:
         if resource.type in SERVER_TYPES:

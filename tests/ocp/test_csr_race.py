@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -40,11 +41,12 @@ def csr(api: kubeapi.KubeAPI, name: str) -> dict:
     return json.loads(api.kubectl("get", "csr", name, "-o", "json").stdout)
 
 
-def ask(api: kubeapi.KubeAPI, name: str, node: str) -> datetime:
+def ask(api: kubeapi.KubeAPI, node: str) -> tuple[str, datetime]:
     """A client request for `node` as the node bootstrapper (the forger holds its token; the kubelet
-    uses it): its creation time, the API server's clock."""
-    PlayedCluster(api, {}, DOMAIN).submit(name, NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{node}"))
-    return parse_time(csr(api, name)["metadata"]["creationTimestamp"])
+    uses it), named as client-go names it (`csr-` and what the API server adds; a forger may too): its
+    name and creation time, the API server's clock."""
+    name = PlayedCluster(api, {}, DOMAIN).submit("csr-", NODE_BOOTSTRAPPER, CLIENT_SIGNER, CLIENT, request_pem(f"system:node:{node}"))
+    return name, parse_time(csr(api, name)["metadata"]["creationTimestamp"])
 
 
 def stamp(moment: datetime) -> str:
@@ -67,10 +69,11 @@ def issued(api: kubeapi.KubeAPI, name: str, timeout: float = 60) -> x509.Certifi
     return x509.load_pem_x509_certificate(base64.b64decode(csr(api, name)["status"]["certificate"]))
 
 
-def race(api: kubeapi.KubeAPI, node: str, address: str, forged: str, kubelets: str) -> list[str]:
+def race(api: kubeapi.KubeAPI, node: str, address: str) -> tuple[list[str], str, str]:
     """The forger asks first, alone; the approver's loop runs (the settling period shortened); the
-    kubelet asks 1.5 s later, within the period. What the loop said."""
-    made = ask(api, forged, node) - timedelta(seconds=2)  # the server was made 2 s before: its address answered
+    kubelet asks 1.5 s later, within the period. What the loop said, the forger's request, the kubelet's."""
+    forged, asked = ask(api, node)
+    made = asked - timedelta(seconds=2)  # the server was made 2 s before: its address answered
     said: list[str] = []
     loop = threading.Thread(
         target=approve_until_ready,
@@ -79,19 +82,25 @@ def race(api: kubeapi.KubeAPI, node: str, address: str, forged: str, kubelets: s
     )
     loop.start()
     time.sleep(1.5)
-    ask(api, kubelets, node)
+    kubelets, _ = ask(api, node)
     loop.join(timeout=120)
     assert not loop.is_alive()
-    return said
+    return said, forged, kubelets
 
 
-def as_stack(api: kubeapi.KubeAPI, tmp_path, monkeypatch, node: str, address: str, made_before: str | None, platform: str = "openstack") -> None:
+def as_stack(api: kubeapi.KubeAPI, tmp_path, monkeypatch, node: str, address: str | list[str], made_before: str | None, platform: str = "openstack") -> None:
     """`python -m ocp approve-csrs --stack race` reads this stack (outputs, config) in the CLI's main: one node,
     its server made 2 s before the request `made_before` (None: outputs without nodeCreated, as libvirt's
     and those of a stack last `up` by 0.1.0)."""
-    outputs = {"nodes": {node: address}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+    outputs = {"nodes": {node: address}}
     if made_before is not None:
         outputs["nodeCreated"] = {node: stamp(parse_time(csr(api, made_before)["metadata"]["creationTimestamp"]) - timedelta(seconds=2))}
+    stack_of(api, tmp_path, monkeypatch, outputs, platform)
+
+
+def stack_of(api: kubeapi.KubeAPI, tmp_path, monkeypatch, outputs: dict, platform: str = "openstack") -> None:
+    """The stack `python -m ocp ... --stack race` reads in the CLI's main: these outputs (and the API's kubeconfig)."""
+    outputs = {**outputs, "kubeconfig": api.embedded_kubeconfig(), "kubeadminPassword": "unused"}
     stack = SimpleNamespace(name="race", outputs=lambda: {key: auto.OutputValue(value, False) for key, value in outputs.items()})
     config = SimpleNamespace(
         installer=SimpleNamespace(binary=None, assets_dir=str(tmp_path / "assets"), oc=str(toolchain.binary("kubectl"))),
@@ -103,50 +112,51 @@ def as_stack(api: kubeapi.KubeAPI, tmp_path, monkeypatch, node: str, address: st
 
 def test_a_forged_request_before_a_new_workers_kubelets_gets_no_certificate(api, tmp_path, monkeypatch, capsys):
     node, address = "race-worker-3", "192.0.2.53"
-    said = race(api, node, address, "forged-worker", "kubelet-worker")
+    said, forged, kubelets = race(api, node, address)
     # Alone, the forger's request only waited; then the kubelet's came: neither is approved.
     text = "\n".join(said)
-    assert "csr: left pending forged-worker (client): settling until " in text, text
+    assert f"csr: left pending {forged} (client): settling until " in text, text
     assert not any(line.startswith("csr: approved") for line in said), text
-    why = f"2 client requests for {node} since its server was made (forged-worker, kubelet-worker): none is approved automatically, as one may be a forger's"
-    assert f"csr: left pending forged-worker (client): {why}" in said and f"csr: left pending kubelet-worker (client): {why}" in said, text
+    why = f"2 client requests for {node} since its server was made ({', '.join(sorted([forged, kubelets]))}): none is approved automatically, as one may be a forger's"
+    assert any(line.startswith(f"csr: left pending {forged} (client): {why}; key SHA-256 ") for line in said), text
+    assert any(line.startswith(f"csr: left pending {kubelets} (client): {why}; key SHA-256 ") for line in said), text
     assert (
-        f"csr:   approve it only if {node}'s kubelet made it (on {node}, by its console or ssh: "
-        "`journalctl -u kubelet | grep 'Certificate signing request created' | grep client-kubelet`): "
-        "python -m ocp approve-csrs --stack race --csr kubelet-worker"
+        f"csr:   approve it only if {node}'s kubelet made it: on {node} (its console or ssh), "
+        f"`journalctl -u kubelet | grep 'Certificate signing request created' | grep client-kubelet` names it (csr=\"{kubelets}\"); "
+        f"then: python -m ocp approve-csrs --stack race --csr {kubelets}"
     ) in said, text
-    no_certificate(api, "forged-worker")
-    no_certificate(api, "kubelet-worker")
-    # The user finds kubelet-worker in the node's journal and names it: that one only is approved and signed.
-    as_stack(api, tmp_path, monkeypatch, node, address, made_before="forged-worker")
-    code = main(["approve-csrs", "--stack", "race", "--csr", "kubelet-worker", "--timeout", "0.05"], settle=SETTLE)
+    no_certificate(api, forged)
+    no_certificate(api, kubelets)
+    # The user finds the kubelet's request in the node's journal and names it: that one only is approved and signed.
+    as_stack(api, tmp_path, monkeypatch, node, address, made_before=forged)
+    code = main(["approve-csrs", "--stack", "race", "--csr", kubelets, "--timeout", "0.05"], settle=SETTLE)
     out = capsys.readouterr().out
-    assert f"csr: approved kubelet-worker: client certificate of {node}, a node of this stack" in out, out
+    assert f"csr: approved {kubelets}: client certificate of {node}, a node of this stack" in out, out
     assert code == 1 and f"csr: not Ready by the deadline: {node}" in out  # nothing here plays its kubelet
-    assert issued(api, "kubelet-worker").subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{node}"
-    no_certificate(api, "forged-worker")
+    assert issued(api, kubelets).subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{node}"
+    no_certificate(api, forged)
 
 
 def test_a_forged_request_for_a_replaced_master_gets_no_certificate(api, tmp_path, monkeypatch, capsys):
     """docs/day2.md's dead master: its Node deleted, a new server made; the forger asks first."""
     node, address = "race-master-1", "192.0.2.41"
-    said = race(api, node, address, "forged-master", "kubelet-master")
+    said, forged, kubelets = race(api, node, address)
     text = "\n".join(said)
-    for name in ("forged-master", "kubelet-master"):
-        assert f"csr: left pending {name} (client): {node} is a master: its client certificate is never approved automatically" in said, text
+    for name in (forged, kubelets):
+        assert any(line.startswith(f"csr: left pending {name} (client): {node} is a master: its client certificate is never approved automatically") for line in said), text
         assert f"python -m ocp approve-csrs --stack race --csr {name}" in text
-    no_certificate(api, "forged-master")
-    no_certificate(api, "kubelet-master")
+    no_certificate(api, forged)
+    no_certificate(api, kubelets)
     # Named, exactly that request is approved; a name that is no pending request is said so, and fails the command.
-    as_stack(api, tmp_path, monkeypatch, node, address, made_before="forged-master")
+    as_stack(api, tmp_path, monkeypatch, node, address, made_before=forged)
     assert main(["approve-csrs", "--stack", "race", "--csr", "no-such-csr"], settle=SETTLE) == 1
-    assert "csr: no pending request no-such-csr (`oc get csr no-such-csr`: it may be decided already, or deleted)" in capsys.readouterr().out
-    no_certificate(api, "kubelet-master")
-    main(["approve-csrs", "--stack", "race", "--csr", "kubelet-master", "--timeout", "0.05"], settle=SETTLE)
+    assert "csr: no pending request no-such-csr (`oc get csr -- no-such-csr`: it may be decided already, or deleted)" in capsys.readouterr().out
+    no_certificate(api, kubelets)
+    main(["approve-csrs", "--stack", "race", "--csr", kubelets, "--timeout", "0.05"], settle=SETTLE)
     out = capsys.readouterr().out
-    assert f"csr: approved kubelet-master: client certificate of {node}, a node of this stack" in out, out
-    issued(api, "kubelet-master")
-    no_certificate(api, "forged-master")
+    assert f"csr: approved {kubelets}: client certificate of {node}, a node of this stack" in out, out
+    issued(api, kubelets)
+    no_certificate(api, forged)
 
 
 def test_an_honest_scale_up_joins_once_its_request_has_settled(api):
@@ -166,11 +176,12 @@ def test_an_honest_scale_up_joins_once_its_request_has_settled(api):
         ), said
     finally:
         played.stop()
-    assert [line for line in said if line.startswith("csr: approved")] == [
-        f"csr: approved csr-{node}-client: client certificate of {node}, a node of this stack",
-        f"csr: approved csr-{node}-serving: serving certificate of {node}, a node of this stack",
+    client, serving = played.names[f"{node}-client"], played.names[f"{node}-serving"]
+    assert [line.split("; key SHA-256 ")[0] for line in said if line.startswith("csr: approved")] == [
+        f"csr: approved {client}: client certificate of {node}, a node of this stack",
+        f"csr: approved {serving}: serving certificate of {node}, a node of this stack",
     ], said
-    assert said[0].startswith(f"csr: left pending csr-{node}-client (client): settling until "), said
+    assert next(line for line in said if client in line).startswith(f"csr: left pending {client} (client): settling until "), said
     assert time.monotonic() - began >= SETTLE.total_seconds() - 1  # it waited (the API's clock may lead this one by a second)
 
 
@@ -178,7 +189,7 @@ def test_an_honest_scale_up_joins_once_its_request_has_settled(api):
 def test_a_stack_without_creation_times_approves_no_client_request_by_itself(api, tmp_path, monkeypatch, capsys, platform):
     """libvirt's domains keep no creation time; an OpenStack stack last `up` by 0.1.0 has no nodeCreated output."""
     node, address = f"untimed-{platform}-worker-0", "192.0.2.70"
-    ask(api, f"untimed-{platform}", node)
+    name, _ = ask(api, node)
     time.sleep(SETTLE.total_seconds())
     as_stack(api, tmp_path, monkeypatch, node, address, made_before=None, platform=platform)
     assert main(["approve-csrs", "--stack", "race", "--timeout", "0.02"], settle=SETTLE) == 1
@@ -187,9 +198,9 @@ def test_a_stack_without_creation_times_approves_no_client_request_by_itself(api
         "openstack": "the stack's outputs have no nodeCreated (its last `pulumi up` ran release 0.1.0): run `pulumi up --stack race` once, then this again",
         "libvirt": "libvirt keeps no creation time for its domains (client certificates are approved automatically only during `python -m ocp install`)",
     }[platform]
-    assert f"csr: left pending untimed-{platform} (client): {why}: a client certificate is approved automatically only where its server's creation time is known" in out, out
-    assert f"python -m ocp approve-csrs --stack race --csr untimed-{platform}" in out
-    no_certificate(api, f"untimed-{platform}")
+    assert f"csr: left pending {name} (client): {why}: a client certificate is approved automatically only where its server's creation time is known" in out, out
+    assert f"python -m ocp approve-csrs --stack race --csr {name}" in out
+    no_certificate(api, name)
 
 
 def test_a_node_back_after_a_long_shutdown_is_approved_only_by_name(api, tmp_path, monkeypatch, capsys):
@@ -204,9 +215,9 @@ def test_a_node_back_after_a_long_shutdown_is_approved_only_by_name(api, tmp_pat
         played.register(node, datetime.now(UTC))
     quiet = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": stamp(shut), "lastTransitionTime": stamp(shut + timedelta(seconds=40))}
     played.status("node", back, {"conditions": [quiet]})
-    asked = ask(api, "kubelet-back", back)
-    ask(api, "forged-live", live)
-    outputs = {"nodes": nodes, "nodeCreated": {node: stamp(asked - timedelta(days=400)) for node in nodes}, "kubeconfig": api.kubeconfig.read_text(), "kubeadminPassword": "unused"}
+    kubelets, asked = ask(api, back)
+    forged, _ = ask(api, live)
+    outputs = {"nodes": nodes, "nodeCreated": {node: stamp(asked - timedelta(days=400)) for node in nodes}, "kubeconfig": api.embedded_kubeconfig(), "kubeadminPassword": "unused"}
     stack = SimpleNamespace(name="race", outputs=lambda: {key: auto.OutputValue(value, False) for key, value in outputs.items()})
     config = SimpleNamespace(installer=SimpleNamespace(binary=None, assets_dir=str(tmp_path / "assets"), oc=str(toolchain.binary("kubectl"))), cluster_domain=DOMAIN, platform="openstack")
     monkeypatch.setattr(driver, "_stack", lambda name: stack)
@@ -215,23 +226,44 @@ def test_a_node_back_after_a_long_shutdown_is_approved_only_by_name(api, tmp_pat
     assert main(["approve-csrs", "--stack", "race", "--timeout", "0"], settle=SETTLE) == 1  # one pass
     out = capsys.readouterr().out
     assert (
-        f"csr: left pending kubelet-back (client): Node {back} exists and its kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z (Ready Unknown): "
+        f"csr: left pending {kubelets} (client): Node {back} exists and its kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z (Ready Unknown): "
         "a kubelet whose client certificate expired (a long shutdown) asks again so, and so may a forger: approved only when named, once the node's journal names it"
     ) in out, out
-    assert f"csr:   approve it only if {back}'s kubelet made it (on {back}, by its console or ssh: " in out
-    assert "python -m ocp approve-csrs --stack race --csr kubelet-back" in out
-    assert f"csr: left pending forged-live (client): Node {live} exists and is Ready as its kubelet reported at " in out, out
-    assert "--csr forged-live" not in out
-    no_certificate(api, "kubelet-back")
-    no_certificate(api, "forged-live")
+    assert f"csr:   approve it only if {back}'s kubelet made it: on {back} (its console or ssh), " in out
+    assert f"python -m ocp approve-csrs --stack race --csr {kubelets}" in out
+    assert f"csr: left pending {forged} (client): Node {live} exists and is Ready as its kubelet reported at " in out, out
+    assert f"--csr {forged}" not in out
+    no_certificate(api, kubelets)
+    no_certificate(api, forged)
     # Named, the forger's request for the node that still reports is refused all the same.
-    assert main(["approve-csrs", "--stack", "race", "--csr", "forged-live", "--timeout", "0"], settle=SETTLE) == 1
+    assert main(["approve-csrs", "--stack", "race", "--csr", forged, "--timeout", "0"], settle=SETTLE) == 1
     out = capsys.readouterr().out
-    assert "csr: left pending forged-live (client): Node live-worker-6 exists and is Ready as its kubelet reported at " in out and "csr: approved" not in out, out
-    no_certificate(api, "forged-live")
+    assert f"csr: left pending {forged} (client): Node live-worker-6 exists and is Ready as its kubelet reported at " in out and "csr: approved" not in out, out
+    no_certificate(api, forged)
     # Named, the quiet node's request is approved and signed for exactly that node.
-    main(["approve-csrs", "--stack", "race", "--csr", "kubelet-back", "--timeout", "0"], settle=SETTLE)
+    main(["approve-csrs", "--stack", "race", "--csr", kubelets, "--timeout", "0"], settle=SETTLE)
     out = capsys.readouterr().out
-    assert f"csr: approved kubelet-back: client certificate of {back}, a node of this stack whose kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z" in out, out
-    assert issued(api, "kubelet-back").subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{back}"
-    no_certificate(api, "forged-live")
+    assert f"csr: approved {kubelets}: client certificate of {back}, a node of this stack whose kubelet stopped reporting at {shut:%Y-%m-%d %H:%M:%S}Z" in out, out
+    assert issued(api, kubelets).subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == f"system:node:{back}"
+    no_certificate(api, forged)
+
+
+def test_approve_csrs_takes_the_masters_in_while_the_bootstrap_runs(api, tmp_path, monkeypatch, capsys):
+    """A user who runs plain `pulumi up`, not `python -m ocp install`: the bootstrap's blanket approver is
+    masked, and `python -m ocp approve-csrs` approves the masters' requests (and the workers') while the
+    stack's bootstrap is there and the API says it has not handed over, until they are Ready."""
+    nodes = {"plain-bootstrap": "192.0.2.80", "plain-master-0": "192.0.2.81", "plain-worker-0": "192.0.2.90"}
+    played = PlayedCluster(api, nodes, DOMAIN, foreign=False)
+    for node in played.joining:
+        played.ask(node, "client")
+    first = min(parse_time(csr(api, played.names[f"{node}-client"])["metadata"]["creationTimestamp"]) for node in played.joining)
+    stack_of(api, tmp_path, monkeypatch, {"nodes": nodes, "nodeCreated": {node: stamp(first - timedelta(seconds=2)) for node in played.joining}})
+    played.start()
+    try:
+        code = main(["approve-csrs", "--stack", "race", "--timeout", "2"], settle=SETTLE)
+    finally:
+        played.stop()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    approved = re.findall(r"^csr: approved (\S+): (\w+) certificate of (\S+),", out, re.M)
+    assert sorted(approved) == sorted((played.names[f"{node}-{kind}"], kind, node) for node in played.joining for kind in ("client", "serving")), out

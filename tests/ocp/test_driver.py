@@ -13,6 +13,8 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from importlib.metadata import version as package_version
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,7 +24,7 @@ from pulumi import automation as auto
 
 from cluster.addresses import plan_addresses
 from cluster.config import ClusterConfig, load_config
-from ocp import checks, driver
+from ocp import approver, checks, driver
 from ocp.__main__ import main
 from tests.conftest import stack_config, with_section
 from tools import toolchain
@@ -183,6 +185,35 @@ def test_every_preview_and_up_runs_with_the_policy_pack(installing, monkeypatch)
     driver.install("kvm", lambda line: None)
     # Step 1 and 2, then the bootstrap's teardown previewed and run (4/6): each with the pack.
     assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", {"policy_packs": PACK})] * 2
+
+
+def test_the_masters_certificates_are_approved_beside_the_bootstrap_wait_and_only_then(installing, monkeypatch):
+    """The installer's approve-csr.service is masked (ignition/nodes.py): step 3 runs approval passes beside
+    `wait-for bootstrap-complete` that may take the masters' requests (bootstrap=True, every master and worker
+    wanted), stopped when the wait ends; step 5's passes do not (tests/ocp/test_approver.py judges them)."""
+    nodes = {"kvm4-bootstrap": ["192.168.126.10"], "kvm4-master-0": ["192.168.126.20"], "kvm4-worker-0": ["192.168.126.30"]}
+    stack = FakeStack([], {**OUTPUTS, "nodes": nodes})
+    ran = installing(stack, {})
+    passes: list[tuple[str, bool, frozenset]] = []
+    handed_over: list[bool] = []  # once `wait-for bootstrap-complete` has returned
+
+    def one_pass(kube, nodes_, domain, created=None, **rules):
+        passes.append(("after the wait" if handed_over else "beside the wait", rules["bootstrap"], frozenset(nodes_)))
+        return approver.Pass((), frozenset(n for n in nodes_ if "-bootstrap" not in n))
+
+    def stream(command, say, timeout, cwd, hidden=()):
+        ran.append(command)
+        if command[1:3] == ["wait-for", "bootstrap-complete"]:
+            time.sleep(1.5)  # the bootstrap's wait, with the approver's passes beside it
+            handed_over.append(True)
+        return True
+
+    monkeypatch.setattr(approver, "one_pass", one_pass)
+    monkeypatch.setattr(driver, "_stream", stream)
+    said: list[str] = []
+    driver.install("kvm", said.append)
+    assert passes == [("beside the wait", True, frozenset(nodes)), ("after the wait", False, frozenset(nodes))], passes
+    assert not [thread for thread in threading.enumerate() if thread.name == "csr-approver"]
 
 
 def test_a_mandatory_violation_stops_the_install_before_the_up(installing):

@@ -116,8 +116,8 @@ def test_the_dev_picture_shows_addresses_and_exposure(dev):
     assert shown["vip 10.0.0.5"] == ["API VIP", "10.0.0.5"] and shown["vip 10.0.0.7"] == ["Ingress VIP", "10.0.0.7"]
     infra = outputs["infraId"]
     assert len(outputs["nodes"]) == 6
-    for name, address in outputs["nodes"].items():
-        assert shown[f"node {name}"][:2] == [name, address]
+    for name, addresses in outputs["nodes"].items():
+        assert shown[f"node {name}"][:2] == [name, ", ".join(addresses)]
     # dev has workers: they run the routers, so they alone take the ingress group.
     assert shown[f"node {infra}-master-0"][2:] == ["security groups:", "master"]
     assert shown[f"node {infra}-worker-0"][2:] == ["security groups:", "ingress, worker"]
@@ -223,7 +223,7 @@ def test_a_libvirt_stack_shows_its_network_and_domains(tmp_path):
     }
     nodes = json.loads((tmp_path / "kvm/outputs.json").read_text())["nodes"]
     assert {title: lines for title, lines in shown.items() if title.startswith("node ")} == {
-        f"node {name}": [name, address] for name, address in nodes.items()
+        f"node {name}": [name, address] for name, (address,) in nodes.items()
     }
     assert shown["vip 192.168.126.5"] == ["API VIP", "192.168.126.5"]
     assert not any(title.startswith("sg ") for title in shown)
@@ -234,7 +234,7 @@ def test_a_standalone_stack_draws_too(tmp_path):
     assert result.returncode == 0, result.stderr
     shown = boxes((tmp_path / "p/topology.svg").read_bytes())
     nodes = json.loads((tmp_path / "p/outputs.json").read_text())["nodes"]
-    assert all(shown[f"node {name}"][:2] == [name, address] for name, address in nodes.items())
+    assert all(shown[f"node {name}"][:2] == [name, ", ".join(addresses)] for name, addresses in nodes.items())
     assert {"vip 10.0.0.5", "vip 10.0.0.7", "router ocp4-network-router"} <= set(shown)
 
 
