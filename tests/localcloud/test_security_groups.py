@@ -72,8 +72,9 @@ def test_the_probe_reads_each_groups_rules_and_the_preflight_refuses_the_open_on
     assert [line.split(": ", 1)[0] for line in found] == ["ocp:masters.additionalSecurityGroupIds[0]", "ocp:masters.additionalSecurityGroupIds[2]"]
     assert (
         f"security group {groups['open']} (ocp-exposure-open) opens to the world tcp 22 from 0.0.0.0/1, 128.0.0.0/2, 192.0.0.0/3 "
-        "(3,702,258,688 public IPv4 addresses, more than a /8 (16,777,216)); udp 8080 from 2000::/3 (536,866,815 /32s of public "
-        "IPv6 space, more than one /32)"
+        "(3,702,258,688 public IPv4 addresses, more than a /8 (16,777,216)); udp 8080 from 2000::/3 (3,702,258,688 public IPv4 "
+        "addresses (IPv4 clients through 2000::/3: Teredo, 6to4), more than a /8 (16,777,216); 536,801,278 /32s of public IPv6 "
+        "space, more than one /32)"
     ) in found[0]
     assert f"security group {MISSING} does not exist" in found[1]
 
