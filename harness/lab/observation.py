@@ -192,6 +192,20 @@ class Observation:
         if success is not None:
             self._second_window = (since, success.end)
 
+    def hold_window_until_the_new_holder_answers(self) -> None:
+        """The takeover window lasts until a request through the VIP's new holder succeeds. Where
+        the former holder serves on until it lets the VIP go (address-moves, keepalived-restart),
+        a request through it ended the window early, and the ones in flight when the new holder's
+        gratuitous ARP came, or sent while nobody held the VIP, counted as strays."""
+        if self.result.moved_s is None:
+            return
+        success = first_success(self._samples or self._live(), self.result.fault_at + self.result.moved_s)
+        if success is None:
+            return
+        self.result.figures["answers_after_move_s"] = round(success.end - self.result.fault_at, 2)
+        if self._recovered_at is not None and success.end > self._recovered_at:
+            self._second_window = (self._in_force_at, success.end)
+
     def _in_second_window(self, sample: Sample) -> bool:
         return self._second_window is not None and self._second_window[0] <= sample.start < self._second_window[1]
 

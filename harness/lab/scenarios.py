@@ -114,6 +114,7 @@ def address_moves(bed: Testbed) -> Result:
         if followed is not None:
             observation.result.figures["keepalived_on_br_ex_s"] = round(followed - observation.result.fault_at, 2)
         time.sleep(TAIL)
+        observation.hold_window_until_the_new_holder_answers()
     result = observation.finish()
     nic = NICS[bed.plan_node(holder).role]
     result.notes.append(f"{holder}: {nic} -> {OVS_BRIDGE}; keepalived on {bed.nodes[holder].keepalived.interface}")
@@ -246,6 +247,7 @@ def keepalived_restart(bed: Testbed) -> Result:
         observation.wait_moved()
         observation.wait_answers()
         time.sleep(TAIL)
+        observation.hold_window_until_the_new_holder_answers()
     result = observation.finish()
     with log.open() as text:
         text.seek(before)

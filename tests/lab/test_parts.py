@@ -17,7 +17,7 @@ from harness.lab import report, runner
 from harness.lab.client import Probe, Sample, first_lasting_success, first_success
 from harness.lab.keepalived import Status, parse
 from harness.lab.runner import LabRun, order
-from harness.lab.observation import Result, _path, takeover_budget, two_holders
+from harness.lab.observation import Observation, Result, _path, takeover_budget, two_holders
 from ignition.networking import KEEPALIVED_CONF
 from tests.ignition.test_networking import standalone_config, files_of
 
@@ -95,6 +95,26 @@ def test_first_success_is_the_first_to_finish_after_the_fault():
     samples = [Sample("api", 0.9, 1.0, True, ""), Sample("api", 1.1, 1.6, True, ""), Sample("api", 1.2, 1.3, True, "")]
     assert first_success(samples, 1.0) == samples[2]
     assert first_success(samples, 2.0) is None
+
+
+def test_requests_failing_before_the_new_holder_answers_are_in_the_window():
+    """address-moves as CI saw it: the former holder answered 0.42 s after the fault, the VIP
+    reached its new holder at 0.78 s; the requests that failed between were the takeover's own."""
+    observation = Observation.__new__(Observation)
+    observation.result = Result("address-moves", "api", fault_at=10.0, moved_s=0.78)
+    observation._in_force_at, observation._second_window = 10.0, None
+    observation._samples = [
+        Sample("api", 10.1, 10.42, True, "through the former holder"),
+        Sample("api", 10.65, 10.7, False, "ConnectionResetError"),
+        Sample("api", 10.69, 10.72, False, "ConnectionResetError"),
+        Sample("api", 10.8, 10.9, True, "through the new holder"),
+        Sample("api", 11.5, 11.6, False, "a stray after the takeover"),
+    ]
+    observation._recovered_at = 10.42
+    observation.hold_window_until_the_new_holder_answers()
+    assert observation.result.figures["answers_after_move_s"] == 0.9
+    failed = [sample for sample in observation._samples if not sample.ok]
+    assert [observation._in_second_window(sample) for sample in failed] == [True, True, False]
 
 
 def test_a_lasting_success_is_one_that_every_request_of_the_hold_after_it_matches():
