@@ -88,7 +88,7 @@ BAD_CONFIGS = [
     (bad("sshKey", PRIVATE_KEY), "ocp:sshKey: is a PRIVATE key: it must never be in a stack file"),
     ({**DEV, "openstack:cloud": "other"}, "ocp:openstack.cloud: 'openstack' contradicts openstack:cloud 'other'"),
     (section("masters", rootVolum={"size": 120}), "ocp:masters.rootVolum: unknown key: did you mean rootVolume?"),
-    (section("openstack", sshAllowedCidr=None), "ocp:openstack.sshAllowedCidr is required when the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default): `openshift-install gather bootstrap`"),
+    (section("openstack", sshAllowedCidr=None), "ocp:openstack.sshAllowedCidr is required when the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default but on a network given without a router): `openshift-install gather bootstrap`"),
     (with_section(section("openstack", sshAllowedCidr=None), "bootstrap", configSource="helper"),
      "ocp:openstack.sshAllowedCidr is required when the bootstrap helper has a floating IP: `pulumi up` copies"),
     (section("bootstrap", configSource="swift"), "ocp:bootstrap.configSource: Input should be 'glance' or 'helper'"),
