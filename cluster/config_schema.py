@@ -160,6 +160,9 @@ class Workers(RoleBase):
     # is 10 by default). Worker N goes into group N // this: <infraID>-worker, then -worker-1, ...
     # Unset: one group, as the installer makes it.
     server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
+    # Minutes `python -m ocp install` waits for the workers to be Ready (its --nodes-timeout overrides it):
+    # bare-metal workers (Ironic) are inspected, cleaned and deployed before they first boot.
+    ready_timeout: Annotated[int, Field(ge=1, le=1440)] = 40
 
     def _group_size(self) -> int | None:
         return self.server_group_size

@@ -208,6 +208,9 @@ EFFECTS: dict[str, Effect] = {
         "a router (existingNetwork, router false), true otherwise: a stack installed when unset meant true there is "
         "refused while its bootstrap exists, until it says which",
     ),
+    "workers.readyTimeout": Effect(
+        "inert", "only how long `python -m ocp install` waits for the workers to be Ready; nothing in the cloud changes"
+    ),
 }
 
 

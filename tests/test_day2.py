@@ -232,6 +232,8 @@ DEV_EDITS = [
         refused="ocp:bootstrap.helper.floatingIp: unset, which on a network given without a router (ocp:openstack.existingNetwork, router false) now means false",
     ),
     Edit("bootstrap.helper.floatingIp written true on a given network", lambda config: config, base=both(GIVEN_NETWORK, section("bootstrap", helper={"floatingIp": True}))),
+    # Only how long `python -m ocp install` waits for the workers: nothing in the cloud.
+    Edit("workers.readyTimeout", section("workers", readyTimeout=180)),
 ]
 
 KVM_EDITS = [

@@ -92,6 +92,7 @@ BAD_CONFIGS = [
     (with_section(section("openstack", sshAllowedCidr=None), "bootstrap", configSource="helper"),
      "ocp:openstack.sshAllowedCidr is required when the bootstrap helper has a floating IP: `pulumi up` copies"),
     (section("bootstrap", configSource="swift"), "ocp:bootstrap.configSource: Input should be 'glance' or 'helper'"),
+    (section("workers", readyTimeout=0), "ocp:workers.readyTimeout: Input should be greater than or equal to 1"),
     (bad("apiVip", "10.0.0.1"), "ocp:apiVip: 10.0.0.1 is the router's gateway address"),
     (bad("machineNetwork", "10.128.0.0/16"), "ocp:machineNetwork: 10.128.0.0/16 overlaps the cluster network"),
     (bad("machineNetwork", "172.16.0.0/12"), "ocp:machineNetwork: 172.16.0.0/12 overlaps the service network"),
