@@ -63,6 +63,7 @@ __all__ = [
     "image_warnings",
     "libvirt_host_problems",
     "libvirt_is_local",
+    "mirror_warnings",
     "mtu_problem",
     "network_warnings",
     "problems",
@@ -225,6 +226,24 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
             yield f"{key}: image \"{name}\" does not exist {where(facts)}: upload it (`openstack image create`) or name one from `openstack image list`"
         elif not image.active:
             yield f"{key}: image \"{name}\" is not active (its upload has not completed): wait for it, or upload it again"
+
+
+def mirror_warnings(config: ClusterConfig) -> list[str]:
+    """An IPv6-only cluster pulls its release through a mirror it reaches over IPv6 (upstream's
+    docs/user/openstack/deploy_single_stack_ipv6_cluster.md: "A local image registry needs to be pre-configured
+    to mirror the images over IPv6"): without ocp:imageDigestSources the nodes would ask the release's own
+    registries, which they reach over IPv4 only. A warning: a registry of yours may serve IPv6 as its source."""
+    if config.families != (6,) or config.image_digest_sources:
+        return []
+    lookups = " and `oc adm release info` reads the release through them where `pulumi up` runs" if not config.integrated else ""
+    return [
+        "ocp:imageDigestSources: the machine network is IPv6 only and no mirror is named: the nodes pull the release "
+        "(quay.io/openshift-release-dev) from its own registries, which an IPv6-only node does not reach. Mirror the "
+        "release to a registry the nodes reach over IPv6 (`oc adm release mirror`) and name it: imageDigestSources: "
+        "[{source: quay.io/openshift-release-dev/ocp-release, mirrors: [<mirror>/ocp/release]}, {source: "
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev, mirrors: [<mirror>/ocp/release]}] (the cluster gets them as an "
+        f"ImageDigestMirrorSet{lookups}; docs/openstack.md, \"A disconnected install\")"
+    ]
 
 
 def plain_http_image_endpoint(config: ClusterConfig, url: str) -> str | None:

@@ -47,6 +47,7 @@ from cluster.preflight import (
     Quota,
     boot_images,
     image_warnings,
+    mirror_warnings,
     network_warnings,
     parse_probe,
     problems,
@@ -117,6 +118,8 @@ def check(
 ) -> Checked:
     """The preflight: reads the cloud now, warns of images several share a name, and gates the infra ID on the verdict."""
     assert config.openstack is not None
+    for warning in mirror_warnings(config):  # of the stack alone: with or without the cloud's checks
+        pulumi.log.warn(warning)
     if config.openstack.skip_preflight:
         pulumi.log.warn(
             "ocp:openstack.skipPreflight is true: flavors, images, networks, floating IPs, compute and volume zones, volume types, "

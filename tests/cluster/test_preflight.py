@@ -22,6 +22,7 @@ from cluster.preflight import (
     footprint,
     libvirt_host_problems,
     libvirt_is_local,
+    mirror_warnings,
     problems,
     wanted,
 )
@@ -257,3 +258,18 @@ def test_a_bare_metal_flavor_is_held_to_no_minimum_as_the_installer_holds_it():
     # The extra spec as Nova gives it: the string "true", as the installer compares it.
     assert (is_baremetal({"baremetal": "true"}), is_baremetal({"baremetal": "True"}), is_baremetal({}), is_baremetal(None)) == (True, False, False, False)
 
+
+def test_an_ipv6_only_stack_without_mirrors_is_warned_naming_the_key():
+    """Upstream's single-stack IPv6 guide (installer docs/user/openstack/deploy_single_stack_ipv6_cluster.md):
+    "A local image registry needs to be pre-configured to mirror the images over IPv6"."""
+    from tests.cluster.test_families import V4, V6, families
+
+    for mode in ("integrated", "standalone"):
+        stack = "dev" if mode == "integrated" else "standalone"
+        alone = load_config(families(V6, stack=stack))
+        warned = mirror_warnings(alone)
+        assert len(warned) == 1 and warned[0].startswith("ocp:imageDigestSources: the machine network is IPv6 only and no mirror is named")
+        assert ("`oc adm release info` reads the release through them" in warned[0]) is (mode == "standalone")
+        mirrored = families(V6, stack=stack, imageDigestSources=[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror6.lab:5000/ocp"]}])
+        assert mirror_warnings(load_config(mirrored)) == []
+        assert mirror_warnings(load_config(families(V4, V6, stack=stack))) == []
