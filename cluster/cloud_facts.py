@@ -35,11 +35,25 @@ GENEVE_OVERHEAD = 100
 MINIMUM_NETWORK_MTU = 1280 + GENEVE_OVERHEAD
 
 
+# The flavor extra spec that marks an Ironic (bare-metal) flavor, whose sizes are often placeholders: the
+# installer reads it (pkg/asset/installconfig/openstack/validation/cloudinfo.go, getFlavor) and then skips its
+# size minimums (machinepool.go, validateFlavor: "OpenStack administrators don't always fill in accurate
+# metadata for baremetal flavors").
+BAREMETAL_SPEC = "baremetal"
+
+
+def is_baremetal(extra_specs: Mapping[str, Any] | None) -> bool:
+    """Whether a flavor's extra specs say bare metal, as the installer reads them (the string "true")."""
+    return (extra_specs or {}).get(BAREMETAL_SPEC) == "true"
+
+
 @dataclass(frozen=True)
 class Flavor:
     vcpus: int
     ram_mib: int
     disk_gb: int
+    # Extra spec baremetal=true: the size minimums do not apply (BAREMETAL_SPEC).
+    baremetal: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,17 @@ class Image:
     # The active images of this name, newest first: the servers boot the first (the provider's
     # image_name refuses two matches, so the program names it by ID). (): not read.
     ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GlanceImage:
+    """One image as Glance lists it under a name to the project (cluster/cloud_probe.py images_of)."""
+
+    id: str
+    status: str  # active, queued, saving, deactivated, ...
+    visibility: str  # private, shared, public, community
+    project: str  # its owner
+    created: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +99,9 @@ class Subnet:
     pools: tuple[tuple[str, str], ...] = ()
     # IPv6: how ports get their addresses (slaac, dhcpv6-stateless, dhcpv6-stateful; None: not set).
     ipv6_address_mode: str | None = None
+    # The routers with an interface on it, (router ID, its gateway's network ID: "" none, None another
+    # project's router, not shown); None: not read.
+    routers: tuple[tuple[str, str | None], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +169,8 @@ class Probe:
     subnets: Mapping[str, tuple[Subnet, ...]] | None = None
     # Compute hosts up in each compute zone, where Nova shows them (its zones' details: admins by default).
     zone_hosts: Mapping[str, int] | None = None
+    # Every image Glance lists under each name asked for (None: not asked, or unknown).
+    images: Mapping[str, tuple[GlanceImage, ...]] | None = None
 
 
 def parse_probe(stdout: str | None, failure: str = "") -> Probe:
@@ -163,12 +193,13 @@ def parse_probe(stdout: str | None, failure: str = "") -> Probe:
     try:
         networks = _matches(answer.get("networks"), _network)
         subnets = _matches(answer.get("subnets"), _subnet)
+        images = _matches(answer.get("images"), _image)
     except (KeyError, TypeError, ValueError, AttributeError):
-        return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, with networks or subnets it cannot have read")
+        return Probe(None, None, f"it printed {stdout.strip()[:200]!r}, with networks, subnets or images it cannot have read")
     zone_hosts = answer.get("zoneHosts")
     if not (isinstance(zone_hosts, dict) and all(isinstance(n, int) for n in zone_hosts.values())):
         zone_hosts = None
-    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts)
+    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts, images=images)
 
 
 def _matches(found: Any, each: Callable[[Mapping[str, Any]], Any]) -> dict[str, tuple[Any, ...]] | None:
@@ -189,9 +220,17 @@ def _subnet(item: Mapping[str, Any]) -> Subnet:
     cidr = item.get("cidr")
     pools = tuple((str(first), str(last)) for first, last in item.get("pools") or ())
     mode = item.get("ipv6AddressMode")
+    routers = item.get("routers")
     return Subnet(
         str(item["id"]), str(item.get("name") or ""), str(item.get("network") or ""), str(cidr) if cidr is not None else None, pools,
         str(mode) if mode is not None else None,
+        tuple(sorted((str(router), None if gateway is None else str(gateway)) for router, gateway in routers.items())) if routers is not None else None,
+    )
+
+
+def _image(item: Mapping[str, Any]) -> GlanceImage:
+    return GlanceImage(
+        str(item["id"]), str(item.get("status") or ""), str(item.get("visibility") or ""), str(item.get("project") or ""), str(item.get("created") or "")
     )
 
 
@@ -236,6 +275,11 @@ class CloudFacts:
     # The user's own security groups by ID (cluster/preflight_groups.py SecurityGroup, None: not found);
     # None: not read.
     security_groups: Mapping[str, Any] | None = None
+    # Every image Glance lists under each name the Machine API reads (integrated mode: Wanted.listed_images),
+    # in any status, public and shared ones too; None: not read.
+    listed_images: Mapping[str, tuple[GlanceImage, ...]] | None = None
+    # The external networks' IDs by name, where found.
+    external_network_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -254,11 +298,13 @@ class Wanted:
     # Networks and subnets by name or ID: existingNetwork's, then the extra networks.
     networks: tuple[str, ...] = ()
     subnets: tuple[str, ...] = ()
+    # Image names as Glance lists them, every copy (integrated mode: those the Machine API reads by name).
+    listed_images: tuple[str, ...] = ()
 
     @property
     def probe(self) -> bool:
         """Whether cluster/cloud_probe.py must run."""
-        return self.extensions or self.hosts or bool(self.networks or self.subnets)
+        return self.extensions or self.hosts or bool(self.networks or self.subnets or self.listed_images)
 
 
 @dataclass(frozen=True)
@@ -319,7 +365,19 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
         networks=tuple(dict.fromkeys(networks)),
         subnets=tuple(existing.subnet_ids) if existing else (),
+        listed_images=tuple(dict.fromkeys(name for _, name in machine_api_images(config))),
     )
+
+
+def machine_api_images(config: ClusterConfig) -> list[tuple[str, str]]:
+    """(key, image name) of the images an integrated cluster's side finds by name, where a name several
+    images share fails: the installer's clusterOSImage (ocp:masters.image: its validation lists the name with
+    gophercloud's images.IDFromName, which refuses two, and then skips every check of the cloud), and the example
+    MachineSets' image (ocp:workers.image: the Machine API's provider looks it up the same way on every machine
+    it makes, "too many images with the name"). Standalone mode has no Machine API on OpenStack: none."""
+    if not config.integrated:
+        return []
+    return [("ocp:masters.image", config.masters.openstack_image), ("ocp:workers.image", config.workers.openstack_image)]
 
 
 def where(facts: CloudFacts) -> str:

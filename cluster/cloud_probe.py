@@ -13,7 +13,13 @@ project}, ...]}, "subnets": {ref: [{id, name, network, cidr}, ...]} (pulumi-open
 data source gives no port security and refuses a name two networks have without naming them).
 Where it names security groups too ("groups": [ID, ...]), each one's rules: "groups": {ID: {id,
 name, rules: [Neutron's rule fields, ...]} or null where the project sees no such group}
-(cluster/preflight_groups.py measures them).
+(cluster/preflight_groups.py measures them). Each subnet says which routers have an interface on it
+and where each one's gateway is: "routers": {router ID: external network ID, "" for none, or null
+where the router is another project's, which Neutron does not show} (a floating IP on a port of that
+subnet needs one whose gateway is on the floating IP's network). Where it names images ("images":
+[name, ...]), every image Glance lists under each name to this project, whatever its status, its own,
+public and shared ones alike, as the installer and the Machine API count them: "images": {name:
+[{id, status, visibility, project, created}, ...]}, newest first.
 
 `hosts` is null where Nova refuses the caller the hypervisors (403: its default policy keeps them
 to admins). Any other failure prints {"error": "why"} instead, with exit status 0 so that the
@@ -43,7 +49,9 @@ class NoEntry(CloudError):
     """clouds.yaml has no such entry (or there is no clouds.yaml)."""
 
 
-def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None, zone_hosts: Any = None) -> str:
+def answer(
+    extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None, zone_hosts: Any = None, images: Any = None
+) -> str:
     """The probe's line: sorted, so that an unchanged cloud gives the same bytes."""
     line: dict[str, Any] = {"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)}
     if zone_hosts is not None:
@@ -52,6 +60,8 @@ def answer(extensions: Any, hosts: Any, networks: Any = None, subnets: Any = Non
         line["networks"], line["subnets"] = networks or {}, subnets or {}
     if groups is not None:
         line["groups"] = groups
+    if images is not None:
+        line["images"] = images
     return json.dumps(line)
 
 
@@ -152,10 +162,54 @@ def subnets_of(connection: Any, refs: Iterable[str]) -> dict[str, list[dict[str,
                 "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
                 "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
                 **({"ipv6AddressMode": found.ipv6_address_mode} if ":" in (found.cidr or "") else {}),
+                "routers": routers_on(connection, found.network_id, found.id),
             }
             for found in _by_ref(connection.network.get_subnet, connection.network.subnets, ref)
         ]
         for ref in refs
+    }
+
+
+# The device owners of a router's interface ports, as Neutron's floating IP association looks for them
+# (neutron_lib.constants.ROUTER_INTERFACE_OWNERS; neutron/db/l3_db.py get_router_for_floatingip).
+ROUTER_INTERFACE_OWNERS = ("network:router_interface", "network:ha_router_replicated_interface", "network:router_interface_distributed")
+
+
+def routers_on(connection: Any, network: str, subnet: str) -> dict[str, str | None]:
+    """The routers with an interface on `subnet`, each with its gateway's network ID ("": none; None: a
+    router Neutron does not show this project, whose gateway is then unknown)."""
+    from openstack import exceptions
+
+    ids = sorted({
+        port.device_id
+        for owner in ROUTER_INTERFACE_OWNERS
+        for port in connection.network.ports(network_id=network, device_owner=owner)
+        if port.device_id and any(fixed.get("subnet_id") == subnet for fixed in port.fixed_ips or ())
+    })
+    found: dict[str, str | None] = {}
+    for router_id in ids:
+        try:
+            gateway = connection.network.get_router(router_id).external_gateway_info or {}
+        except exceptions.NotFoundException:
+            found[router_id] = None
+            continue
+        found[router_id] = str(gateway.get("network_id") or "")
+    return found
+
+
+def images_of(connection: Any, names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every image Glance lists under each name (GET /v2/images?name=: any status but killed or deleted,
+    not hidden; the project's own, public, community ones it owns and shared ones it accepted), newest first:
+    what gophercloud's images.IDFromName counts for the installer and the Machine API."""
+    return {
+        name: [
+            {
+                "id": image.id, "status": image.status or "", "visibility": image.visibility or "",
+                "project": image.owner_id or "", "created": image.created_at or "",
+            }
+            for image in sorted(connection.image.images(name=name), key=lambda image: (image.created_at or "", image.id), reverse=True)
+        ]
+        for name in names
     }
 
 
@@ -184,7 +238,7 @@ def groups_of(connection: Any, refs: Iterable[str]) -> dict[str, dict[str, Any] 
 
 def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
     """The line for this connection's user: Neutron's extensions, Nova's hypervisors where it lets
-    them be listed, and the networks and subnets `wanted` names."""
+    them be listed, and the networks, subnets, security groups and image names `wanted` names."""
     from openstack import exceptions
 
     extensions = [extension.alias for extension in connection.network.extensions()]
@@ -198,7 +252,8 @@ def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
     networks = networks_of(connection, wanted.get("networks") or ())
     subnets = subnets_of(connection, wanted.get("subnets") or ())
     groups = groups_of(connection, wanted["groups"]) if wanted.get("groups") else None
-    return answer(extensions, hosts, networks, subnets, groups, zone_hosts)
+    images = images_of(connection, wanted["images"]) if wanted.get("images") else None
+    return answer(extensions, hosts, networks, subnets, groups, zone_hosts, images)
 
 
 def _zone_hosts(connection: Any) -> dict[str, int] | None:

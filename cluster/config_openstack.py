@@ -155,3 +155,7 @@ class OpenStack(Model):
     def routed_by_us(self) -> bool:
         """Whether the program makes a router (its own network, or existingNetwork.router)."""
         return self.existing_network is None or self.existing_network.router
+
+    def given_without_router(self) -> bool:
+        """A network the stack is given (existingNetwork) to which it makes no router."""
+        return self.existing_network is not None and not self.existing_network.router

@@ -130,7 +130,7 @@ def _openstack_families(c: Any) -> Iterable[str]:
             for key, wanted in (
                 ("ocp:openstack.apiFloatingIp", openstack.api_floating_ip != "none"),
                 ("ocp:openstack.ingressFloatingIp", openstack.ingress_floating_ip != "none"),
-                ("ocp:bootstrap.helper.floatingIp", c.bootstrap.enabled and c.bootstrap.helper.floating_ip),
+                ("ocp:bootstrap.helper.floatingIp", c.bootstrap.enabled and c.bootstrap_floating_ip),
             )
             if wanted
         ]

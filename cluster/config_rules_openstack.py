@@ -22,7 +22,7 @@ def _external_network(c: Any) -> Iterable[str]:
             ("router (no existingNetwork, or existingNetwork.router)", c.openstack.routed_by_us()),
             ("apiFloatingIp", c.openstack.api_floating_ip != "none"),
             ("ingressFloatingIp", c.openstack.ingress_floating_ip != "none"),
-            ("bootstrap.helper.floatingIp", c.bootstrap.helper.floating_ip and c.bootstrap.enabled),
+            ("bootstrap.helper.floatingIp", c.bootstrap_floating_ip and c.bootstrap.enabled),
         )
         if needed
     ]
@@ -34,13 +34,13 @@ def _external_network(c: Any) -> Iterable[str]:
 
 
 def _helper_ssh(c: Any) -> Iterable[str]:
-    reached_from_outside = c.bootstrap.enabled and c.bootstrap.helper.floating_ip
+    reached_from_outside = c.bootstrap.enabled and c.bootstrap_floating_ip
     if c.platform == "openstack" and c.openstack is not None and reached_from_outside:
         if c.openstack.ssh_allowed_cidr is None:
             why = (
                 "the bootstrap helper has a floating IP: `pulumi up` copies the bootstrap config onto it over SSH"
                 if c.bootstrap.config_source == "helper"
-                else "the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default): "
+                else "the bootstrap has a floating IP (ocp:bootstrap.helper.floatingIp, true by default but on a network given without a router): "
                 "`openshift-install gather bootstrap` reaches it over SSH"
             )
             yield (

@@ -160,6 +160,9 @@ class Workers(RoleBase):
     # is 10 by default). Worker N goes into group N // this: <infraID>-worker, then -worker-1, ...
     # Unset: one group, as the installer makes it.
     server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
+    # Minutes `python -m ocp install` waits for the workers to be Ready (its --nodes-timeout overrides it):
+    # bare-metal workers (Ironic) are inspected, cleaned and deployed before they first boot.
+    ready_timeout: Annotated[int, Field(ge=1, le=1440)] = 40
 
     def _group_size(self) -> int | None:
         return self.server_group_size
@@ -176,9 +179,10 @@ class BootstrapHelper(Model):
     image: NonEmpty = "centos-stream-9"
     ssh_user: NonEmpty = "cloud-user"
     port: Annotated[int, Field(ge=1024, le=65535)] = 8080
-    # Where `pulumi up` reaches the helper over SSH: its floating IP, or its fixed IP when
-    # the Pulumi host sits on the machine network itself.
-    floating_ip: bool = True
+    # Where `pulumi up` reaches the helper (and `gather bootstrap` the bootstrap) over SSH: a floating IP
+    # each, or their fixed IPs when the Pulumi host sits on the machine network itself. Unset: see
+    # ClusterConfig.bootstrap_floating_ip (off on a network given without a router).
+    floating_ip: bool | None = None
     # The key `pulumi up` logs in to the helper with (and `gather bootstrap` uses), by its path:
     # `ssh -i` reads it at run time, so the state holds the path only. None: the SSH agent.
     ssh_private_key_file: NonEmpty | None = None
@@ -379,6 +383,13 @@ class ClusterConfig(AddressFamilies):
         """The flavor a description of the worker pool names: the workers', or the masters' when
         the workers have none (count 0), since the installer and the Machine API need one."""
         return self.workers.flavor or self.masters.flavor
+
+    @property
+    def bootstrap_floating_ip(self) -> bool:
+        """ocp:bootstrap.helper.floatingIp; unset, true but on a network given without a router (Neutron maps one
+        there only through a router someone else attached): a day-2 review holds older stacks to theirs."""
+        written = self.bootstrap.helper.floating_ip
+        return written if written is not None else not (self.platform == "openstack" and self.openstack is not None and self.openstack.given_without_router())
 
     @property
     def bootstrap_image(self) -> str:

@@ -105,6 +105,7 @@ def review(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets, no
         if problem.split(":")[1] not in refused
     ]
     problems += _config_source(config, installed)
+    problems += _bootstrap_floating_ip(config, installed)
     kept_problems, kept_warnings = _extra_networks_kept(installed, config)
     problems += kept_problems
     warnings += kept_warnings
@@ -220,6 +221,22 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
         installed["installer.extraManifests"] = None
     installed.setdefault("installer.cloudProviderConfig", None)
     return installed
+
+
+def _bootstrap_floating_ip(config: ClusterConfig, installed: Mapping[str, Any]) -> list[str]:
+    """ocp:bootstrap.helper.floatingIp unset is off on a network given without a router (issue 50): a stack
+    installed when unset meant on there (its record says true, as every record did then) keeps a bootstrap
+    with its floating IP, which this run would release. While the bootstrap is there, it says which it wants."""
+    if config.platform != "openstack" or not config.bootstrap.enabled or config.bootstrap.helper.floating_ip is not None:
+        return []
+    if installed.get("bootstrap.helper.floatingIp") is not True or config.bootstrap_floating_ip:
+        return []
+    return [
+        "ocp:bootstrap.helper.floatingIp: unset, which on a network given without a router (ocp:openstack.existingNetwork, "
+        "router false) now means false: this stack was installed when it meant true, and its bootstrap has its floating IP "
+        "(and its helper too), which this run would release. Write floatingIp: true to keep it as it is (Neutron maps it "
+        "only through a router on the subnet with its gateway on externalNetwork), or false to release it"
+    ]
 
 
 def _config_source(config: ClusterConfig, installed: Mapping[str, Any]) -> list[str]:

@@ -202,6 +202,15 @@ EFFECTS: dict[str, Effect] = {
     ),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
+    "bootstrap.helper.floatingIp": Effect(
+        "apply",
+        "creates or releases the bootstrap's floating IP (and its helper's); unset, it is false on a network given without "
+        "a router (existingNetwork, router false), true otherwise: a stack installed when unset meant true there is "
+        "refused while its bootstrap exists, until it says which",
+    ),
+    "workers.readyTimeout": Effect(
+        "inert", "only how long `python -m ocp install` waits for the workers to be Ready; nothing in the cloud changes"
+    ),
 }
 
 

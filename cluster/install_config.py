@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -70,6 +71,28 @@ def install_config(config: ClusterConfig, plan: AddressPlan, pull_secret: str, c
             {"source": item.source, "mirrors": list(item.mirrors)} for item in config.image_digest_sources
         ]
     return document
+
+
+def digest_mirror_set(config: ClusterConfig) -> str | None:
+    """ocp:imageDigestSources as the ImageDigestMirrorSet the installer makes of them (its
+    manifests/image-digest-mirror-set.yaml, name image-digest-mirror), in JSON: what `oc adm release info
+    --idms-file` reads (oc 4.14 and later: one config.openshift.io/v1 object, pkg/cli/image/strategy/onerror.go
+    readIDMSsFromFile). None: no mirrors."""
+    if not config.image_digest_sources:
+        return None
+    document = {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ImageDigestMirrorSet",
+        "metadata": {"name": "image-digest-mirror"},
+        "spec": {"imageDigestMirrors": [{"source": item.source, "mirrors": list(item.mirrors)} for item in config.image_digest_sources]},
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def mirrors_environment(config: ClusterConfig) -> dict[str, str]:
+    """What the scripts that run `oc adm release info` write to a file for its --idms-file (none without mirrors)."""
+    mirror_set = digest_mirror_set(config)
+    return {"IMAGE_DIGEST_MIRRORS": mirror_set} if mirror_set is not None else {}
 
 
 def cloud_ca_bundle(config: ClusterConfig, clouds_yaml_ca: str | None) -> str | None:

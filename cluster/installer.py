@@ -23,7 +23,7 @@ from typing import Any
 
 from cluster.cloud_provider_config import environment_value, merge_script
 from cluster.config import ClusterConfig
-from cluster.install_config import cloud_ca_bundle, install_config, render_install_config
+from cluster.install_config import cloud_ca_bundle, install_config, mirrors_environment, render_install_config
 from cluster.installer_directory import OWN_DIRECTORY_CHECK, REMAKE
 from cluster.installer_output import (
     ASSET_FILES,
@@ -160,8 +160,9 @@ if [ -n "$RELEASE_COMPONENTS" ]; then
   # Gone however this ends: a failing oc stops the script (set -e) with the secret still written.
   trap 'rm -f "$dir/.pull-secret.json"' EXIT
   printf '%s' "$PULL_SECRET" > "$dir/.pull-secret.json"
+  mirrors=""; [ -z "${{IMAGE_DIGEST_MIRRORS:-}}" ] || {{ printf '%s' "$IMAGE_DIGEST_MIRRORS" > "$dir/.image-digest-mirror-set.json"; mirrors="--idms-file=$dir/.image-digest-mirror-set.json"; }}
   for name in $RELEASE_COMPONENTS; do
-    image=$("$OC" adm release info --registry-config="$dir/.pull-secret.json" --image-for="$name" "$release")
+    image=$("$OC" adm release info --registry-config="$dir/.pull-secret.json" ${{mirrors:+"$mirrors"}} --image-for="$name" "$release")
     images="$images${{images:+,}}\\"$name\\":\\"$image\\""
   done
   rm -f "$dir/.pull-secret.json"
@@ -245,7 +246,7 @@ def run_environment(
         "INSTALL_CONFIG": install_config_text,
         "PULL_SECRET": pull_secret,
         "PLATFORM": "openstack" if config.integrated else "none",
-        "RELEASE_COMPONENTS": " ".join(release_lookups(config)),
+        "RELEASE_COMPONENTS": " ".join(release_lookups(config)), **mirrors_environment(config),
         **common,
     }
     if config.fips:
@@ -320,9 +321,8 @@ def pointer_environment(
 
 
 def release_lookups(config: ClusterConfig) -> tuple[str, ...]:
-    """The payload images the program reads with `oc adm release info`: the on-node networking's
-    (standalone and libvirt), but those ocp:networking.images names, so naming all three needs no oc.
-    With ocp:loadBalancer: UserManaged the nodes run CoreDNS alone: only its image."""
+    """The payload images the program reads with `oc adm release info` (through ocp:imageDigestSources' mirrors): the
+    on-node networking's (standalone, libvirt) but those ocp:networking.images names; UserManaged: CoreDNS alone."""
     if config.integrated:  # the MCO brings them itself
         return ()
     needed = ("coredns",) if config.user_managed_lb else RELEASE_COMPONENTS
@@ -342,6 +342,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 printf '%s' "$KUBECONFIG_DATA" > "$scratch/kubeconfig"
 printf '%s' "$PULL_SECRET" > "$scratch/pull-secret.json"
+mirrors=""; [ -z "${IMAGE_DIGEST_MIRRORS:-}" ] || { printf '%s' "$IMAGE_DIGEST_MIRRORS" > "$scratch/idms.json"; mirrors="--idms-file=$scratch/idms.json"; }
 refuse() {
   echo "ocp:workers.count: no static pod images for $SERVER (a stack made before these lookups reads them once for each running worker, which does not change): a worker made after install runs the keepalived, haproxy and CoreDNS images of the release the cluster runs now (the install's may miss every fix since, or be gone from a pruned mirror), and $1. Make the API ($API_URL) reachable from where \`pulumi up\` runs and ocp:installer.oc a working oc, name the running release's images in ocp:networking.images, or leave ocp:workers.count as it was" >&2
   exit 3
@@ -351,7 +352,7 @@ release=$("$OC" --kubeconfig="$scratch/kubeconfig" --request-timeout=30s get clu
 [ -n "$release" ] || refuse "the cluster's ClusterVersion names no desired release image"
 images=""
 for name in $COMPONENTS; do
-  image=$("$OC" adm release info --registry-config="$scratch/pull-secret.json" --image-for="$name" "$release" 2>"$scratch/error") \
+  image=$("$OC" adm release info --registry-config="$scratch/pull-secret.json" ${mirrors:+"$mirrors"} --image-for="$name" "$release" 2>"$scratch/error") \
     || refuse "reading $name of $release failed: $(tr '\n' ' ' < "$scratch/error" | cut -c1-400)"
   images="$images${images:+,}\"$name\":\"$image\""
 done
@@ -372,7 +373,7 @@ def worker_images_environment(
         "OC": config.installer.oc,
         "COMPONENTS": " ".join(release_lookups(config)),
         "SERVER": server,
-        "API_URL": assets.api_url,
+        "API_URL": assets.api_url, **mirrors_environment(config),
     }
 
 

@@ -23,12 +23,14 @@ from cluster.cloud_facts import (
     Endpoint,
     Existing,
     Flavor,
+    GlanceImage,
     Image,
     Network,
     Probe,
     Quota,
     Subnet,
     Wanted,
+    machine_api_images,
     parse_probe,
     public_endpoint,
     servers,
@@ -61,6 +63,7 @@ __all__ = [
     "image_warnings",
     "libvirt_host_problems",
     "libvirt_is_local",
+    "mirror_warnings",
     "mtu_problem",
     "network_warnings",
     "problems",
@@ -74,8 +77,8 @@ def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> lis
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
     for check in (
-        _flavors, _images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones, _volume_zones, _volume_types, _tags,
-        quotas, server_group_members, anti_affinity, affinity_across_zones, anti_affinity_in_zones,
+        _flavors, _images, _listed_images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones, _volume_zones,
+        _volume_types, _tags, quotas, server_group_members, anti_affinity, affinity_across_zones, anti_affinity_in_zones,
     ):  # fmt: skip
         found += check(config, plan, facts)
     found += group_problems(config, facts.security_groups, facts.probe_failure, where(facts))
@@ -99,7 +102,7 @@ def _flavors(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Ite
             yield f"{use.key}: flavor \"{use.flavor}\" does not exist {where(facts)}: name one from `openstack flavor list`"
             continue
         what, minimum, root_volume = minimums[use.key]
-        if minimum is None:
+        if minimum is None or flavor.baremetal:  # Ironic's sizes are often placeholders: the installer skips them too
             continue
         vcpus, ram_mib, disk_gb = minimum
         shortfalls = []
@@ -138,8 +141,12 @@ def boot_images(facts: CloudFacts) -> dict[str, str]:
 
 
 def image_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> list[str]:
-    """One warning per image name that several active images have: which one the servers boot."""
-    warnings, seen = [], set()
+    """One warning per image name that several active images have: which one the servers boot. Where
+    the Machine API reads the name (integrated mode), a running cluster is warned that its MachineSets
+    fail instead (a new stack is refused: _listed_images)."""
+    warnings, seen = [], set(_listed_twice(config, facts))
+    if facts.existing.cluster:
+        warnings += [_machine_api_warning(keys, name, copies, facts) for name, (keys, copies) in _listed_twice(config, facts).items()]
     for key, name in _image_keys(config, plan):
         image = facts.images.get(name)
         if image is None or len(image.ids) < 2 or name in seen:
@@ -153,6 +160,65 @@ def image_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) 
     return warnings
 
 
+def _listed_twice(config: ClusterConfig, facts: CloudFacts) -> dict[str, tuple[list[str], tuple[GlanceImage, ...]]]:
+    """name -> (its keys, every image Glance lists under it) of the names the Machine API's side reads
+    (cloud_facts.machine_api_images) that more than one image has, in whatever status or visibility."""
+    found: dict[str, tuple[list[str], tuple[GlanceImage, ...]]] = {}
+    for key, name in machine_api_images(config):
+        copies = (facts.listed_images or {}).get(name, ())
+        if len(copies) > 1:
+            found.setdefault(name, ([], copies))[0].append(key)
+    return found
+
+
+def _shown_images(copies: Iterable[GlanceImage], facts: CloudFacts) -> str:
+    def said(image: GlanceImage) -> str:
+        details = [image.status or "no status"]
+        if image.visibility and image.visibility != "private":
+            details.append(image.visibility)
+        if image.project and facts.project and image.project != facts.project:
+            details.append(f"project {image.project}'s")
+        return f"{image.id} ({', '.join(details)})"
+
+    return ", ".join(said(image) for image in copies)
+
+
+_RENAME = (
+    "Delete or rename the others (`openstack image set --name <new name> <ID>`; an image of another project only its "
+    "owner can), or upload the image under a name no other image has and write that name"
+)
+
+
+def _listed_images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    """Integrated mode, a new cluster: a name the installer or the Machine API would find several images
+    under. Both list Glance by name as gophercloud's images.IDFromName does (GET /v2/images?name=: every
+    status but killed, public and shared images too) and take one match only: the installer's validation
+    (pkg/asset/installconfig/openstack/validation/cloudinfo.go getImage, at v1.4.19-ec5) then gives up its
+    checks of the cloud with a warning, and machine-api-provider-openstack (its CAPO compute service's
+    getImageIDFromName) refuses every machine a MachineSet makes. A running cluster is warned (image_warnings)."""
+    if facts.existing.cluster:
+        return
+    for name, (keys, copies) in _listed_twice(config, facts).items():
+        yield (
+            f'{", ".join(keys)}: {len(copies)} images are named "{name}" {where(facts)} as Glance lists them to this project '
+            f"(every status, public and shared ones too: {_shown_images(copies, facts)}). In integrated mode the installer finds "
+            "the cluster's image (clusterOSImage) by that name and, finding several, skips every check it makes of the cloud, "
+            "and the Machine API refuses the name on every machine a MachineSet makes (\"too many images with the name\"). "
+            + _RENAME
+        )
+
+
+def _machine_api_warning(keys: list[str], name: str, copies: tuple[GlanceImage, ...], facts: CloudFacts) -> str:
+    active = [image.id for image in copies if image.status == "active"]
+    booted = f"; the servers this program makes boot the newest active one, {active[0]}" if active else ""
+    return (
+        f'{", ".join(keys)}: {len(copies)} images are named "{name}" {where(facts)} as Glance lists them to this project '
+        f"({_shown_images(copies, facts)}): the Machine API refuses the name on every machine a MachineSet makes (\"too many "
+        f"images with the name\"), so scaling up a MachineSet (this stack's example ones name it) fails{booted}. " + _RENAME
+        + " (servers made from then on boot it; running ones keep theirs)"
+    )
+
+
 def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
     for key, name in _image_keys(config, plan):
         image = facts.images.get(name)
@@ -160,6 +226,24 @@ def _images(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iter
             yield f"{key}: image \"{name}\" does not exist {where(facts)}: upload it (`openstack image create`) or name one from `openstack image list`"
         elif not image.active:
             yield f"{key}: image \"{name}\" is not active (its upload has not completed): wait for it, or upload it again"
+
+
+def mirror_warnings(config: ClusterConfig) -> list[str]:
+    """An IPv6-only cluster pulls its release through a mirror it reaches over IPv6 (upstream's
+    docs/user/openstack/deploy_single_stack_ipv6_cluster.md: "A local image registry needs to be pre-configured
+    to mirror the images over IPv6"): without ocp:imageDigestSources the nodes would ask the release's own
+    registries, which they reach over IPv4 only. A warning: a registry of yours may serve IPv6 as its source."""
+    if config.families != (6,) or config.image_digest_sources:
+        return []
+    lookups = " and `oc adm release info` reads the release through them where `pulumi up` runs" if not config.integrated else ""
+    return [
+        "ocp:imageDigestSources: the machine network is IPv6 only and no mirror is named: the nodes pull the release "
+        "(quay.io/openshift-release-dev) from its own registries, which an IPv6-only node does not reach. Mirror the "
+        "release to a registry the nodes reach over IPv6 (`oc adm release mirror`) and name it: imageDigestSources: "
+        "[{source: quay.io/openshift-release-dev/ocp-release, mirrors: [<mirror>/ocp/release]}, {source: "
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev, mirrors: [<mirror>/ocp/release]}] (the cluster gets them as an "
+        f"ImageDigestMirrorSet{lookups}; docs/openstack.md, \"A disconnected install\")"
+    ]
 
 
 def plain_http_image_endpoint(config: ClusterConfig, url: str) -> str | None:

@@ -57,7 +57,7 @@ def footprint(
     openstack = config.openstack
     created_fips = sum(choice == "create" for choice in (openstack.api_floating_ip, openstack.ingress_floating_ip)) if openstack else 0
     # With a helper floating IP `pulumi up` runs outside: the bootstrap gets one too (for the gather).
-    helper_fip = int(helper and config.bootstrap.helper.floating_ip) + int(bootstrap and config.bootstrap.helper.floating_ip)
+    helper_fip = int(helper and config.bootstrap_floating_ip) + int(bootstrap and config.bootstrap_floating_ip)
     # The nodes' ports, their ports on the extra networks (one per node and network of its pool;
     # the bootstrap takes none) and the VIPs' carry the infra ID's tag: `existing` counts them. The
     # network's own ports do not.

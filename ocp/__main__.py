@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
     )
     install.add_argument("--yes", action="store_true", help="go on even if the preview would disrupt running machines")
     install.add_argument("--bootstrap-timeout", type=float, default=60, help="minutes (default 60)")
-    install.add_argument("--nodes-timeout", type=float, default=40, help="minutes for the workers to be Ready (default 40)")
+    install.add_argument(
+        "--nodes-timeout", type=float, default=None, help="minutes for the workers to be Ready (default: the stack's ocp:workers.readyTimeout, 40)"
+    )
     edit = commands.add_parser(
         "up", help="day 2: a stack edit, previewed then applied, both under the policy pack",
         description=UP, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
-            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, args.nodes_timeout * 60, settle=settle, clear_dead=args.clear_dead)
+            nodes_timeout = args.nodes_timeout * 60 if args.nodes_timeout is not None else None
+            driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, nodes_timeout, settle=settle, clear_dead=args.clear_dead)
         elif args.command == "up":
             update.update(args.stack, driver.say, args.yes, tuple(args.replace), args.clear_dead)
         elif args.command == "approve-csrs":

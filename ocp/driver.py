@@ -243,7 +243,7 @@ def _stream(command: list[str], say: Callable[[str], None], timeout: float, cwd:
 
 
 def install(
-    name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float = 2400, install_timeout: float = 3600,
+    name: str, say: Callable[[str], None], go_on: bool = False, bootstrap_timeout: float = 3600, nodes_timeout: float | None = None, install_timeout: float = 3600,
     settle: timedelta = SETTLE, clear_dead: bool = False,
 ) -> dict:
     began = time.monotonic()
@@ -300,7 +300,8 @@ def install(
     nodes = outputs.get("nodes") or {}
     workers = {node for node in nodes if role(node) == "worker"}
     say(f"5/6 approving this stack's nodes' certificates until {len(workers)} workers are Ready")
-    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + nodes_timeout, say, created=created, stack=name, settle=settle, untimed=why):
+    waited = nodes_timeout if nodes_timeout is not None else config.workers.ready_timeout * 60  # ocp:workers.readyTimeout (bare metal)
+    if not approve_until_ready(kube, nodes, workers, config.cluster_domain, time.monotonic() + waited, say, created=created, stack=name, settle=settle, untimed=why):
         raise Stop("not every worker became Ready: see the pending requests above; run again, or `python -m ocp approve-csrs`")
     say("6/6 waiting for the cluster (openshift-install wait-for install-complete)")
     if not _stream([binary, "wait-for", "install-complete", "--dir", str(directory)], say, install_timeout, PROJECT, hidden):

@@ -35,6 +35,8 @@ ADDED_NETWORK = "5b0c6f2e-8a43-4d1e-9f6a-2c7d8e9f0a1b"
 ADDED_GROUP = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
 # A network of the local cloud's (samples/cloud/dev.yaml), its ports without port security, as on a provider VLAN.
 L2_NETWORK = {"network": "lab-internal", "pools": ["workers"], "portSecurity": False}
+# A network and subnet the stack is given (the mock cloud describes none: any named is there and fits).
+GIVEN_NETWORK = lambda config: with_section(config, "openstack", existingNetwork={"networkId": "lab-given", "subnetId": "lab-given-v4"})  # noqa: E731
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWDyWO1rE/fl49jrKS1Fa4yVR+WLJ3/X3Eak21nuHtR other@lab"
 
 
@@ -220,6 +222,18 @@ DEV_EDITS = [
     Edit("networking.routerNodes", section("networking", routerNodes=2), refused="ocp:networking.routerNodes"),
     Edit("networking.apiVrid in integrated mode", section("networking", apiVrid=42), refused="ocp:networking.apiVrid sets this program's own keepalived"),
     Edit("bootstrap.enabled true, configs 21 h old", lambda config: config, refused="ocp:bootstrap.enabled", hours_later=21),
+    # Issue 50: the bootstrap's floating IP goes with the key; unset, it is off on a network given without a router. A
+    # stack installed when unset meant on there (its record says true, as every record did) is told to say which.
+    Edit("bootstrap.helper.floatingIp false", section("bootstrap", helper={"floatingIp": False}), expect={"ocp4-bootstrap-fip": "delete"}),
+    Edit(
+        "bootstrap.helper.floatingIp unset on a network given without a router",
+        section("bootstrap", helper={}),
+        base=both(GIVEN_NETWORK, section("bootstrap", helper={"floatingIp": True})),
+        refused="ocp:bootstrap.helper.floatingIp: unset, which on a network given without a router (ocp:openstack.existingNetwork, router false) now means false",
+    ),
+    Edit("bootstrap.helper.floatingIp written true on a given network", lambda config: config, base=both(GIVEN_NETWORK, section("bootstrap", helper={"floatingIp": True}))),
+    # Only how long `python -m ocp install` waits for the workers: nothing in the cloud.
+    Edit("workers.readyTimeout", section("workers", readyTimeout=180)),
 ]
 
 KVM_EDITS = [

@@ -4,10 +4,10 @@
     python -m tools.describe_cloud --os-cloud NAME --out cloud.yaml   # writes it
 
 Reads, as the clouds.yaml entry NAME (OS_CLIENT_CONFIG_FILE names another clouds.yaml), with
-openstacksdk and GETs only: flavors, images, networks (which are external), the project's floating
+openstacksdk and GETs only: flavors (with their extra specs), images, networks (which are external), the project's floating
 IPs, compute and volume zones, volume types, Neutron's extensions, the token's service catalog and
 roles, the project's quotas with what is in use, and the networks and subnets in detail (port
-security, MTU, owner, CIDR). Writes them in the shape of
+security, MTU, owner, CIDR, the routers on each subnet and where their gateways are). Writes them in the shape of
 samples/cloud/dev.yaml, sorted, so that two runs against an unchanged cloud give the same bytes.
 No secret goes into it: the token is a fixed stand-in. An unknown cloud name, refused credentials or
 an unreachable cloud exit 2 with one line.
@@ -55,9 +55,11 @@ def _forbidden(read: Callable[[], Any]) -> Any:
         return None
 
 
-def _images(images: Iterable[Any]) -> dict[str, Any]:
+def _images(images: Iterable[Any], project: str) -> dict[str, Any]:
     """name -> active; where several images have one name, each ({id, active, created}, newest
-    first): the servers boot the newest active one, and the plan says so."""
+    first, with Glance's status where not active, its visibility where not private and its owner where
+    another project): the servers boot the newest active one, and the plan says so; in integrated mode the
+    preflight refuses the name, as the installer and the Machine API count them all."""
     named: dict[str, list[Any]] = {}
     for image in images:
         if image.name:
@@ -68,8 +70,19 @@ def _images(images: Iterable[Any]) -> dict[str, Any]:
             described[name] = copies[0].status == "active"
             continue
         copies.sort(key=lambda image: (image.created_at or "", image.id), reverse=True)
-        described[name] = [{"id": image.id, "active": image.status == "active", "created": image.created_at or ""} for image in copies]
+        described[name] = [_image_copy(image, project) for image in copies]
     return described
+
+
+def _image_copy(image: Any, project: str) -> dict[str, Any]:
+    copy: dict[str, Any] = {"id": image.id, "active": image.status == "active", "created": image.created_at or ""}
+    if image.status != "active":
+        copy["status"] = image.status or ""
+    if (image.visibility or "private") != "private":
+        copy["visibility"] = image.visibility
+    if image.owner_id and image.owner_id != project:
+        copy["project"] = image.owner_id
+    return copy
 
 
 def _neutron(network: Any, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -85,15 +98,30 @@ def _neutron(network: Any, project: str) -> tuple[list[dict[str, Any]], list[dic
             entry["project"] = found.project_id
         entry["subnets"] = sorted(found.subnet_ids or ())
         networks.append(entry)
+    routers = _routers(network)
     subnets = [
         {
             "id": found.id, "name": found.name or "", "network": found.network_id, "cidr": found.cidr,
             "pools": [[pool["start"], pool["end"]] for pool in found.allocation_pools or ()],
             **({"ipv6AddressMode": found.ipv6_address_mode} if ":" in (found.cidr or "") else {}),
+            "routers": _sorted(routers.get(found.id, {})),
         }
         for found in sorted(network.subnets(), key=lambda each: each.id)
     ]
     return networks, subnets
+
+
+def _routers(network: Any) -> dict[str, dict[str, str | None]]:
+    """subnet ID -> {router ID: its gateway's network ID ("": none; None: another project's router)}, from
+    the router interfaces this user sees, as cluster/cloud_probe.py reads them for one subnet."""
+    gateways = {router.id: str((router.external_gateway_info or {}).get("network_id") or "") for router in network.routers()}
+    found: dict[str, dict[str, str | None]] = {}
+    for owner in cloud_probe.ROUTER_INTERFACE_OWNERS:
+        for port in network.ports(device_owner=owner):
+            for fixed in port.fixed_ips or ():
+                if port.device_id and fixed.get("subnet_id"):
+                    found.setdefault(fixed["subnet_id"], {})[port.device_id] = gateways.get(port.device_id)
+    return found
 
 
 def _catalog(catalog: Iterable[dict[str, Any]], region: str) -> dict[str, Any]:
@@ -153,6 +181,7 @@ def describe(connection: Any) -> dict[str, Any]:
     volume_quota = connection.block_storage.get_quota_set(project, usage=True)
     usage = volume_quota.usage or {}
     hypervisors = _forbidden(lambda: list(connection.compute.hypervisors()))
+    flavors = list(connection.compute.flavors())
     networks: dict[str, bool] = {}
     for network in connection.network.networks():
         if network.name:
@@ -163,8 +192,10 @@ def describe(connection: Any) -> dict[str, Any]:
         "region": region,
         "catalog": _catalog(access.service_catalog.catalog or (), region),
         "token": STAND_IN_TOKEN,
-        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk] for f in connection.compute.flavors()}),
-        "images": _images(connection.image.images()),
+        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk] for f in flavors}),
+        # Nova lists them from microversion 2.61, which openstacksdk asks for: baremetal "true" lifts the minimums.
+        "flavorExtraSpecs": _sorted({f.name: _sorted({str(k): str(v) for k, v in f.extra_specs.items()}) for f in flavors if f.extra_specs}),
+        "images": _images(connection.image.images(), project),
         "networks": _sorted(networks),
         "floatingIps": _sorted({ip.floating_ip_address: ip.port_id or "" for ip in connection.network.ips(project_id=project)}),
         "computeZones": sorted(z.name for z in connection.compute.availability_zones() if (z.state or {}).get("available")),

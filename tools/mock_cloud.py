@@ -4,9 +4,10 @@ The description (samples/cloud/dev.yaml by default; tests pass their own) says w
 project has: flavors, images, networks, floating IPs, compute and volume zones, volume types, Neutron's
 extensions and quotas, and what comes with the provider's token: its region, the catalog's public
 endpoints and the token itself. Optionally the networks and subnets in detail (`neutronNetworks`,
-`subnets`: what ocp:openstack.existingNetwork and the extra networks are held against; without
-them any network or subnet a stack names is there and fits) and several images of one name
-(`images: {name: [{id, active, created}, ...]}`). What a deployed stack holds (the state a `--from` preview starts
+`subnets`: what ocp:openstack.existingNetwork and the extra networks are held against, with the
+routers on each subnet; without them any network or subnet a stack names is there and fits) and
+several images of one name (`images: {name: [{id, active, created, status, visibility, project},
+...]}`: every one counts where a name is looked up as Glance lists it), and flavors' extra specs. What a deployed stack holds (the state a `--from` preview starts
 from) is added: its servers, ports and server groups exist and count as in use. A lookup
 that matches nothing fails as the provider's data sources do.
 """
@@ -95,6 +96,11 @@ class _ImageCopy(_Strict):
     id: StrictStr
     active: StrictBool = True
     created: StrictStr  # ISO 8601, as Glance gives created_at
+    # Glance's status where not active (queued, saving, deactivated...), its visibility where not private, and its
+    # owner where another project: what the listing by name the installer and the Machine API make shows too.
+    status: StrictStr | None = None
+    visibility: StrictStr = "private"
+    project: StrictStr | None = None
 
 
 class _Network(_Strict):
@@ -113,6 +119,10 @@ class _Subnet(_Strict):
     network: StrictStr  # its network's ID
     cidr: StrictStr
     pools: list[list[StrictStr]] = []  # DHCP allocation pools: [first, last] each
+    ipv6AddressMode: StrictStr | None = None
+    # The routers with an interface on it: router ID -> its gateway's network ID ("": none; null: another
+    # project's router, not shown). Unset: not described (any floating IP a stack plans there is taken to work).
+    routers: dict[StrictStr, StrictStr | None] | None = None
 
 
 class _Description(BaseModel):
@@ -124,6 +134,8 @@ class _Description(BaseModel):
     catalog: dict[StrictStr, StrictStr | dict[StrictStr, StrictStr] | None] | None = None
     token: StrictStr
     flavors: dict[StrictStr, tuple[StrictInt, StrictInt, StrictInt]]
+    # The extra specs of the flavors that have any (an Ironic flavor's baremetal: "true" lifts the minimums).
+    flavorExtraSpecs: dict[StrictStr, dict[StrictStr, StrictStr]] = {}
     images: dict[StrictStr, StrictBool | list[_ImageCopy]]
     networks: dict[StrictStr, StrictBool]
     # Networks and subnets in detail (tools.describe_cloud writes them); unset: whatever a stack names fits.
@@ -229,7 +241,9 @@ class MockCloud(NeutronAnswers):
         if name not in self.d["flavors"]:
             return not_found(f"flavor {name}")
         vcpus, ram, disk = self.d["flavors"][name]
-        return {"id": fake_id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk}
+        # The provider's flavor data source reads the extra specs too (flavors.ListExtraSpecs).
+        extra_specs = dict((self.d.get("flavorExtraSpecs") or {}).get(name) or {})
+        return {"id": fake_id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk, "extraSpecs": extra_specs}
 
     def _copies(self, name: str) -> list[dict[str, Any]]:
         """The images of this name, newest first (Glance's created_at:desc, then ID)."""
@@ -253,6 +267,17 @@ class MockCloud(NeutronAnswers):
             "checksum": hashlib.md5(name.encode()).hexdigest() if active else "",
             "sizeBytes": 2_000_000_000 if active else 0,
         }
+
+    def _listed(self, name: str) -> list[dict[str, Any]]:
+        """Every image of this name as Glance lists it by name (cluster/cloud_probe.py images_of), newest first."""
+        if name not in self.d["images"]:
+            return []
+        listed = []
+        for each in self._copies(name):
+            status = each.get("status") or ("active" if each.get("active", True) else "queued")
+            project = each.get("project") or f"project-{self.d['project']}"
+            listed.append({"id": each["id"], "status": status, "visibility": each.get("visibility", "private"), "project": project, "created": each["created"]})
+        return listed
 
     def _image_ids(self, args: Mapping[str, Any]) -> Answer:
         """The provider lists active images only; sorted as asked (the preflight asks newest first)."""
@@ -387,7 +412,8 @@ class MockCloud(NeutronAnswers):
             wants = json.loads(asked)
             networks = {ref: self._networks_named(ref) for ref in wants.get("networks") or ()}
             subnets = {ref: self._subnets_named(ref) for ref in wants.get("subnets") or ()}
-            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets), "stderr": ""}
+            images = {name: self._listed(name) for name in wants["images"]} if wants.get("images") else None
+            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets, images=images), "stderr": ""}
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
             environment = args.get("environment") or {}

@@ -98,6 +98,7 @@ class NeutronAnswers:
                 **{key: each[key] for key in ("id", "name", "network", "cidr")},
                 "pools": each.get("pools") or [],
                 **({"ipv6AddressMode": each.get("ipv6AddressMode")} if ":" in str(each["cidr"] or "") else {}),
+                **({"routers": each["routers"]} if each.get("routers") is not None else {}),
             }
             for each in sorted(by_id or [each for each in described if each["name"] == ref], key=lambda each: each["id"])
         ]

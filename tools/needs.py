@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from cluster.addresses import AddressPlan
-from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, Flavor, Quota
+from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, Flavor, Quota, is_baremetal
 from cluster.cloud_needs import QuotaNeed, quota_needs
 from cluster.config import ClusterConfig
 
@@ -31,7 +31,8 @@ def _quotas(description: Mapping[str, Any]) -> dict[str, Quota]:
 
 
 def _flavors(description: Mapping[str, Any] | None) -> dict[str, Flavor | None]:
-    return {name: Flavor(*size) for name, size in (description or {}).get("flavors", {}).items()}
+    specs = (description or {}).get("flavorExtraSpecs") or {}
+    return {name: Flavor(*size, baremetal=is_baremetal(specs.get(name))) for name, size in (description or {}).get("flavors", {}).items()}
 
 
 def _active(described: Any) -> bool:

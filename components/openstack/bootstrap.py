@@ -129,7 +129,7 @@ class BootstrapHelper(pulumi.ComponentResource):
             ),
         )
         ssh_host: pulumi.Input[str] = str(plan.helper_ip)
-        if helper.floating_ip:
+        if config.bootstrap_floating_ip:
             floating_ip = openstack.networking.FloatingIp(
                 f"{name}-fip",
                 pool=cluster.openstack.external_network,
@@ -295,7 +295,7 @@ class Bootstrap(pulumi.ComponentResource):
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
         port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, *plan.api_vips), self, of_the_cluster=False)
         ssh_host: pulumi.Input[str] = str(node.ip)
-        if config.bootstrap.helper.floating_ip:  # `pulumi up` runs outside the machine network
+        if config.bootstrap_floating_ip:  # `pulumi up` runs outside the machine network
             ssh_host = openstack.networking.FloatingIp(
                 f"{name}-fip",
                 pool=cluster.openstack.external_network,

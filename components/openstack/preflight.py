@@ -13,7 +13,10 @@ three, where the stack wants any (the tag extension in integrated mode, the host
 anti-affinity, ocp:openstack.existingNetwork and the extra networks).
 
 Of two active Glance images of one name the servers boot the newest, by ID (the provider's
-image_name refuses two matches): `check()` says which, and hands the components each ID.
+image_name refuses two matches): `check()` says which, and hands the components each ID. In
+integrated mode the names the installer and the Machine API find by name are read as Glance lists
+them (every status, public and shared ones too): a name several images have is refused on a new
+cluster and warned of on a running one (cluster/preflight.py).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import pulumi_command as command
 import pulumi_openstack as openstack
 
 from cluster.addresses import AddressPlan, server_name
-from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet
+from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet, is_baremetal
 from cluster.config import ClusterConfig, RoleBase
 from cluster.preflight import (
     PROBE_COMMAND,
@@ -44,6 +47,7 @@ from cluster.preflight import (
     Quota,
     boot_images,
     image_warnings,
+    mirror_warnings,
     network_warnings,
     parse_probe,
     problems,
@@ -114,6 +118,8 @@ def check(
 ) -> Checked:
     """The preflight: reads the cloud now, warns of images several share a name, and gates the infra ID on the verdict."""
     assert config.openstack is not None
+    for warning in mirror_warnings(config):  # of the stack alone: with or without the cloud's checks
+        pulumi.log.warn(warning)
     if config.openstack.skip_preflight:
         pulumi.log.warn(
             "ocp:openstack.skipPreflight is true: flavors, images, networks, floating IPs, compute and volume zones, volume types, "
@@ -122,11 +128,13 @@ def check(
         return Checked(infra_id, provider, {})
     cloud = _Cloud(provider, runner)
     facts = read_facts(config, plan, cloud)
-    for warning in image_warnings(config, plan, facts) + network_warnings(config, plan, facts):
-        pulumi.log.warn(warning)
 
     def verdict(infra: str | None) -> None:
-        found = problems(config, plan, dataclasses.replace(facts, existing=_existing(config, plan, cloud, infra)))
+        # What the cluster already holds decides between a refusal and a warning (a running cluster is warned).
+        read = dataclasses.replace(facts, existing=_existing(config, plan, cloud, infra))
+        for warning in image_warnings(config, plan, read) + network_warnings(config, plan, read):
+            pulumi.log.warn(warning)
+        found = problems(config, plan, read)
         if found:
             count = f" ({len(found)} problems)" if len(found) > 1 else ""
             raise pulumi.RunError(f"the cloud cannot hold this stack{count}:\n  " + "\n  ".join(found))
@@ -183,17 +191,21 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
     groups = tuple(dict.fromkeys(ref for _, ref in group_keys(config)))
-    probe, read_groups = _probe(config, cloud, want.networks, want.subnets, groups) if want.probe or groups else (Probe((), None), None)
+    probe, read_groups = (
+        _probe(config, cloud, want.networks, want.subnets, groups, want.listed_images) if want.probe or groups else (Probe((), None), None)
+    )
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
-            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0) if f else None for name, f in zip(want.flavors, flavors)
+            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0, is_baremetal(f.extra_specs)) if f else None
+            for name, f in zip(want.flavors, flavors)
         },
         images={
             name: Image(bool(i.checksum) and (i.size_bytes or 0) > 0, tuple((ids.ids if ids else None) or ())) if i else None
             for name, i, ids in zip(want.images, images, image_ids)
         },
         external_networks={name: bool(n.external) if n else None for name, n in zip(want.external_networks, networks)},
+        external_network_ids={name: n.id for name, n in zip(want.external_networks, networks) if n},
         floating_ips={address: (f.port_id or "") if f else None for address, f in zip(want.floating_ips, fips)},
         compute_zones=tuple(zones or ()),
         volume_zones=tuple(volume_zones or ()),
@@ -211,6 +223,7 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
         networks=probe.networks if want.networks or want.subnets else {},
         subnets=probe.subnets if want.networks or want.subnets else {},
         security_groups=read_groups,
+        listed_images=probe.images if want.listed_images else None,
         quotas={
             **_compute_quotas(cloud, project),
             "ports": Quota(network_quota.port, len(project_ports.ids or ())),
@@ -269,14 +282,23 @@ def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
 
 
 def _probe(
-    config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = (), groups: tuple[str, ...] = ()
+    config: ClusterConfig,
+    cloud: _Cloud,
+    networks: tuple[str, ...] = (),
+    subnets: tuple[str, ...] = (),
+    groups: tuple[str, ...] = (),
+    images: tuple[str, ...] = (),
 ) -> tuple[Probe, dict[str, SecurityGroup | None] | None]:
-    """Neutron's extensions, Nova's hosts, the networks and subnets named and the user's security
-    groups (None: not read), read by cluster/cloud_probe.py under the program's Python."""
+    """Neutron's extensions, Nova's hosts, the networks and subnets named, the user's security
+    groups (None: not read) and every image Glance lists under the names given, read by
+    cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
     environment = {"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable}
-    if networks or subnets or groups:
-        asked = {"networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {})}
+    if networks or subnets or groups or images:
+        asked = {
+            "networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {}),
+            **({"images": list(images)} if images else {}),
+        }
         environment[PROBE_NETWORKS] = json.dumps(asked)
     try:
         result = cloud.get(

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from openstack import exceptions
 
-from cluster.cloud_facts import Network, Subnet
+from cluster.cloud_facts import GlanceImage, Network, Subnet
 from cluster.cloud_probe import NETWORKS_VARIABLE, answer, failed, probe
 from cluster.preflight import PROBE_COMMAND, Probe, parse_probe
 from tests.conftest import ROOT
@@ -132,6 +132,24 @@ def test_networks_and_subnets_by_id_or_name_with_every_match():
 
     subnet = Of(id="s-1", name="nodes-v4", network_id=net_id, cidr="10.0.0.0/16", allocation_pools=[{"start": "10.0.200.0", "end": "10.0.200.9"}])
     connection = _connection(lambda: [])
+    # The routers on s-1: r-ext's gateway on the external network, r-local's none, r-hidden another project's (404 to us);
+    # r-v6 has its interface on the other subnet only. A DHCP port is no router.
+    ports = [
+        Of(device_owner="network:router_interface", device_id="r-ext", fixed_ips=[{"subnet_id": "s-1", "ip_address": "10.0.0.1"}]),
+        Of(device_owner="network:ha_router_replicated_interface", device_id="r-local", fixed_ips=[{"subnet_id": "s-1", "ip_address": "10.0.0.2"}]),
+        Of(device_owner="network:router_interface_distributed", device_id="r-hidden", fixed_ips=[{"subnet_id": "s-1", "ip_address": "10.0.0.3"}]),
+        Of(device_owner="network:router_interface", device_id="r-v6", fixed_ips=[{"subnet_id": "s-2", "ip_address": "fd00:10::1"}]),
+        Of(device_owner="network:dhcp", device_id="dhcp-1", fixed_ips=[{"subnet_id": "s-1", "ip_address": "10.0.0.4"}]),
+    ]
+    routers = {"r-ext": Of(external_gateway_info={"network_id": "n-ext", "enable_snat": True}), "r-local": Of(external_gateway_info=None), "r-v6": Of(external_gateway_info=None)}
+
+    def get_router(ref):
+        if ref not in routers:
+            raise exceptions.NotFoundException("no such router")
+        return routers[ref]
+
+    connection.network.ports = lambda network_id, device_owner: [p for p in ports if p.device_owner == device_owner]
+    connection.network.get_router = get_router
     connection.network.get_network = get_network
     connection.network.networks = lambda name: [n for n in networks.values() if n.name == name]
     connection.network.get_subnet = lambda ref: subnet
@@ -148,7 +166,8 @@ def test_networks_and_subnets_by_id_or_name_with_every_match():
         "vlan": (Network(twin_a, "vlan", True, (), None, ""), Network(twin_b, "vlan", False, (), 1500, "p-admin")),
         "nowhere": (),
     }
-    assert read.subnets == {"nodes-v4": (Subnet("s-1", "nodes-v4", net_id, "10.0.0.0/16", (("10.0.200.0", "10.0.200.9"),)),)}
+    routed = (("r-ext", "n-ext"), ("r-hidden", None), ("r-local", ""))
+    assert read.subnets == {"nodes-v4": (Subnet("s-1", "nodes-v4", net_id, "10.0.0.0/16", (("10.0.200.0", "10.0.200.9"),), routers=routed),)}
     # Nothing asked: the line the preflight read before.
     assert "networks" not in json.loads(probe(connection))
 
@@ -157,3 +176,33 @@ def test_networks_asked_in_other_than_json_fail_the_probe_in_one_line():
     environment = {**os.environ, "OS_CLOUD": "mine", "OCP_PYTHON": sys.executable, NETWORKS_VARIABLE: "storage, vlan"}
     done = subprocess.run(["bash", "-c", PROBE_COMMAND], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and json.loads(done.stdout) == {"error": f"{NETWORKS_VARIABLE} is not JSON"}
+
+
+def test_images_asked_by_name_are_every_one_glance_lists_newest_first():
+    """What the installer's validation and the Machine API count under a name (gophercloud's images.IDFromName:
+    GET /v2/images?name=, every status, public and shared images too): the probe lists the same, each with what
+    tells them apart. tests/localcloud/test_preflight_networks.py reads the real Glance."""
+    listed = {
+        "rhcos": [
+            Of(id="i-old", status="active", visibility="private", owner_id="p-1", created_at="2026-10-01T00:00:00Z"),
+            Of(id="i-queued", status="queued", visibility="private", owner_id="p-1", created_at="2026-11-02T00:00:00Z"),
+            Of(id="i-public", status="active", visibility="public", owner_id="p-admin", created_at="2026-11-01T00:00:00Z"),
+        ],
+    }
+    connection = _connection(_forbidden)
+    connection.image = Of(images=lambda name: iter(listed.get(name, [])))
+    line = probe(connection, {"images": ["rhcos", "nowhere"]})
+    read = parse_probe(line)
+    assert read.images == {
+        "rhcos": (
+            GlanceImage("i-queued", "queued", "private", "p-1", "2026-11-02T00:00:00Z"),
+            GlanceImage("i-public", "active", "public", "p-admin", "2026-11-01T00:00:00Z"),
+            GlanceImage("i-old", "active", "private", "p-1", "2026-10-01T00:00:00Z"),
+        ),
+        "nowhere": (),
+    }
+    # Not asked: not read (standalone mode, whose Machine API reads no image by name).
+    connection.network.get_network = connection.network.networks = lambda *args, **kwargs: []
+    assert parse_probe(probe(connection, {"networks": []})).images is None
+    broken = parse_probe(json.dumps({"extensions": [], "hosts": None, "images": {"rhcos": [{"status": "active"}]}}))
+    assert broken.images is None and "images it cannot have read" in broken.failure

@@ -13,6 +13,7 @@ import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
+from cluster.install_config import digest_mirror_set
 from cluster.day2 import stack_settings
 from cluster.installer import (
     ASSET_FILES,
@@ -48,11 +49,12 @@ def environment(request, tmp_path: Path) -> dict[str, str]:
     return stack_environment(request.param, tmp_path)
 
 
-def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None, project: str | None = None) -> dict[str, str]:
+def stack_environment(stack_file: str, tmp_path: Path, stack: str | None = None, project: str | None = None, **keys) -> dict[str, str]:
     """The run script's environment for a stack of this stack file (its own name unless `stack`
     names another: a copied stack file), its installer.dir tmp_path/assets; `project`: the stack
-    fully qualified as organization/<project>/<stack> (else its bare name, as before that)."""
-    config = load_config(stack_config(stack_file))
+    fully qualified as organization/<project>/<stack> (else its bare name, as before that); `keys`:
+    settings changed (stack_config's overrides)."""
+    config = load_config(stack_config(stack_file, **keys))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     installer = bin_dir / "openshift-install"
@@ -323,6 +325,65 @@ def test_the_pull_secret_is_removed_when_oc_fails(tmp_path):
     assert (directory / "metadata.json").is_file()  # the installer ran; oc came after it
     assert not (directory / ".pull-secret.json").exists()
     assert not [path for path in directory.rglob("*") if path.is_file() and PULL_SECRET.encode() in path.read_bytes()]
+
+
+MIRRORS = [
+    {"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab:5000/ocp/release"]},
+    {"source": "quay.io/openshift-release-dev/ocp-v4.0-art-dev", "mirrors": ["mirror.lab:5000/ocp/release", "mirror2.lab/ocp"]},
+]
+# Records each release lookup's arguments and the ImageDigestMirrorSet file it names, read while oc runs.
+RECORDING_OC = """#!/bin/sh
+for a in "$@"; do case "$a" in --idms-file=*) cat "${a#--idms-file=}" >> "$(dirname "$0")/idms"; echo >> "$(dirname "$0")/idms";; esac; done
+echo "$*" >> "$(dirname "$0")/calls"
+exec "$(dirname "$0")/oc" "$@"
+"""
+
+
+def test_standalone_release_lookups_read_the_release_through_the_stacks_mirrors(tmp_path):
+    """Issue 50, finding 9: `oc adm release info --idms-file` (oc 4.14 and later: pkg/cli/admin/release/info.go,
+    which openshift/oc's release-4.14 branch has and release-4.13 lacks) reads one ImageDigestMirrorSet
+    (pkg/cli/image/strategy/onerror.go readIDMSsFromFile: runtime.Decode of one config.openshift.io/v1 object) and
+    tries the source, then its mirrors. The file is the installer's own conversion of imageDigestSources
+    (pkg/asset/manifests/imagedigestmirrorset.go ConvertImageDigestMirrorSet: name image-digest-mirror)."""
+    environment = stack_environment("standalone", tmp_path, imageDigestSources=MIRRORS)
+    recording = tmp_path / "bin" / "oc-recording"
+    recording.write_text(RECORDING_OC)
+    recording.chmod(0o755)
+    result = run(run_script(), {**environment, "OC": str(recording)})
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "bin" / "calls").read_text().splitlines()
+    directory = Path(environment["INSTALLER_DIR"])
+    assert len(calls) == len(RELEASE_COMPONENTS) and all(f"--idms-file={directory / '.image-digest-mirror-set.json'} " in call for call in calls), calls
+    documents = [json.loads(line) for line in (tmp_path / "bin" / "idms").read_text().splitlines()]
+    assert documents == [{
+        "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
+        "spec": {"imageDigestMirrors": MIRRORS},
+    }] * len(RELEASE_COMPONENTS)
+    # What the pullspecs are: the release's own, which the nodes pull through the cluster's mirrors.
+    assert all(ref.startswith("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:") for ref in InstallerAssets.from_files(unbundle(result.stdout)).release_images.values())
+    # No mirrors: no flag, as before.
+    (tmp_path / "plain").mkdir()
+    plain = stack_environment("standalone", tmp_path / "plain")
+    (tmp_path / "plain" / "bin" / "oc-recording").write_text(RECORDING_OC)
+    (tmp_path / "plain" / "bin" / "oc-recording").chmod(0o755)
+    assert "IMAGE_DIGEST_MIRRORS" not in plain
+    assert run(run_script(), {**plain, "OC": str(tmp_path / "plain" / "bin" / "oc-recording")}).returncode == 0
+    assert "--idms-file" not in (tmp_path / "plain" / "bin" / "calls").read_text()
+
+
+@pytest.mark.skipif(toolchain.binary("openshift-install") is None, reason="needs the real openshift-install (bash .ci/toolchain)")
+def test_the_mirror_file_is_the_image_digest_mirror_set_the_real_installer_makes(tmp_path):
+    """The real installer's manifests/image-digest-mirror-set.yaml of the same imageDigestSources, object for object."""
+    config = load_config(stack_config("standalone", imageDigestSources=MIRRORS))
+    directory = tmp_path / "assets"
+    directory.mkdir()
+    (directory / "install-config.yaml").write_text(render_install_config(config, plan_addresses(config), PULL_SECRET))
+    made = subprocess.run([str(toolchain.binary("openshift-install")), "create", "manifests", "--dir", str(directory)], capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-3000:]
+    installers = yaml.safe_load((directory / "manifests" / "image-digest-mirror-set.yaml").read_text())
+    assert json.loads(digest_mirror_set(config)) == {key: value for key, value in installers.items() if key != "status"} | {
+        "metadata": {key: value for key, value in installers["metadata"].items() if key != "creationTimestamp"}
+    }
 
 
 def test_assets_of_another_cluster_are_refused():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import errno
 import os
 from pathlib import Path
@@ -21,9 +22,11 @@ from cluster.preflight import (
     footprint,
     libvirt_host_problems,
     libvirt_is_local,
+    mirror_warnings,
     problems,
     wanted,
 )
+from cluster.cloud_facts import is_baremetal
 from tests.conftest import stack_config, with_section, with_helper
 
 FLAVORS = {"master": Flavor(4, 16384, 40), "worker": Flavor(2, 8192, 40), "m1.small": Flavor(1, 2048, 20)}
@@ -238,3 +241,35 @@ def test_a_device_this_user_may_not_open_is_no_proof_for_the_system_instance(mon
     assert "/nonexistent/kvm cannot be opened read-write (Permission denied)" in problem
     monkeypatch.setattr(libvirt_host.os, "geteuid", lambda: 0)  # root refused: nobody may open it (a container's device rules)
     assert len(libvirt_host_problems(kvm(), MISSING)) == 1
+
+
+def test_a_bare_metal_flavor_is_held_to_no_minimum_as_the_installer_holds_it():
+    """Issue 50, finding 5: the installer reads the flavor's extra spec baremetal (validation/cloudinfo.go getFlavor)
+    and then skips its size minimums (machinepool.go validateFlavor: Ironic flavors' sizes are often placeholders)."""
+    config, plan = setup(stack_config("dev"))
+    placeholder = {**FLAVORS, "worker": Flavor(1, 512, 0)}
+    base = facts({})
+    found = problems(config, plan, dataclasses.replace(base, flavors=placeholder))
+    assert [p.split(": ")[0] for p in found] == ["ocp:workers.flavor"] * 3
+    assert problems(config, plan, dataclasses.replace(base, flavors={**placeholder, "worker": Flavor(1, 512, 0, baremetal=True)})) == []
+    # Any role: the masters' (and the bootstrap's, the same flavor) too.
+    metal = {**FLAVORS, "master": Flavor(1, 512, 0, baremetal=True)}
+    assert problems(config, plan, dataclasses.replace(base, flavors=metal)) == []
+    # The extra spec as Nova gives it: the string "true", as the installer compares it.
+    assert (is_baremetal({"baremetal": "true"}), is_baremetal({"baremetal": "True"}), is_baremetal({}), is_baremetal(None)) == (True, False, False, False)
+
+
+def test_an_ipv6_only_stack_without_mirrors_is_warned_naming_the_key():
+    """Upstream's single-stack IPv6 guide (installer docs/user/openstack/deploy_single_stack_ipv6_cluster.md):
+    "A local image registry needs to be pre-configured to mirror the images over IPv6"."""
+    from tests.cluster.test_families import V4, V6, families
+
+    for mode in ("integrated", "standalone"):
+        stack = "dev" if mode == "integrated" else "standalone"
+        alone = load_config(families(V6, stack=stack))
+        warned = mirror_warnings(alone)
+        assert len(warned) == 1 and warned[0].startswith("ocp:imageDigestSources: the machine network is IPv6 only and no mirror is named")
+        assert ("`oc adm release info` reads the release through them" in warned[0]) is (mode == "standalone")
+        mirrored = families(V6, stack=stack, imageDigestSources=[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror6.lab:5000/ocp"]}])
+        assert mirror_warnings(load_config(mirrored)) == []
+        assert mirror_warnings(load_config(families(V4, V6, stack=stack))) == []

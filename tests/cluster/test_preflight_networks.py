@@ -10,7 +10,7 @@ import json
 import pytest
 
 from cluster.addresses import plan_addresses
-from cluster.cloud_facts import PROBE_NETWORKS, Network, Subnet, parse_probe
+from cluster.cloud_facts import PROBE_NETWORKS, GlanceImage, Network, Subnet, machine_api_images, parse_probe
 from cluster.cloud_probe import NETWORKS_VARIABLE, answer
 from cluster.config import load_config
 from cluster.preflight import (
@@ -244,7 +244,7 @@ def test_what_the_probe_is_asked_and_what_it_answers():
     assert probe.networks == {"vlan": (Network(VLAN, "vlan", False, (), 1500, THEIRS),)} and probe.subnets == {"nodes-v4": ()}
     assert parse_probe(answer(["router"], None)).networks is None
     broken = parse_probe(json.dumps({"extensions": [], "hosts": None, "networks": {"x": [{"name": "no id"}]}}))
-    assert broken.networks is None and "networks or subnets it cannot have read" in broken.failure
+    assert broken.networks is None and "networks, subnets or images it cannot have read" in broken.failure
 
 
 def test_of_two_images_of_one_name_the_newest_active_is_booted_and_said():
@@ -415,3 +415,119 @@ def test_node_groups_on_a_network_inside_the_machine_network_are_refused(cidr):
 def test_a_network_outside_the_machine_network_takes_the_node_groups():
     apart = {"apart": (Network(INSIDE, "apart", True, ("s1",), 1500, OURS, ("10.9.0.0/24", "fd00:9::/64")),)}
     assert verdict(cloud=facts(networks=apart), additionalNetworks=[{"network": "apart"}]) == []
+
+
+# Issue 50, finding 4: what Glance lists under a name, as the installer and the Machine API count it.
+LISTED = (
+    GlanceImage("image-new", "active", "private", OURS, "2026-11-02T00:00:00Z"),
+    GlanceImage("image-queued", "queued", "private", OURS, "2026-11-01T00:00:00Z"),
+    GlanceImage("image-public", "active", "public", THEIRS, "2026-10-01T00:00:00Z"),
+)
+
+
+def test_integrated_mode_lists_the_names_the_installer_and_the_machine_api_look_up():
+    dev = load_config(with_section(stack_config("dev"), "workers", image="rhcos-workers"))
+    assert wanted(dev, plan_addresses(dev)).listed_images == ("rhcos", "rhcos-workers")
+    assert machine_api_images(dev) == [("ocp:masters.image", "rhcos"), ("ocp:workers.image", "rhcos-workers")]
+    # Standalone: platform none has no Machine API on OpenStack, and the installer names no image.
+    standalone = load_config(stack_config("standalone"))
+    assert wanted(standalone, plan_addresses(standalone)).listed_images == () and machine_api_images(standalone) == []
+
+
+def test_a_name_several_images_have_is_refused_in_integrated_mode_counting_queued_and_public_ones():
+    """A new integrated cluster: the installer's validation (cloudinfo.go getImage, gophercloud images.IDFromName)
+    gives up its checks on two matches, and machine-api-provider-openstack refuses "too many images with the name"
+    on every machine of a MachineSet. Only one of the three is active and the project's own: the provider's
+    active-only lookup saw one image and nothing was said before (issue 50, finding 4)."""
+    config = load_config(stack_config("dev"))
+    plan = plan_addresses(config)
+    twins = facts(images={"rhcos": Image(True, ("image-new",))}, listed_images={"rhcos": LISTED})
+    assert problems(config, plan, twins) == [
+        'ocp:masters.image, ocp:workers.image: 3 images are named "rhcos" in cloud "openstack" as Glance lists them to this '
+        "project (every status, public and shared ones too: image-new (active), image-queued (queued), image-public (active, "
+        f"public, project {THEIRS}'s)). In integrated mode the installer finds the cluster's image (clusterOSImage) by that name "
+        "and, finding several, skips every check it makes of the cloud, and the Machine API refuses the name on every machine a "
+        'MachineSet makes ("too many images with the name"). Delete or rename the others (`openstack image set --name <new name> '
+        "<ID>`; an image of another project only its owner can), or upload the image under a name no other image has and write that name"
+    ]
+    assert image_warnings(config, plan, twins) == []
+    # One image under the name: nothing.
+    single = facts(listed_images={"rhcos": LISTED[:1]})
+    assert problems(config, plan, single) == [] and image_warnings(config, plan, single) == []
+
+
+def test_on_a_running_integrated_cluster_the_name_is_warned_of_for_its_machinesets():
+    config = load_config(stack_config("dev"))
+    plan = plan_addresses(config)
+    running = facts(images={"rhcos": Image(True, ("image-new",))}, listed_images={"rhcos": LISTED}, existing=Existing(masters=3, workers=2, ports=7))
+    assert problems(config, plan, running) == []
+    assert image_warnings(config, plan, running) == [
+        'ocp:masters.image, ocp:workers.image: 3 images are named "rhcos" in cloud "openstack" as Glance lists them to this '
+        f"project (image-new (active), image-queued (queued), image-public (active, public, project {THEIRS}'s)): the Machine "
+        'API refuses the name on every machine a MachineSet makes ("too many images with the name"), so scaling up a MachineSet '
+        "(this stack's example ones name it) fails; the servers this program makes boot the newest active one, image-new. Delete "
+        "or rename the others (`openstack image set --name <new name> <ID>`; an image of another project only its owner can), or "
+        "upload the image under a name no other image has and write that name (servers made from then on boot it; running ones keep theirs)"
+    ]
+
+
+def test_standalone_mode_keeps_booting_the_newest_active_image_of_a_name():
+    config = load_config(stack_config("standalone"))
+    plan = plan_addresses(config)
+    twins = facts(images={"rhcos": Image(True, ("image-new", "image-old"))}, listed_images=None)
+    assert problems(config, plan, twins) == [] and boot_images(twins) == {"rhcos": "image-new"}
+    assert [w.split(": ")[0] for w in image_warnings(config, plan, twins)] == ["ocp:masters.image"]
+
+
+# Issue 50, finding 7: floating IPs on a network given without a router of the stack's.
+EXTERNAL_ID = "e1111111-2222-4333-8444-777777777777"
+GIVEN = {"networkId": "nodes", "subnetId": "nodes-v4"}
+
+
+def routed(*routers: tuple[str, str | None]) -> CloudFacts:
+    subnet = Subnet(SUBNET, "nodes-v4", NET, "10.0.0.0/16", routers=tuple(routers))
+    return facts(subnets={"nodes-v4": (subnet,)}, external_network_ids={"external": EXTERNAL_ID})
+
+
+def test_floating_ips_on_a_given_network_need_a_router_to_the_external_network_on_its_subnet():
+    """Neutron maps a floating IP to a port of a subnet only through a router with an interface there and its
+    gateway on the floating IP's network (neutron/db/l3_db.py get_router_for_floatingip), and says so only at the
+    association, halfway through `pulumi up`: the preflight refuses first, naming each key that plans one."""
+    refused = verdict(cloud=routed(), existingNetwork=GIVEN)
+    assert refused == [
+        'ocp:openstack.apiFloatingIp, ocp:openstack.ingressFloatingIp: floating IPs on externalNetwork "external" reach a port on '
+        'subnet "nodes-v4" only through a router with an interface on that subnet and its gateway on "external", and the subnet '
+        'has none: Neutron would refuse each association ("External network ... is not reachable from subnet ...") halfway '
+        "through `pulumi up`: write ocp:openstack.existingNetwork.router: true (this stack then makes one), ask the network's "
+        'owner to attach a router whose gateway is on "external" (`openstack router add subnet <router> nodes-v4`), or plan '
+        "none: apiFloatingIp: none, ingressFloatingIp: none, bootstrap.helper.floatingIp: false (clients then reach the VIPs on "
+        "the network itself)"
+    ]
+    # The bootstrap's too, where it is asked for in so many words; a router elsewhere is named.
+    asked = verdict(cloud=routed(("r-other", "f1111111-2222-4333-8444-777777777777")), existingNetwork=GIVEN, apiFloatingIp="none", ingressFloatingIp="none")
+    assert asked == []  # unset, the bootstrap's is off on a network given without a router
+    config = with_section(with_section(stack_config("dev"), "openstack", existingNetwork=GIVEN), "bootstrap", helper={"floatingIp": True})
+    loaded = load_config(config)
+    found = problems(loaded, plan_addresses(loaded), routed(("r-other", "")))
+    assert found[0].startswith("ocp:openstack.apiFloatingIp, ocp:openstack.ingressFloatingIp, ocp:bootstrap.helper.floatingIp: ")
+    assert "and the subnet has none (its routers' gateways are elsewhere: r-other)" in found[0]
+    # A router there with its gateway on the external network, or one this stack makes: nothing.
+    assert verdict(cloud=routed(("r-1", EXTERNAL_ID)), existingNetwork=GIVEN) == []
+    assert verdict(cloud=routed(), existingNetwork={**GIVEN, "router": True}) == []
+    # Routers not read (a cloud description without them): nothing held.
+    assert verdict(cloud=facts(external_network_ids={"external": EXTERNAL_ID}), existingNetwork=GIVEN) == []
+
+
+def test_another_projects_router_or_a_running_cluster_is_warned_not_refused():
+    config = load_config(with_section(stack_config("dev"), "openstack", existingNetwork=GIVEN))
+    plan = plan_addresses(config)
+    hidden = routed(("r-hidden", None))
+    assert problems(config, plan, hidden) == []
+    assert network_warnings(config, plan, hidden) == [
+        'ocp:openstack.apiFloatingIp, ocp:openstack.ingressFloatingIp: subnet "nodes-v4" has an interface of router r-hidden, '
+        "which Neutron does not show this project (another project's): a floating IP on externalNetwork \"external\" maps there "
+        'only if its gateway is on "external"'
+    ]
+    running = dataclasses.replace(routed(), existing=Existing(masters=3, workers=2, ports=7))
+    assert problems(config, plan, running) == []
+    assert [w.endswith("This cluster keeps the floating IPs it has; to add one, write ocp:openstack.existingNetwork.router: true (this stack then makes one), ask the network's owner to attach a router whose gateway is on \"external\" (`openstack router add subnet <router> nodes-v4`), or plan none: apiFloatingIp: none, ingressFloatingIp: none, bootstrap.helper.floatingIp: false (clients then reach the VIPs on the network itself)") for w in network_warnings(config, plan, running)] == [True]

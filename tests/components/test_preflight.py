@@ -236,7 +236,7 @@ def test_the_probes_own_failure_is_the_reason_given(monkeypatch):
     from tools import mock_cloud
 
     why = "Keystone at http://keystone.example:5000/v3 refused its credentials (401): check the entry's auth in clouds.yaml"
-    monkeypatch.setattr(mock_cloud, "probe_answer", lambda extensions, hosts: cloud_probe.failed(why))
+    monkeypatch.setattr(mock_cloud, "probe_answer", lambda *asked, **more: cloud_probe.failed(why))
     _, error = attempt(stack_config("dev"))
     assert error is not None and f'reading Neutron\'s extensions in cloud "openstack" failed ({why}): ' in error, error
     # Standalone mode wants neither fact: the probe does not run there.
@@ -477,12 +477,13 @@ TWIN_IMAGES = {"images": {"rhcos": [
 
 
 def test_of_two_images_of_one_name_the_newest_active_is_said_and_handed_on(monkeypatch):
+    """Standalone mode: no Machine API reads the name (platform none), so the servers boot the newest, by ID."""
     from components.openstack import preflight
 
     checks = []
     real = preflight.check
     monkeypatch.setattr(preflight, "check", lambda *args: checks.append(real(*args)) or checks[-1])
-    run, error = attempt(stack_config("dev"), _cloud(TWIN_IMAGES))
+    run, error = attempt(stack_config("standalone"), _cloud(TWIN_IMAGES), stack="standalone")
     assert error is None, error
     assert [w for w in run.warnings if "active images" in w] == [
         'ocp:masters.image: 2 active images are named "rhcos" in cloud "openstack": the servers boot the newest, image-rhcos-new '
@@ -497,3 +498,78 @@ def test_of_two_images_of_one_name_the_newest_active_is_said_and_handed_on(monke
     checks.clear()
     attempt(with_section(stack_config("dev"), "openstack", skipPreflight=True))
     assert checks[0].images == {}
+
+
+# Issue 50, finding 4: the installer and the Machine API count every image Glance lists under a name.
+PUBLIC_TWIN = {"images": {"rhcos": [
+    {"id": "image-rhcos", "created": "2026-11-01T00:00:00Z"},
+    {"id": "image-rhcos-admins", "visibility": "public", "project": "project-admin", "created": "2026-10-01T00:00:00Z"},
+]}}
+
+
+def test_integrated_mode_refuses_a_name_glance_lists_several_images_under_before_anything():
+    """The project's one active rhcos and an admin's public one: the provider's lookup (which the servers' IDs come
+    from) and the old preflight saw both, but only warned; a queued copy it did not see at all (TWIN_IMAGES)."""
+    run, error = attempt(stack_config("dev"), _cloud(PUBLIC_TWIN))
+    assert error is not None and cloud_types(run) == set()
+    assert (
+        'ocp:masters.image, ocp:workers.image: 2 images are named "rhcos" in cloud "openstack" as Glance lists them to this project '
+        "(every status, public and shared ones too: image-rhcos (active), image-rhcos-admins (active, public, project project-admin's))"
+    ) in error
+    run, error = attempt(stack_config("dev"), _cloud(TWIN_IMAGES))
+    assert error is not None and "image-rhcos-queued (queued)" in error and cloud_types(run) == set()
+    # Workers on an image of their own: only that key.
+    _, error = attempt(with_section(stack_config("dev"), "workers", image="rhcos-4.17"), _cloud(PUBLIC_TWIN))
+    assert error is not None and 'ocp:masters.image: 2 images are named "rhcos"' in error and "ocp:workers.image" not in error
+
+
+def test_a_running_integrated_cluster_is_warned_that_its_machinesets_fail_on_the_name():
+    state = deploy(stack_config("dev"))
+    recorded = ProgramRun()
+    run_program(stack_config("dev"), into=recorded, engine=deployed_from(state), cloud=_cloud(PUBLIC_TWIN))
+    warned = [w for w in recorded.warnings if "images are named" in w]
+    assert len(warned) == 1 and warned[0].startswith('ocp:masters.image, ocp:workers.image: 2 images are named "rhcos"'), recorded.warnings
+    assert "so scaling up a MachineSet (this stack's example ones name it) fails; the servers this program makes boot the newest active one, image-rhcos" in warned[0]
+
+
+# Issue 50, finding 5: an Ironic flavor's placeholder sizes, lifted by its extra spec as the installer lifts them.
+def test_a_bare_metal_flavor_is_held_to_no_minimum():
+    placeholder = {"flavors": {"worker": [1, 512, 0]}}
+    _, error = attempt(stack_config("dev"), _cloud(placeholder))
+    assert error is not None and 'ocp:workers.flavor: flavor "worker" has 1 vCPUs; a worker needs at least 2' in error
+    run, error = attempt(stack_config("dev"), _cloud({**placeholder, "flavorExtraSpecs": {"worker": {"baremetal": "true"}}}))
+    assert error is None, error
+    assert "openstack:compute/instance:Instance" in cloud_types(run)
+
+
+# Issue 50, finding 7: floating IPs on a network given without a router of the stack's.
+def test_floating_ips_on_a_given_network_without_a_router_to_the_external_network_stop_the_program():
+    routed = lambda routers: {**DESCRIBED_NETWORKS, "subnets": [{**each, "routers": routers} if each["id"] == NODES_V4 else each for each in DESCRIBED_NETWORKS["subnets"]]}  # noqa: E731
+    config = with_section(stack_config("dev"), "openstack", **GIVEN)
+    run, error = attempt(config, _cloud(routed({})))
+    assert error is not None and cloud_types(run) == set()
+    assert (
+        'ocp:openstack.apiFloatingIp, ocp:openstack.ingressFloatingIp: floating IPs on externalNetwork "external" reach a port on '
+        'subnet "nodes-v4" only through a router with an interface on that subnet and its gateway on "external", and the subnet has none'
+    ) in error
+    # A router there whose gateway is on it (the mock cloud's external network's ID: network-external): made.
+    run, error = attempt(config, _cloud(routed({"r-1": "network-external"})))
+    assert error is None, error
+    assert "openstack:networking/floatingIp:FloatingIp" in cloud_types(run)
+    # None planned: the bootstrap's, unset, is off on such a network (no floating IP, no SSH source needed).
+    bare = with_section(config, "openstack", apiFloatingIp="none", ingressFloatingIp="none", sshAllowedCidr=None)
+    run, error = attempt(bare, _cloud(routed({})))
+    assert error is None, error
+    assert "openstack:networking/floatingIp:FloatingIp" not in cloud_types(run)
+
+
+# Issue 50, finding 9: an IPv6-only cluster pulls its release through a mirror.
+def test_an_ipv6_only_stack_without_mirrors_is_warned():
+    from tests.cluster.test_families import V6, families
+
+    run, error = attempt(families(V6, stack="standalone"), stack="standalone")
+    assert error is None, error
+    assert [w.split(": ")[0] for w in run.warnings if "no mirror is named" in w] == ["ocp:imageDigestSources"], run.warnings
+    mirrored = families(V6, stack="standalone", imageDigestSources=[{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror6.lab:5000/ocp"]}])
+    run, error = attempt(mirrored, stack="standalone")
+    assert error is None and not [w for w in run.warnings if "no mirror is named" in w]

@@ -121,3 +121,26 @@ def test_naming_all_three_images_needs_no_oc(tmp_path):
     assert run["inputs"]["environment"]["RELEASE_COMPONENTS"] == ""
     grown = preview(state, with_section(with_section(config, "bootstrap", enabled=False), "workers", count=3), "standalone")
     assert grown.error is None, grown.error
+
+
+def test_a_later_workers_lookups_read_the_release_through_the_stacks_mirrors(tmp_path):
+    """Issue 50, finding 9: with ocp:imageDigestSources each `oc adm release info` of a worker made after install
+    gets `--idms-file`, the ImageDigestMirrorSet the installer makes of them (tests/cluster/test_installer.py holds
+    it to the real installer's), read by oc while it runs; the cluster's own read (`oc get clusterversion`) needs none."""
+    mirrors = [{"source": "quay.io/openshift-release-dev/ocp-v4.0-art-dev", "mirrors": ["mirror.lab:5000/ocp/release"]}]
+    config = with_section(stack_config("standalone", imageDigestSources=mirrors), "workers", count=3)
+    state = _installed(config)
+    reading = UPGRADED_OC.replace(
+        'echo "$*" >> "$(dirname "$0")/calls"\n',
+        'echo "$*" >> "$(dirname "$0")/calls"\n'
+        'for a in "$@"; do case "$a" in --idms-file=*) cat "${a#--idms-file=}" >> "$(dirname "$0")/idms"; echo >> "$(dirname "$0")/idms";; esac; done\n',
+    )
+    grown = preview(state, _day2(config, _oc(tmp_path, reading), count=4), "standalone")
+    assert grown.error is None, grown.error
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert "--idms-file" not in calls[0] and all("--idms-file=" in call for call in calls[1:]) and len(calls) > 1, calls
+    documents = [json.loads(line) for line in (tmp_path / "idms").read_text().splitlines()]
+    assert documents == [{
+        "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
+        "spec": {"imageDigestMirrors": mirrors},
+    }] * (len(calls) - 1)

@@ -1,8 +1,9 @@
-"""The preflight's network and image checks against the real local Neutron and Glance, through the
-real engine (`pulumi preview` of the dev stack, which stops before any resource): networks made
-here as the tenant (port security off, no subnet, MTU 1300, two of one name) and as the admin
-(another project's shared one), and images of one name. Neutron's own answers ground the
-messages. Everything made here is deleted by its ID."""
+"""The preflight's network, image and flavor checks against the real local Neutron, Glance and Nova,
+through the real engine (`pulumi preview` of the dev and standalone stacks, which stops before any
+resource): networks made here as the tenant (port security off, no subnet, MTU 1300, two of one name)
+and as the admin (another project's shared one), images of one name (the tenant's, and a public one of
+the admin's), and the admin's flavors with and without the extra spec baremetal=true. Neutron's own
+answers ground the messages. Everything made here is deleted by its ID."""
 
 from __future__ import annotations
 
@@ -38,6 +39,17 @@ for data in (b"older", b"newer", None):
     image = tenant.image.create_image(data=data, wait=True, **fields) if data else tenant.image.create_image(**fields)
     made["images"].append(image.id)
     time.sleep(1.1)
+# Issue 50: one name, the tenant's active image and a public one an admin made (the installer and the Machine API
+# count both); an Ironic-like flavor (placeholder sizes, baremetal=true) and one of the same sizes without the spec.
+own = tenant.image.create_image(data=b"own", name="pf-public-twin", disk_format="raw", container_format="bare", visibility="private", allow_duplicates=True, wait=True)
+made["images"].append(own.id)
+public = admin.image.create_image(data=b"public", name="pf-public-twin", disk_format="raw", container_format="bare", visibility="public", allow_duplicates=True, wait=True)
+made["admin_images"] = [public.id]
+made["admin_project"] = admin.current_project_id
+metal = admin.compute.create_flavor(name="pf-metal", vcpus=1, ram=512, disk=0)
+admin.compute.create_flavor_extra_specs(metal, {"baremetal": "true"})
+tiny = admin.compute.create_flavor(name="pf-tiny", vcpus=1, ram=512, disk=0)
+made["flavors"] = [metal.id, tiny.id]
 made["small_mtu"] = tenant.network.get_network(small.id).mtu
 made["dup_ids"] = sorted(d.id for d in dups)
 made["shared"], made["shared_v4"] = shared.id, shared_v4.id
@@ -72,13 +84,18 @@ result = answers
 REMOVE = """
 for image in made["images"]:
     tenant.image.delete_image(image, ignore_missing=True)
+for image in made.get("admin_images", []):
+    admin.image.delete_image(image, ignore_missing=True)
+for flavor in made.get("flavors", []):
+    admin.compute.delete_flavor(flavor, ignore_missing=True)
 for network in made["networks"]:
     tenant.network.delete_network(network, ignore_missing=True)
 for network in made["admin_networks"]:
     admin.network.delete_network(network, ignore_missing=True)
 result = {
     "networks": [n.id for n in admin.network.networks() if n.id in made["networks"] + made["admin_networks"]],
-    "images": [i.id for i in tenant.image.images() if i.id in made["images"]],
+    "images": [i.id for i in admin.image.images() if i.id in made["images"] + made.get("admin_images", [])],
+    "flavors": [f.id for f in admin.compute.flavors() if f.id in made.get("flavors", [])],
 }
 """
 
@@ -89,12 +106,17 @@ def made(cloud):
     try:
         yield found
     finally:
-        assert sdk(cloud, REMOVE, made=found) == {"networks": [], "images": []}
+        assert sdk(cloud, REMOVE, made=found) == {"networks": [], "images": [], "flavors": []}
 
 
 @pytest.fixture(scope="module")
 def dev_stack(cloud, cloud_env, tmp_path_factory):
     yield from openstack_stack("dev", tmp_path_factory.mktemp("dev-networks"), cloud, cloud_env)
+
+
+@pytest.fixture(scope="module")
+def standalone_stack(cloud, cloud_env, tmp_path_factory):
+    yield from openstack_stack("standalone", tmp_path_factory.mktemp("standalone-images"), cloud, cloud_env)
 
 
 def _preview(stack, **sections):
@@ -131,7 +153,7 @@ def test_neutron_refuses_what_the_preflight_refuses(cloud, made):
     assert answers["no field, another project's network without it"] == "made", answers
 
 
-def test_the_real_preflight_refuses_each_network_and_names_the_image_it_boots(dev_stack, made):
+def test_the_real_preflight_refuses_each_network_and_an_image_name_several_share(dev_stack, made):
     assert made["small_mtu"] == 1300
     output = _preview(
         dev_stack,
@@ -164,13 +186,16 @@ def test_the_real_preflight_refuses_each_network_and_names_the_image_it_boots(de
     ]
     for message in expected:
         assert any(message in line for line in lines), (message, output[-4000:])
-    older, newer, queued = made["images"]
-    warning = (
-        f'ocp:masters.image: 2 active images are named "pf-twin" in cloud "openstack": the servers boot the newest, {newer} '
-        f"(not {older}). Delete or rename the others"
+    # Integrated mode (issue 50, finding 4): the installer and the Machine API list the name as the real Glance does,
+    # the queued upload too, which the provider's active-only lookup never showed: refused, every ID named.
+    older, newer, queued = made["images"][:3]
+    refusal = (
+        f'ocp:masters.image: 3 images are named "pf-twin" in cloud "openstack" as Glance lists them to this project (every '
+        f"status, public and shared ones too: {queued} (queued), {newer} (active), {older} (active)). In integrated mode the "
+        "installer finds the cluster's image (clusterOSImage) by that name"
     )
-    assert any(warning in line for line in lines), output[-4000:]
-    assert queued not in output
+    assert any(refusal in line for line in lines), output[-4000:]
+    assert "active images are named" not in output
 
 
 def test_the_real_preflight_refuses_another_projects_network_in_integrated_mode(dev_stack, made):
@@ -230,3 +255,29 @@ def test_an_unfiltered_network_reaches_the_workers_only_and_is_listed(dev_stack,
         'ocp:openstack.additionalNetworks[0].network: network "pf-small" has subnet 10.0.0.0/16, which overlaps ocp:machineNetwork, '
         "and its ports carry the node's groups, which admit the machine network by address"
     ) in refused, refused[-4000:]
+
+
+def test_images_glance_lists_under_one_name_and_bare_metal_flavors_as_the_installer_counts_them(dev_stack, standalone_stack, made):
+    """Issue 50, findings 4 and 5, with the real Glance and Nova. Integrated: a name under which Glance lists the
+    tenant's image and an admin's public one is refused before the installer runs (its validation counts both,
+    and the Machine API refuses "too many images with the name"); the flavor with baremetal=true passes with its
+    placeholder sizes, the same sizes without the spec do not. Standalone keeps booting the newest active image."""
+    own, public = made["images"][3], made["admin_images"][0]
+    output = _preview(dev_stack, masters={"image": "pf-public-twin"}, workers={"image": "pf-public-twin", "flavor": "pf-metal"})
+    text = " ".join(output.split())
+    assert (
+        'ocp:masters.image, ocp:workers.image: 2 images are named "pf-public-twin" in cloud "openstack" as Glance lists them to '
+        "this project (every status, public and shared ones too: "
+    ) in text, output[-4000:]
+    assert f"{own} (active)" in text and f"{public} (active, public, project {made['admin_project']}'s)" in text
+    assert "pf-metal" not in text  # held to no minimum
+    tiny = " ".join(_preview(dev_stack, workers={"flavor": "pf-tiny"}).split())
+    assert 'ocp:workers.flavor: flavor "pf-tiny" has 1 vCPUs; a worker needs at least 2' in tiny, tiny[-4000:]
+    # Standalone: platform none has no Machine API there; the newest active is booted, by ID, and said.
+    older, newer = made["images"][:2]
+    edited = dict(standalone_stack.base)
+    edited["ocp:masters"] = json.dumps({**structured(standalone_stack.base["ocp:masters"]), "image": "pf-twin"})
+    steps, output = standalone_stack.steps(edited)
+    standalone_stack.write_config(standalone_stack.base)
+    assert steps is not None, output[-4000:]
+    assert f'ocp:masters.image: 2 active images are named "pf-twin" in cloud "openstack": the servers boot the newest, {newer} (not {older})' in " ".join(output.split())

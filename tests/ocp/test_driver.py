@@ -117,6 +117,7 @@ def installing(monkeypatch, tmp_path):
         config = SimpleNamespace(
             installer=SimpleNamespace(binary="openshift-install", assets_dir=str(tmp_path / "assets"), oc="oc"),
             bootstrap=SimpleNamespace(enabled=True),
+            workers=SimpleNamespace(ready_timeout=40),
             cluster_domain="kvm4.lab.local",
             capabilities=None,
             platform="libvirt",
@@ -505,6 +506,29 @@ def test_a_name_resolving_elsewhere_is_said_and_the_install_waits(installing, mo
         driver.install("kvm", said.append)
     assert "api.kvm4.lab.local resolves to 198.51.100.9 here, not to the API's 203.0.113.5: fix the record unless that address leads to the API" in said
     assert ran[0][:3] == ["openshift-install", "wait-for", "bootstrap-complete"]
+
+
+def test_the_workers_wait_is_the_stacks_readytimeout_unless_the_flag_says_otherwise(installing, monkeypatch):
+    """Issue 50, finding 5: bare-metal workers are inspected, cleaned and deployed before they boot (upstream's
+    docs/user/openstack/deploy_baremetal_workers.md: "Long boot times ... may result in deployment timeout"), so the
+    stack says how long `python -m ocp install` waits for them (ocp:workers.readyTimeout, minutes); --nodes-timeout wins."""
+    waits: list[float] = []
+
+    def approve(kube, nodes, workers, domain, deadline, say, **kwargs):
+        waits.append(round((deadline - time.monotonic()) / 60))
+        return True
+
+    monkeypatch.setattr(driver, "approve_until_ready", approve)
+    for flag, expected in ((None, 180), (25 * 60.0, 25)):
+        stack = FakeStack([], UP_OUTPUTS)
+        installing(stack, {}, workers=SimpleNamespace(ready_timeout=180))
+        driver.install("kvm", lambda line: None, nodes_timeout=flag)
+        assert waits[-1] == expected
+    # The command line: no --nodes-timeout hands the stack's on; one in minutes, its own.
+    calls: list = []
+    monkeypatch.setattr(driver, "install", lambda *args, **kwargs: calls.append(args[4]))
+    assert main(["install", "--stack", "kvm"]) == 0 and main(["install", "--stack", "kvm", "--nodes-timeout", "90"]) == 0
+    assert calls == [None, 5400.0]
 
 
 def test_this_machine_resolves_by_its_hosts_file():

@@ -39,7 +39,11 @@ class _Compute:
         return [Of(state="up"), Of(state="down"), Of(state="up")]
 
     def flavors(self):
-        return [Of(name="worker", vcpus=2, ram=8192, disk=40), Of(name="master", vcpus=4, ram=16384, disk=40)]
+        return [
+            Of(name="worker", vcpus=2, ram=8192, disk=40, extra_specs={}), Of(name="master", vcpus=4, ram=16384, disk=40, extra_specs={}),
+            # An Ironic flavor: placeholder sizes, and the extra spec the installer reads.
+            Of(name="bm", vcpus=1, ram=512, disk=0, extra_specs={"baremetal": "true", "resources:VCPU": "0"}),
+        ]
 
     def availability_zones(self):
         return [Of(name="nova", state={"available": True}), Of(name="az9", state={"available": False}), Of(name="az1", state={"available": True})]
@@ -54,6 +58,13 @@ def _connection(admin: bool = False) -> Of:
             Of(id="n-2", name="", is_router_external=False, is_port_security_enabled=False, mtu=9000, project_id="p-1", subnet_ids=[]),
         ],
         subnets=lambda: [Of(id="s-3", name="public-v4", network_id="n-3", cidr="198.51.100.0/24", allocation_pools=[]), Of(id="s-1", name="", network_id="n-1", cidr="10.0.0.0/16", allocation_pools=[{"start": "10.0.200.0", "end": "10.0.200.99"}])],
+        # s-1 has the project's router r-1 (its gateway on public) and another project's r-2, which Neutron does not list.
+        routers=lambda: [Of(id="r-1", external_gateway_info={"network_id": "n-3"})],
+        ports=lambda device_owner: [
+            Of(device_id=router, device_owner=device_owner, fixed_ips=[{"subnet_id": "s-1", "ip_address": address}])
+            for router, owner, address in (("r-1", "network:router_interface", "10.0.0.1"), ("r-2", "network:router_interface_distributed", "10.0.0.2"))
+            if owner == device_owner
+        ],
         ips=lambda project_id: [Of(floating_ip_address="198.51.100.8", port_id=None), Of(floating_ip_address="192.0.2.50", port_id="port-1")],
         extensions=lambda: [Of(alias="standard-attr-tag"), Of(alias="router")],
         get_quota=lambda project, details=False: Of(
@@ -63,9 +74,10 @@ def _connection(admin: bool = False) -> Of:
         ),
     )
     images = [
-        Of(id="i-2", name="rhcos", status="active", created_at="2026-11-01T00:00:00Z"),
-        Of(id="i-3", name="rhcos", status="queued", created_at="2026-11-02T00:00:00Z"),
-        Of(id="i-1", name="centos", status="active", created_at="2026-10-01T00:00:00Z"),
+        Of(id="i-2", name="rhcos", status="active", created_at="2026-11-01T00:00:00Z", visibility="private", owner_id="p-1"),
+        Of(id="i-3", name="rhcos", status="queued", created_at="2026-11-02T00:00:00Z", visibility="private", owner_id="p-1"),
+        Of(id="i-4", name="rhcos", status="active", created_at="2026-09-01T00:00:00Z", visibility="public", owner_id="p-admin"),
+        Of(id="i-1", name="centos", status="active", created_at="2026-10-01T00:00:00Z", visibility="public", owner_id="p-admin"),
     ]
     catalog = [
         {"type": "image", "endpoints": [{"interface": "internal", "region_id": "RegionOne", "url": "http://glance.internal"},
@@ -91,12 +103,18 @@ def _connection(admin: bool = False) -> Of:
 
 def test_the_description_is_what_the_sdk_reads_sorted_and_without_secrets(tmp_path):
     described = describe(_connection())
-    assert described["flavors"] == {"master": [4, 16384, 40], "worker": [2, 8192, 40]}
-    assert list(described["flavors"]) == ["master", "worker"]
-    # Several images of one name: each, newest first (the servers boot the newest active one).
+    assert described["flavors"] == {"bm": [1, 512, 0], "master": [4, 16384, 40], "worker": [2, 8192, 40]}
+    assert list(described["flavors"]) == ["bm", "master", "worker"]
+    assert described["flavorExtraSpecs"] == {"bm": {"baremetal": "true", "resources:VCPU": "0"}}
+    # Several images of one name: each, newest first (the servers boot the newest active one), with what the
+    # installer and the Machine API count too: one not active, one public of another project's.
     assert described["images"] == {
         "centos": True,
-        "rhcos": [{"id": "i-3", "active": False, "created": "2026-11-02T00:00:00Z"}, {"id": "i-2", "active": True, "created": "2026-11-01T00:00:00Z"}],
+        "rhcos": [
+            {"id": "i-3", "active": False, "created": "2026-11-02T00:00:00Z", "status": "queued"},
+            {"id": "i-2", "active": True, "created": "2026-11-01T00:00:00Z"},
+            {"id": "i-4", "active": True, "created": "2026-09-01T00:00:00Z", "visibility": "public", "project": "p-admin"},
+        ],
     }
     # Every network and subnet, the owner only where it is another project.
     assert described["neutronNetworks"] == [
@@ -105,8 +123,8 @@ def test_the_description_is_what_the_sdk_reads_sorted_and_without_secrets(tmp_pa
         {"id": "n-3", "name": "public", "mtu": 1500, "project": "p-admin", "subnets": ["s-3"]},
     ]
     assert described["subnets"] == [
-        {"id": "s-1", "name": "", "network": "n-1", "cidr": "10.0.0.0/16", "pools": [["10.0.200.0", "10.0.200.99"]]},
-        {"id": "s-3", "name": "public-v4", "network": "n-3", "cidr": "198.51.100.0/24", "pools": []},
+        {"id": "s-1", "name": "", "network": "n-1", "cidr": "10.0.0.0/16", "pools": [["10.0.200.0", "10.0.200.99"]], "routers": {"r-1": "n-3", "r-2": None}},
+        {"id": "s-3", "name": "public-v4", "network": "n-3", "cidr": "198.51.100.0/24", "pools": [], "routers": {}},
     ]
     assert described["networks"] == {"lab": False, "public": True}
     assert described["floatingIps"] == {"192.0.2.50": "port-1", "198.51.100.8": ""}
