@@ -162,3 +162,13 @@ def test_the_real_installer_makes_the_standalone_stacks_manifests(installer, tmp
     made = subprocess.run([installer, "create", "manifests", "--dir", str(tmp_path)], env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
     assert (tmp_path / "manifests" / "cluster-infrastructure-02-config.yml").exists()
+
+
+def test_the_plans_picture_draws_one_address_for_both_once(standalone_routed):
+    from tests.tools.test_topology import boxes
+    from tools import topology
+
+    svg = topology.render(standalone_routed.state(), standalone_routed.outputs, "stack standalone")
+    if svg is None:
+        pytest.skip(topology.HOW)
+    assert [lines for title, lines in boxes(svg).items() if title.startswith("vip ")] == [["API and Ingress VIP", FRONTEND]]
