@@ -68,10 +68,17 @@ def reserved_addresses(network: IPNetwork, name: str, max_workers: int) -> dict[
 
 
 def placement_problems(
-    network: IPNetwork, name: str, api_vip: IPAddress | None, ingress_vip: IPAddress | None, max_workers: int
+    network: IPNetwork, name: str, api_vip: IPAddress | None, ingress_vip: IPAddress | None, max_workers: int,
+    user_managed: bool = False,
 ) -> list[str]:
     """Why these addresses cannot be planned, one message per problem; checked with the config
-    (cluster/config_rules.py), so they come with every other problem of the stack at once."""
+    (cluster/config_rules.py), so they come with every other problem of the stack at once.
+
+    `user_managed` (ocp:loadBalancer: UserManaged): the VIPs are the user's balancer's frontends, not on
+    any node, and the installer drops two rules for them (pkg/types/validation/installconfig.go,
+    validateAPIAndIngressVIPs): a VIP may lie outside the machine network (on the balancer's own
+    routed network, as upstream's spine-leaf layout has it), and one address may serve both. A VIP
+    inside the machine network still must not be a node's."""
     last_host = network.broadcast_address - 1
     if host(network, WORKER_OFFSET + max_workers) > last_host - 8:
         return [
@@ -82,7 +89,14 @@ def placement_problems(
     taken = reserved_addresses(network, name, max_workers)
     problems = []
     for key, vip in (("apiVip", api_vip), ("ingressVip", ingress_vip)):
-        if vip not in network or vip in (network.network_address, network.broadcast_address):
+        if vip not in network and user_managed:
+            continue
+        if vip not in network:
+            problems.append(
+                f"ocp:{key}: {vip} is not a host address in ocp:machineNetwork {network} (the nodes' keepalived holds it "
+                "there; only a balancer of your own, ocp:loadBalancer: UserManaged, may listen elsewhere)"
+            )
+        elif vip in (network.network_address, network.broadcast_address):
             problems.append(f"ocp:{key}: {vip} is not a host address in ocp:machineNetwork {network}")
         elif vip in taken:
             problems.append(
@@ -90,6 +104,9 @@ def placement_problems(
                 f"{host(network, API_VIP_OFFSET if key == 'apiVip' else INGRESS_VIP_OFFSET)} "
                 f"or one at the top of the network"
             )
-    if api_vip == ingress_vip:
-        problems.append(f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ")
+    if api_vip == ingress_vip and not user_managed:
+        problems.append(
+            f"ocp:ingressVip: {ingress_vip} is also the API VIP: the two VIPs must differ (keepalived holds each on "
+            "its own nodes; one address for both only with a balancer of your own, ocp:loadBalancer: UserManaged)"
+        )
     return problems

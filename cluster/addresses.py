@@ -158,7 +158,7 @@ def plan_addresses(config: ClusterConfig) -> AddressPlan:
     problems = [
         problem
         for network, (api, ingress) in zip(networks, written)
-        for problem in placement_problems(network, name, api, ingress, max_workers)
+        for problem in placement_problems(network, name, api, ingress, max_workers, config.user_managed_lb)
     ]
     if problems:
         raise ConfigError(problems)

@@ -23,7 +23,28 @@ from cluster.config_fields import (
 )
 
 PoolName = Literal["masters", "workers"]
-VnicType = Literal["normal", "direct", "macvtap"]
+# Neutron's binding:vnic_type: normal (virtio), direct (an SR-IOV VF), direct-physical (a whole PF),
+# macvtap, vdpa.
+VnicType = Literal["normal", "direct", "direct-physical", "macvtap", "vdpa"]
+
+
+class BindingProfile(Model):
+    """What an SR-IOV port's binding profile (Neutron's binding:profile) says to the binding of a VF:
+    OVS hardware offload (capabilities: [switchdev]) and a trusted VF. Only these two, which is all the
+    Machine API carries (MAPO's portProfileToCapov1BindingProfile)."""
+
+    capabilities: Annotated[tuple[Literal["switchdev"], ...], AfterValidator(distinct)] = ()
+    trusted: bool = False
+
+    @model_validator(mode="after")
+    def _says_something(self) -> BindingProfile:
+        if not self.capabilities and not self.trusted:
+            raise ValueError("says nothing: write capabilities: [switchdev] (OVS hardware offload), trusted: true, or both; or remove it")
+        return self
+
+    def as_neutron(self) -> dict[str, Any]:
+        """binding:profile as Neutron takes it (and CAPO sends it)."""
+        return {**({"capabilities": list(self.capabilities)} if self.capabilities else {}), **({"trusted": True} if self.trusted else {})}
 
 
 class ExistingNetwork(Model):
@@ -66,6 +87,8 @@ class AdditionalNetwork(Model):
     # words, or the masters stay off such a network.
     unfiltered_master_ports: bool = False
     vnic_type: VnicType = "normal"
+    # The port's binding profile (SR-IOV: switchdev offload, a trusted VF); vnicType direct only.
+    profile: BindingProfile | None = None
     # node: the node's own groups (its role's, and every additional one); none; or these IDs.
     # Unset: node with port security, none without.
     security_groups: Literal["node", "none"] | tuple[OpenStackId, ...] | None = None
@@ -89,6 +112,8 @@ class AdditionalNetwork(Model):
             if not self.unfiltered_master_ports:
                 dumped.pop("unfilteredMasterPorts", None)
                 dumped.pop("unfiltered_master_ports", None)
+            if self.profile is None:
+                dumped.pop("profile", None)
         return dumped
 
     @property
@@ -105,6 +130,11 @@ class AdditionalNetwork(Model):
                 "securityGroups with portSecurity false: Neutron refuses security groups on a port without port "
                 "security (PortSecurityAndIPRequiredForSecurityGroups). Remove securityGroups (or write none), or "
                 "set portSecurity true"
+            )
+        if self.profile is not None and self.vnic_type != "direct":
+            raise ValueError(
+                f"profile with vnicType {self.vnic_type}: the switchdev capability and a trusted VF are read where an SR-IOV "
+                "VF is bound (vnicType direct; OVS hardware offload and trusted VFs are VFs): write vnicType: direct, or remove profile"
             )
         return self
 

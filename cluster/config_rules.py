@@ -225,7 +225,7 @@ def _addresses(c: Any) -> Iterable[str]:
     for network, api_vip, ingress_vip in zip(
         networks, address_layout.per_family(networks, c.api_vips), address_layout.per_family(networks, c.ingress_vips)
     ):
-        yield from address_layout.placement_problems(network, c.cluster_name, api_vip, ingress_vip, c.workers.max_count)
+        yield from address_layout.placement_problems(network, c.cluster_name, api_vip, ingress_vip, c.workers.max_count, c.user_managed_lb)
 
 
 def _nameservers_outside_the_cluster(c: Any) -> Iterable[str]:

@@ -175,10 +175,12 @@ def _extra_networks_kept(installed: Mapping[str, Any], config: ClusterConfig) ->
                 f"{key}.pools: {', '.join(dropped)} had a port on {before['network']} at install: it would be taken from "
                 "their running servers. Put the pool back"
             )
-        for field in ("portSecurity", "vnicType", "securityGroups"):
-            if field in before and before[field] != after[field]:
+        # A record from before profile existed lacks it: no port had one then.
+        for field in ("portSecurity", "vnicType", "securityGroups", "profile"):
+            if (field in before or field == "profile") and before.get(field) != after.get(field):
                 problems.append(
-                    f"{key}.{field}: was {json.dumps(before[field])} at install: the running servers' ports were made so. "
+                    f"{key}.{field}: was {json.dumps(before[field]) if before.get(field) is not None else 'unset'} at install: "
+                    "the running servers' ports were made so. "
                     "Set it back (a network described otherwise is a new entry at the end, on another network)"
                 )
     return problems, warnings

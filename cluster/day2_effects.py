@@ -175,9 +175,14 @@ EFFECTS: dict[str, Effect] = {
         "running servers keep their networks (a change would replace them); each node of the pools named gets a port "
         "on a network added (or a pool added to one), which a server made from now on boots with. New networks go at "
         "the end of the list; removing one that was there at install, a pool from it, reordering them, or changing "
-        "its portSecurity, vnicType or securityGroups is refused (its ports would be taken from the running servers), "
+        "its portSecurity, vnicType, profile or securityGroups is refused (its ports would be taken from the running servers), "
         "but for the masters of a network without port security: pools without masters, written, deletes their ports "
         "there (Nova unplugs them, nothing reboots); left unset, the run stops and says so",
+    ),
+    "openstack.additionalNetworks.profile": Effect(
+        "refuse",
+        "the running servers' ports were bound with it: Nova keeps the VF's PCI address in the binding profile, and "
+        "Neutron lets only its service role change it; an entry with another profile is a new network at the end",
     ),
     "masters.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every master's ports, in place, beside the port's own list; nodes are untouched"),
     "workers.additionalSecurityGroupIds": Effect("apply", "adds or removes the groups on every worker's ports, in place, beside the port's own list; nodes are untouched"),

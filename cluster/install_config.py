@@ -126,8 +126,8 @@ def _platform(config: ClusterConfig, plan: AddressPlan) -> dict[str, Any]:
             "fixedIPs": [{"subnet": _by_id_or_name(subnet)} for subnet in existing.subnet_ids],
         }
     if config.user_managed_lb:
-        # The user's balancer fronts the VIPs: the MCO renders no keepalived, haproxy or their
-        # nodeip-configuration (platform none has no such key: nothing there is rendered anyway).
+        # The user's balancer fronts the VIPs: the MCO puts keepalived's and haproxy's static pods aside;
+        # nodeip-configuration still runs, with --user-managed-lb (platform none has no such key).
         openstack["loadBalancer"] = {"type": "UserManaged"}
     # An existing Glance image by name: the installer checks it and names it in the Machine
     # manifests (a URL would make it upload one); the image the masters boot.

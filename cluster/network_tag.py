@@ -1,6 +1,9 @@
 """Tags a network the user is given as the cluster's primary network, and takes the tag off again,
-as the installer does with a network you bring (`<infraID>-primaryClusterNetwork`: the Machine
-API's fallback for finding the primary network). Never anything else: the network is the user's.
+as the installer did with a network you bring (`<infraID>-primaryClusterNetwork`). Nothing reads it:
+the Machine API finds the machines' network and subnets as their MachineSets name them, and the
+4.16+ installer no longer adds the tag (its destroy still removes it, pkg/destroy/openstack
+untagPrimaryNetwork); it is kept as the cluster's mark on a network it does not own. Never
+anything else: the network is the user's.
 
 `OS_CLOUD=... NETWORK=<ID or name> TAG=... python -m cluster.network_tag add|remove`, as the
 network component's command runs it (openstacksdk, in the program's venv). Removing a tag from a
@@ -61,8 +64,8 @@ def main(argv: list[str], environ: dict[str, str]) -> int:
             conn.network.remove_tag(network, tag)
     except exceptions.ForbiddenException:
         print(
-            f"network_tag: {action} tag {tag} on network {network.id} was refused: the Machine API finds the "
-            "cluster's primary network by it, and only the network's owner or an admin may tag it. Ask the cloud's "
+            f"network_tag: {action} tag {tag} on network {network.id} was refused: it marks the cluster's primary "
+            "network, as the installer's tag did, and only the network's owner or an admin may tag it. Ask the cloud's "
             "administrator to create the network in your project, or to add that tag",
             file=sys.stderr,
         )

@@ -59,6 +59,7 @@ REAL_PARTS = {
     "tests/ocp/test_csr_race.py": "a real Kubernetes API server",
     "tests/cluster/test_drain_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
+    "tests/cluster/test_machineset_real_api.py": "a real Kubernetes API server and a Go build from the module cache",
     "tests/tools/test_installer_contract.py": "the real openshift-install",
 }
 # Groups that must stay in one worker (pytest-xdist `--dist loadgroup`), longest first: the local

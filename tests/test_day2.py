@@ -37,6 +37,8 @@ ADDED_GROUP = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
 L2_NETWORK = {"network": "lab-internal", "pools": ["workers"], "portSecurity": False}
 # A network and subnet the stack is given (the mock cloud describes none: any named is there and fits).
 GIVEN_NETWORK = lambda config: with_section(config, "openstack", existingNetwork={"networkId": "lab-given", "subnetId": "lab-given-v4"})  # noqa: E731
+# The same network bound as an SR-IOV VF.
+SRIOV_NETWORK = {**L2_NETWORK, "vnicType": "direct"}
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWDyWO1rE/fl49jrKS1Fa4yVR+WLJ3/X3Eak21nuHtR other@lab"
 
 
@@ -112,6 +114,11 @@ DEV_EDITS = [
     Edit("openstack.additionalNetworks unfiltered masters by default", section("openstack", additionalNetworks=[{"network": "lab-internal", "portSecurity": False}]), base=section("openstack", additionalNetworks=[{**L2_NETWORK, "pools": ["masters", "workers"], "unfilteredMasterPorts": True}]), refused="ocp:openstack.additionalNetworks[0].pools: unset, and a network without port security now goes to the workers only"),
     Edit("openstack.additionalNetworks unfiltered masters taken off", section("openstack", additionalNetworks=[L2_NETWORK]), base=section("openstack", additionalNetworks=[{**L2_NETWORK, "pools": ["masters", "workers"], "unfilteredMasterPorts": True}]), warns=("openstack.additionalNetworks",), expect={"ocp4-control-plane-master-*-port-1": "delete"}),
     Edit("openstack.additionalNetworks portSecurity", section("openstack", additionalNetworks=[{**L2_NETWORK, "portSecurity": True}]), base=section("openstack", additionalNetworks=[L2_NETWORK]), refused="ocp:openstack.additionalNetworks[0].portSecurity: was false at install"),
+    # Issue 50, finding 10: the running servers' SR-IOV ports were bound with their profile (Nova keeps the VF's PCI
+    # address in it; Neutron lets only its service role change it): refused either way; a new entry gets its ports.
+    Edit("openstack.additionalNetworks.profile", section("openstack", additionalNetworks=[{**SRIOV_NETWORK, "profile": {"trusted": True}}]), base=section("openstack", additionalNetworks=[SRIOV_NETWORK]), refused="ocp:openstack.additionalNetworks[0].profile: was unset at install: the running servers' ports were made so"),
+    Edit("openstack.additionalNetworks.profile changed", section("openstack", additionalNetworks=[{**SRIOV_NETWORK, "profile": {"trusted": True}}]), base=section("openstack", additionalNetworks=[{**SRIOV_NETWORK, "profile": {"capabilities": ["switchdev"]}}]), refused='ocp:openstack.additionalNetworks[0].profile: was {"capabilities": ["switchdev"], "trusted": false} at install'),
+    Edit("openstack.additionalNetworks.profile new network", section("openstack", additionalNetworks=[SRIOV_NETWORK, {**SRIOV_NETWORK, "network": "lab-storage", "profile": {"capabilities": ["switchdev"]}}]), base=section("openstack", additionalNetworks=[SRIOV_NETWORK]), warns=("openstack.additionalNetworks",), expect={"ocp4-workers-worker-*-port-2": "create"}),
     Edit("openstack.additionalNetworks before an install's", section("openstack", additionalNetworks=[{"network": "lab-storage"}, L2_NETWORK]), base=section("openstack", additionalNetworks=[L2_NETWORK]), refused="ocp:openstack.additionalNetworks[0]: network lab-internal was extra network 1 at install and has moved"),
     # Beside the port's own list, as the stack-wide groups are: the masters' ports only.
     Edit("masters.additionalSecurityGroupIds", section("masters", additionalSecurityGroupIds=[ADDED_GROUP]), expect={"ocp4-control-plane-master-*-port-additional-groups": "create", "ocp4-bootstrap-node-port": "update"}),

@@ -53,7 +53,7 @@ from cluster.config import ClusterConfig, ConfigError, load_config
 from cluster.dataurl import written_contents
 from cluster.installer import InstallerAssets, unbundle
 from cluster.firewall import exposure_table
-from cluster.machineset import worker_machinesets
+from cluster.machineset import machineset_notes, worker_machinesets
 from cluster.stackfile import StackFileError, read_stack_file
 from ignition import assembly
 from ignition.networking import node_images
@@ -151,6 +151,13 @@ def clear_secret_problems(keys: list[str], path: Path, stack: str, config: dict[
 
 def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def described_network_ids(description: dict[str, Any]) -> dict[str, str]:
+    """name -> ID of each network the cloud description lists whose name is its own (neutronNetworks)."""
+    listed = description.get("neutronNetworks") or []
+    names = [network["name"] for network in listed]
+    return {network["name"]: network["id"] for network in listed if names.count(network["name"]) == 1}
 
 
 def cloud_note(settings: ClusterConfig, description: Path | None) -> str | None:
@@ -518,8 +525,12 @@ def main(argv: list[str] | None = None) -> int:
         if images:
             _write(staging / "images.json", json.dumps(images, indent=2, sort_keys=True) + "\n")
         if settings.integrated:
-            machinesets = worker_machinesets(settings, run.outputs["infraId"])
-            _write(staging / MACHINESET, MACHINESET_NOTE + yaml.safe_dump_all(machinesets, sort_keys=False))
+            network_ids = described_network_ids(cloud) if checked_against else {}
+            machinesets = worker_machinesets(settings, run.outputs["infraId"], network_ids)
+            unsaid = machineset_notes(settings, network_ids)
+            header = MACHINESET_NOTE + "".join(f"# NOTE {note}\n" for note in unsaid)
+            _write(staging / MACHINESET, header + yaml.safe_dump_all(machinesets, sort_keys=False))
+            notes += [f"{MACHINESET}: {note}" for note in unsaid]
         svg = topology.render(run.state(), run.outputs, f"stack {stack}")
         if svg is not None:
             _write(staging / "topology.svg", svg)

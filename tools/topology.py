@@ -253,6 +253,8 @@ def _packed(boxes: list[Box]) -> list[list[Box]]:
 def _vips(cluster: graphviz.Digraph, outputs: dict[str, Any]) -> list[Box]:
     """The VIPs in a row, above the nodes."""
     vips = [(f"vip {outputs[key]}", f"{role}\n{outputs[key]}") for role, key in (("API VIP", "apiVip"), ("Ingress VIP", "ingressVip")) if outputs.get(key)]
+    if len(vips) == 2 and vips[0][0] == vips[1][0]:  # one address for both (ocp:loadBalancer: UserManaged)
+        vips = [(vips[0][0], f"API and Ingress VIP\n{outputs['apiVip']}")]
     _row(cluster, vips, shape="ellipse", style="bold")
     return vips
 

@@ -3,6 +3,7 @@ NodePool: the nodes of one role."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
@@ -40,6 +41,8 @@ FIRST_BOOT_ONLY = (
 # (ocp:openstack.additionalSecurityGroupIds, ocp:<pool>.additionalSecurityGroupIds) are applied
 # beside them (PortSecGroupAssociate).
 CLUSTER_KEPT = ("allowedAddressPairs", "securityGroupIds")
+# vNIC types Neutron takes that the provider's binding.vnic_type refuses.
+VALUE_SPEC_VNIC_TYPES = ("vdpa",)
 
 
 def node_port(
@@ -96,6 +99,7 @@ def additional_network_ports(
                 of_the_cluster,
                 port_security=network.port_security,
                 vnic_type=network.vnic_type,
+                profile=network.profile.as_neutron() if network.profile else None,
                 addressless=read.addressless,
                 off_already=cluster.port_security_off_already(network.network),
             )
@@ -130,10 +134,13 @@ def _port(
     of_the_cluster: bool,
     port_security: bool = True,
     vnic_type: str = "normal",
+    profile: dict | None = None,
     addressless: pulumi.Input[bool] = False,
     off_already: bool = False,
 ) -> openstack.networking.Port:
-    kept = list(CLUSTER_KEPT) if of_the_cluster else []
+    # Nova writes the VF's PCI address into the binding profile when it binds the port, and Neutron shows the
+    # profile to admins only: never updated from here (a change of it is refused on day 2).
+    kept = (list(CLUSTER_KEPT) if of_the_cluster else []) + (["binding.profile"] if profile else [])
     listed = isinstance(groups, _ListedGroups)
     port = openstack.networking.Port(
         name,
@@ -146,7 +153,10 @@ def _port(
         # Sent only to turn it off, and not where the network has it off itself (its ports inherit it, and
         # only the network's owner may say so): a cloud without the port-security extension takes the rest.
         port_security_enabled=False if not port_security and not off_already else None,
-        binding=openstack.networking.PortBindingArgs(vnic_type=vnic_type) if vnic_type != "normal" else None,
+        binding=_binding(vnic_type, profile),
+        # vdpa, which Neutron takes and the pinned provider's schema does not (terraform-provider-openstack v3.4.0
+        # validates binding.vnic_type against a list without it): sent as the port's own attribute instead.
+        value_specs={"binding:vnic_type": vnic_type} if vnic_type in VALUE_SPEC_VNIC_TYPES else None,
         # A network without a subnet: the port is made without an address, as Nova requires of a port it boots on
         # with none (else "Port ... requires a FixedIP in order to be used").
         no_fixed_ip=pulumi.Output.from_input(addressless).apply(lambda none: True if none else None),
@@ -167,6 +177,15 @@ def _port(
             opts=pulumi.ResourceOptions(parent=parent),
         )
     return port
+
+
+def _binding(vnic_type: str, profile: dict | None) -> openstack.networking.PortBindingArgs | None:
+    """The port's binding: its vNIC type, and its profile as the JSON object the provider takes."""
+    if vnic_type in VALUE_SPEC_VNIC_TYPES or (vnic_type == "normal" and not profile):
+        return None
+    return openstack.networking.PortBindingArgs(
+        vnic_type=vnic_type, profile=json.dumps(profile, sort_keys=True, separators=(",", ":")) if profile else None
+    )
 
 
 def server(

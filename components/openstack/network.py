@@ -30,8 +30,8 @@ class Network(pulumi.ComponentResource):
             second = cluster.subnet_id(existing.subnet_ids[1], network_id, self) if len(existing.subnet_ids) > 1 else None
             routed: tuple[pulumi.Resource, ...] = ()
             if config.integrated:
-                # As the installer tags a network you bring: the Machine API's fallback for the
-                # primary network (the MachineSets name the subnet). Taken off again on destroy.
+                # As the installer tagged a network you bring (before 4.16; its destroy still takes the tag
+                # off): the cluster's mark, which nothing reads. Taken off again on destroy.
                 command.local.Command(
                     f"{name}-primary-tag",
                     create=tag_script("add"),
@@ -70,7 +70,8 @@ class Network(pulumi.ComponentResource):
                 f"{name}-network",
                 name=cluster.named("openshift"),
                 admin_state_up=True,
-                # The Machine API and the cloud provider find the cluster's network by these.
+                # The MachineSets find the subnet by openshiftClusterID (its tag); the installer's
+                # primaryClusterNetwork tag, which nothing reads any more, marks the network as its did.
                 tags=pulumi.Output.all(cluster.tags, cluster.named("primaryClusterNetwork")).apply(
                     lambda parts: [*parts[0], parts[1]]
                 ),

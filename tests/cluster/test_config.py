@@ -137,6 +137,26 @@ BAD_CONFIGS = [
     (section("openstack", additionalNetworks=[{"network": "storage", "pools": ["infra"]}]), "ocp:openstack.additionalNetworks[0].pools[0]: Input should be 'masters' or 'workers'"),
     (section("openstack", additionalNetworks=[{"network": "storage", "pools": []}]), "ocp:openstack.additionalNetworks[0].pools"),
     (section("openstack", additionalNetworks=[{"network": "storage", "vnicType": "baremetal"}]), "ocp:openstack.additionalNetworks[0].vnicType"),
+    # Issue 50, finding 10: a binding profile says what an SR-IOV VF's binding reads, and something.
+    (
+        section("openstack", additionalNetworks=[{"network": "sriov", "vnicType": "direct-physical", "profile": {"trusted": True}}]),
+        "ocp:openstack.additionalNetworks[0]: profile with vnicType direct-physical: the switchdev capability and a trusted VF are "
+        "read where an SR-IOV VF is bound (vnicType direct; OVS hardware offload and trusted VFs are VFs): write vnicType: direct, "
+        "or remove profile",
+    ),
+    (
+        section("openstack", additionalNetworks=[{"network": "sriov", "vnicType": "direct", "profile": {}}]),
+        "ocp:openstack.additionalNetworks[0].profile: says nothing: write capabilities: [switchdev] (OVS hardware offload), "
+        "trusted: true, or both; or remove it",
+    ),
+    (
+        section("openstack", additionalNetworks=[{"network": "sriov", "vnicType": "direct", "profile": {"capabilities": ["offload"]}}]),
+        "ocp:openstack.additionalNetworks[0].profile.capabilities[0]: Input should be 'switchdev'",
+    ),
+    (
+        section("openstack", additionalNetworks=[{"network": "sriov", "vnicType": "direct", "profile": {"physical_network": "physnet2"}}]),
+        "ocp:openstack.additionalNetworks[0].profile.physical_network: unknown key",
+    ),
     # Issue 49, item 1: masters on an unfiltered network only in so many words.
     (
         section("openstack", additionalNetworks=[{"network": "storage", "portSecurity": False, "pools": ["masters", "workers"]}]),

@@ -281,3 +281,106 @@ def test_images_glance_lists_under_one_name_and_bare_metal_flavors_as_the_instal
     standalone_stack.write_config(standalone_stack.base)
     assert steps is not None, output[-4000:]
     assert f'ocp:masters.image: 2 active images are named "pf-twin" in cloud "openstack": the servers boot the newest, {newer} (not {older})' in " ".join(output.split())
+
+
+# Issue 50, finding 10: three networks for SR-IOV ports, without port security as such networks usually are.
+SRIOV_MAKE = """
+made = {}
+for name, cidr in (("pf-offload", "10.93.0.0/24"), ("pf-physical", "10.94.0.0/24"), ("pf-vdpa", "10.95.0.0/24")):
+    network = tenant.network.create_network(name=name, port_security_enabled=False)
+    tenant.network.create_subnet(network_id=network.id, name=f"{name}-v4", ip_version=4, cidr=cidr)
+    made[name] = network.id
+result = made
+"""
+
+# What the local cloud does with such ports: which Neutron makes (a binding profile, as the tenant and as an admin),
+# and whether Nova boots a server on each (the fake driver has no PCI devices).
+SRIOV_NEUTRON = """
+import time
+from openstack import exceptions
+answers = {}
+made_ports = []
+def attempt(key, conn, **fields):
+    try:
+        port = conn.network.create_port(**fields)
+    except exceptions.HttpException as error:
+        answers[key] = f"{error.status_code} {error.details or error}"
+        return None
+    made_ports.append(port.id)
+    answers[key] = f"made {port.binding_vnic_type}"
+    return port
+profile = {"capabilities": ["switchdev"], "trusted": True}
+direct = attempt("direct, profile, tenant", tenant, network_id=ids["pf-offload"], binding_vnic_type="direct", binding_profile=profile)
+attempt("direct, profile, admin", admin, network_id=ids["pf-offload"], project_id=tenant.current_project_id, binding_vnic_type="direct", binding_profile=profile)
+physical = attempt("direct-physical, tenant", tenant, network_id=ids["pf-physical"], binding_vnic_type="direct-physical")
+vdpa = attempt("vdpa, tenant", tenant, network_id=ids["pf-vdpa"], binding_vnic_type="vdpa")
+flavor = tenant.compute.find_flavor("worker")
+image = tenant.image.find_image("rhcos")
+for key, port in (("server on direct-physical", physical), ("server on vdpa", vdpa)):
+    if port is None:
+        continue
+    server = tenant.compute.create_server(name=f"pf-{key.split()[-1]}", flavor_id=flavor.id, image_id=image.id, networks=[{"port": port.id}])
+    for _ in range(120):
+        server = tenant.compute.get_server(server.id)
+        if server.status in ("ACTIVE", "ERROR"):
+            break
+        time.sleep(1)
+    answers[key] = server.status + (f": {server.fault.get('message')}" if server.status == "ERROR" and server.fault else "")
+    tenant.compute.delete_server(server)
+    tenant.compute.wait_for_delete(server, wait=120)
+for port in made_ports:
+    admin.network.delete_port(port, ignore_missing=True)
+result = answers
+"""
+
+SRIOV_REMOVE = """
+for network in made.values():
+    tenant.network.delete_network(network, ignore_missing=True)
+result = [n.id for n in tenant.network.networks() if n.id in made.values()]
+"""
+
+
+def test_sr_iov_ports_through_the_real_engine_and_what_the_local_cloud_does_with_them(cloud, dev_stack):
+    """A real `pulumi preview` of the dev stack with SR-IOV networks: the provider's own Check takes every port as the
+    program sends it (a binding profile as a JSON object, direct-physical in binding, vdpa as valueSpecs). Then what
+    the local cloud does with such ports, asked directly: which Neutron makes, and whether Nova boots on them."""
+    ids = sdk(cloud, SRIOV_MAKE)
+    try:
+        config = dict(dev_stack.base)
+        section = structured(config["ocp:openstack"])
+        networks = [
+            {"network": "pf-offload", "portSecurity": False, "vnicType": "direct", "profile": {"capabilities": ["switchdev"], "trusted": True}},
+            {"network": "pf-physical", "portSecurity": False, "vnicType": "direct-physical"},
+            {"network": "pf-vdpa", "portSecurity": False, "vnicType": "vdpa"},
+        ]
+        dev_stack.write_config({**config, "ocp:openstack": json.dumps({**section, "additionalNetworks": networks})})
+        try:
+            done = dev_stack.pulumi("preview", "--json")
+        finally:
+            dev_stack.write_config(dev_stack.base)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        ports = {
+            step["urn"].rsplit("::", 1)[1]: step["newState"]["inputs"]
+            for step in json.loads(done.stdout)["steps"]
+            if step["urn"].split("::")[2].endswith("openstack:networking/port:Port") and step.get("newState")
+        }
+        offload, physical, vdpa = (ports[f"ocp4-workers-worker-0-port-{n}"] for n in (1, 2, 3))
+        assert offload["networkId"] == ids["pf-offload"]
+        assert offload["binding"]["vnicType"] == "direct"
+        assert json.loads(offload["binding"]["profile"]) == {"capabilities": ["switchdev"], "trusted": True}
+        assert physical["binding"]["vnicType"] == "direct-physical"
+        assert vdpa["valueSpecs"] == {"binding:vnic_type": "vdpa"} and vdpa.get("binding", {}).get("vnicType") in (None, "normal")
+        assert not [name for name in ports if "master" in name and name[-7:-1] == "port-"]  # no port security: workers only
+        answers = sdk(cloud, SRIOV_NEUTRON, ids=ids)
+        print(json.dumps(answers, indent=1))
+        # Neutron's default policy (29.0.0, new defaults): create_port:binding:profile is the service role's alone,
+        # so neither a member nor an admin may set it; the cloud must grant it (Nova's service user sets it).
+        for who in ("tenant", "admin"):
+            assert answers[f"direct, profile, {who}"].startswith("403") and "rule:create_port:binding:profile" in answers[f"direct, profile, {who}"], answers
+        assert answers["direct-physical, tenant"] == "made direct-physical", answers
+        assert answers["vdpa, tenant"] == "made vdpa", answers
+        # Nova asks the scheduler for a PCI device for such a port, and the fake driver reports none.
+        for key in ("server on direct-physical", "server on vdpa"):
+            assert answers[key].startswith("ERROR") and "Claim pci failed" in answers[key], answers
+    finally:
+        assert sdk(cloud, SRIOV_REMOVE, made=ids) == []

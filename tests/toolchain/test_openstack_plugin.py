@@ -122,3 +122,46 @@ def test_the_plugin_takes_the_arguments_the_sdk_invokes_with(token):
     required = {name for name, p in plugin.items() if p["required"]}
     signature = inspect.signature(getattr(importlib.import_module(f"pulumi_openstack.{module}"), snake(member)))
     assert {snake(name) for name in required} <= {n for n, p in signature.parameters.items()}
+
+
+def _port_check_failures(inputs: list[dict]) -> list[list[str]]:
+    """The plugin's own Check of a Port with each of these inputs (no cloud: validation only), as the engine asks it
+    in every preview: the failures' reasons."""
+    import grpc
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    if not PLUGIN.is_file():
+        pytest.skip("the OpenStack plugin is not built: run `bash .ci/toolchain`")
+    process = subprocess.Popen([str(PLUGIN), "127.0.0.1:1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = process.stdout.readline().strip()
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            answers = []
+            for each in inputs:
+                news = struct_pb2.Struct()
+                news.update({"networkId": "n", **each})
+                checked = stub.Check(provider_pb2.CheckRequest(urn="urn:pulumi:s::p::openstack:networking/port:Port::p", olds=struct_pb2.Struct(), news=news), timeout=60)
+                answers.append([failure.reason for failure in checked.failures])
+            return answers
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_the_plugin_takes_the_sr_iov_ports_as_the_program_sends_them():
+    """Issue 50, finding 10 (terraform-provider-openstack v3.4.0 resource_openstack_networking_port_v2.go): binding.vnic_type
+    is checked against a list without vdpa, which the program therefore sends as valueSpecs' binding:vnic_type;
+    binding.profile is a string that must hold a JSON object."""
+    profile = '{"capabilities":["switchdev"],"trusted":true}'
+    vdpa, physical, offload, listed, specs = _port_check_failures([
+        {"binding": {"vnicType": "vdpa"}},
+        {"binding": {"vnicType": "direct-physical"}},
+        {"binding": {"vnicType": "direct", "profile": profile}},
+        {"binding": {"vnicType": "direct", "profile": '["switchdev"]'}},
+        {"valueSpecs": {"binding:vnic_type": "vdpa"}},
+    ])
+    assert len(vdpa) == 1 and "expected binding.0.vnic_type to be one of" in vdpa[0] and "got vdpa" in vdpa[0]
+    assert physical == offload == specs == []
+    assert len(listed) == 1 and '"binding.0.profile" must be a JSON object' in listed[0]

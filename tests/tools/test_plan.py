@@ -520,3 +520,37 @@ def test_the_plan_lists_every_port_no_group_filters(tmp_path):
     ports = {entry["name"] for entry in json.loads((tmp_path / "p" / "resources.json").read_text()) if entry["type"] == "openstack:networking/port:Port"}
     assert not any(name.startswith("ocp4-bootstrap-node-port-") for name in ports)
     assert {name for name in ports if name.endswith("-port-1")} == {"ocp4-workers-worker-0-port-1", "ocp4-workers-worker-1-port-1"}
+
+
+def test_the_example_machineset_names_a_ports_network_by_the_id_the_cloud_description_gives(tmp_path):
+    """Issue 50, finding 8: a network whose port lists its own groups is a ports: entry, which names its network by
+    ID only (MAPO's PortOpts.networkID). Against a description that lists it, the plan writes its ID; a name it cannot
+    resolve stays, and the file and the summary say so."""
+    group = "0e4d2c1b-7f6a-4b3c-8d9e-1a2b3c4d5e6f"
+    backup, media = "a1111111-2222-4333-8444-555555555555", "b1111111-2222-4333-8444-555555555555"
+    description = yaml.safe_load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["neutronNetworks"] = [{"id": backup, "name": "backup", "subnets": []}, {"id": media, "name": "media", "subnets": []}]
+    (tmp_path / "cloud.yaml").write_text(yaml.safe_dump(description))
+    written = (
+        "    sshAllowedCidr: 192.168.122.0/24\n"
+        f"    additionalNetworks:\n"
+        f"      - {{network: backup, pools: [workers], securityGroups: [{group}]}}\n"
+        f"      - {{network: media, pools: [workers]}}\n"
+    )
+    stack = edited_stack(tmp_path, "    sshAllowedCidr: 192.168.122.0/24    # Pulumi runs on the undercloud, on the lab's external network\n", written)
+    out = tmp_path / "plan"
+    result = plan("--config-file", str(stack), "--cloud", str(tmp_path / "cloud.yaml"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    text = (out / "machinesets/worker.yaml").read_text()
+    provider = yaml.safe_load(text)["spec"]["template"]["spec"]["providerSpec"]["value"]
+    assert provider["ports"] == [{"networkID": backup, "securityGroups": [group]}, {"networkID": media}]
+    assert "# NOTE" not in text and "machinesets/worker.yaml:" not in result.stdout
+    # Without the description's networks, the names stay, and both the file and the summary say what to do.
+    description.pop("neutronNetworks")
+    (tmp_path / "cloud.yaml").write_text(yaml.safe_dump(description))
+    result = plan("--config-file", str(stack), "--cloud", str(tmp_path / "cloud.yaml"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    text = (out / "machinesets/worker.yaml").read_text()
+    note = "ocp:openstack.additionalNetworks[0].network: backup is a name, and its entry is under ports:, whose networkID takes an ID only"
+    assert f"# NOTE {note}" in text and f"  machinesets/worker.yaml: {note}" in result.stdout
+    assert yaml.safe_load(text)["spec"]["template"]["spec"]["providerSpec"]["value"]["ports"][0]["networkID"] == "backup"

@@ -177,9 +177,10 @@ def _openstack(section: Any) -> _OpenStack:
             vips[key] = tuple(str(ipaddress.ip_address(v)) for v in values)
         except ValueError as err:
             raise ValueError(f"install-config: platform.openstack.{key}: {err}") from err
-    if set(vips["apiVIPs"]) & set(vips["ingressVIPs"]):
-        raise ValueError("install-config: platform.openstack.apiVIPs and ingressVIPs must differ")
     load_balancer = str((section.get("loadBalancer") or {}).get("type") or "OpenShiftManagedDefault")
+    # As the installer's validateAPIAndIngressVIPs: one address may serve both with a balancer of the user's.
+    if set(vips["apiVIPs"]) & set(vips["ingressVIPs"]) and load_balancer != "UserManaged":
+        raise ValueError("install-config: platform.openstack.apiVIPs and ingressVIPs must differ")
     return _OpenStack(
         # Without a name the installer takes $OS_CLOUD, then "openstack"; a fake reads no environment.
         cloud=str(section.get("cloud") or "openstack"),
