@@ -23,7 +23,9 @@ routers, so `workers.count` 0 vs more changes the masters' keepalived.conf.
 Two address families (a machine network of IPv4 and IPv6): every VIP of the second family gets
 VRRP instances of its own (keepalived refuses both families in one), peers and source from the
 nodes' addresses of that family; haproxy listens on both; the redirect and CoreDNS cover both
-VIPs. A single-family IPv4 stack renders exactly what it did before (running nodes keep their files).
+VIPs; and every node, the bootstrap included, makes its IPv6 addresses from its MAC as Neutron
+expects (NM_IPV6_CONF). A single-family IPv4 stack renders exactly what it did before (running
+nodes keep their files).
 The VRRP side (checks, priorities, router IDs, instances) is ignition/vrrp.py;
 docs/networking.md explains priorities, VRIDs and the rest.
 """
@@ -56,6 +58,13 @@ PREPENDER_PATH = "local-dns-prepender.path"
 # What NetworkManager learnt, written there even with rc-manager=unmanaged.
 NM_RESOLV_CONF = "/run/NetworkManager/resolv.conf"
 NM_CONF = "/etc/NetworkManager/conf.d/99-local-dns.conf"
+# IPv6 addresses from the NIC's MAC (EUI-64), the link-local one included: Neutron's anti-spoofing lets a
+# port speak only from the EUI-64 link-local address of its MAC, and RHCOS's default (stable-privacy) makes
+# another, whose router solicitations, neighbour discovery and DHCPv6 are dropped. The MCO writes this file
+# on platform: openstack only (templates/common/openstack/files/ipv6-config.yaml, 4.19 to 4.22), the
+# installer on the OpenStack bootstrap (data/data/bootstrap/openstack/files/etc/NetworkManager/conf.d/02-ipv6.conf):
+# a platform: none node gets it from here, the same path and contents.
+NM_IPV6_CONF = "/etc/NetworkManager/conf.d/02-ipv6.conf"
 KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/20-wait-local-dns.conf"
 REDIRECT_SCRIPT = "/usr/local/bin/api-vip-redirect"
 REDIRECT_CONFIG = "/etc/sysconfig/api-vip-redirect"
@@ -115,7 +124,7 @@ def _routes_ingress(config: ClusterConfig, node: Node) -> bool:
 def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identity: ClusterIdentity) -> Additions:
     """Every file and unit of the on-node networking for one node."""
     images = {name: ref for name, (ref, _source) in node_images(config, node, identity).items()}
-    additions = _dns(config, plan, node, images)
+    additions = _ipv6_addresses(plan) + _dns(config, plan, node, images)
     if config.user_managed_lb:
         return additions  # the user's balancer holds the VIPs: DNS and resolv.conf only
     instances = vrrp.vrrp_instances(config, plan, node, identity)
@@ -125,6 +134,14 @@ def node_additions(config: ClusterConfig, plan: AddressPlan, node: Node, identit
         additions += _haproxy(config, plan, images)
     return additions
 
+
+
+def _ipv6_addresses(plan: AddressPlan) -> Additions:
+    """NetworkManager's EUI-64 addresses (NM_IPV6_CONF) where a machine network is IPv6; an IPv4 stack's
+    nodes get nothing new (running nodes keep their files byte for byte)."""
+    if all(network.version == 4 for network in plan.networks):
+        return Additions()
+    return Additions(files=(File(NM_IPV6_CONF, render("NetworkManager-ipv6.conf.j2").encode()),))
 
 
 def _keepalived(
