@@ -40,6 +40,9 @@ class Flavor:
     vcpus: int
     ram_mib: int
     disk_gb: int
+    # Nova's OS-FLV-EXT-DATA:ephemeral: GiB of local disk beside the root (ocp:masters.etcdDisk takes part of it).
+    # None: not read (pulumi-openstack's flavor invoke has no such field: cluster/cloud_probe.py reads it when asked).
+    ephemeral_gb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ class Probe:
     subnets: Mapping[str, tuple[Subnet, ...]] | None = None
     # Compute hosts up in each compute zone, where Nova shows them (its zones' details: admins by default).
     zone_hosts: Mapping[str, int] | None = None
+    # The ephemeral disk (GiB) of each flavor asked for (ocp:masters.etcdDisk); None: not asked, or unknown.
+    ephemeral: Mapping[str, int] | None = None
 
 
 def parse_probe(stdout: str | None, failure: str = "") -> Probe:
@@ -168,7 +173,10 @@ def parse_probe(stdout: str | None, failure: str = "") -> Probe:
     zone_hosts = answer.get("zoneHosts")
     if not (isinstance(zone_hosts, dict) and all(isinstance(n, int) for n in zone_hosts.values())):
         zone_hosts = None
-    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts)
+    ephemeral = answer.get("flavorEphemeral")
+    if not (isinstance(ephemeral, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in ephemeral.values())):
+        ephemeral = None
+    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts, ephemeral=ephemeral)
 
 
 def _matches(found: Any, each: Callable[[Mapping[str, Any]], Any]) -> dict[str, tuple[Any, ...]] | None:
@@ -254,11 +262,13 @@ class Wanted:
     # Networks and subnets by name or ID: existingNetwork's, then the extra networks.
     networks: tuple[str, ...] = ()
     subnets: tuple[str, ...] = ()
+    # Flavors whose ephemeral disk the preflight reads (ocp:masters.etcdDisk: the masters').
+    ephemeral: tuple[str, ...] = ()
 
     @property
     def probe(self) -> bool:
         """Whether cluster/cloud_probe.py must run."""
-        return self.extensions or self.hosts or bool(self.networks or self.subnets)
+        return self.extensions or self.hosts or bool(self.networks or self.subnets or self.ephemeral)
 
 
 @dataclass(frozen=True)
@@ -319,6 +329,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         hosts=any(role.server_group_policy == "anti-affinity" for role in roles),
         networks=tuple(dict.fromkeys(networks)),
         subnets=tuple(existing.subnet_ids) if existing else (),
+        ephemeral=(config.masters.flavor,) if config.masters.etcd_disk is not None and config.masters.flavor else (),
     )
 
 

@@ -202,6 +202,13 @@ EFFECTS: dict[str, Effect] = {
     ),
     "installer.dir": Effect("inert", "the installer already ran; its files stay where they are"),
     "installer.assetsDir": Effect("inert", "the configs are read on every run and must stay those of this cluster"),
+    "masters.etcdDisk": Effect(
+        "refuse",
+        "etcd goes to the masters' local disk at install only: their MachineConfig is rendered into their first boot and "
+        "their block devices are first-boot inputs, and moving a running member's data is not this program's to do "
+        "(the installer's day-2 guide, docs/user/openstack/etcd-ephemeral-disk.md in openshift/installer, rolls the "
+        f"masters through a ControlPlaneMachineSet, which a cluster of this program's masters has not): {_NEW_CLUSTER}",
+    ),
 }
 
 

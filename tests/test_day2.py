@@ -209,6 +209,8 @@ DEV_EDITS = [
         warns=("workers.rootVolume.types", "workers.rootVolume"),
     ),
     Edit("masters.rootVolume.types", section("masters", rootVolume={"size": 120, "types": ["ssd"]}), warns=("masters.rootVolume",)),
+    # Issue 50: etcd on the masters' local disk is made at install only (their MachineConfig, their block devices).
+    Edit("masters.etcdDisk", section("masters", rootVolume={"size": 120, "type": "ssd"}, etcdDisk={"size": 10}), refused='ocp:masters.etcdDisk: was unset at install, now {"size": 10}'),
     Edit("openstack.mode", section("openstack", mode="standalone"), refused="ocp:openstack.mode"),
     Edit("clusterNetwork", key("clusterNetwork", {"cidr": "10.132.0.0/14", "hostPrefix": 23}), refused="ocp:clusterNetwork"),
     Edit("serviceNetwork", key("serviceNetwork", "172.31.0.0/16"), refused="ocp:serviceNetwork"),
@@ -410,6 +412,18 @@ def test_a_kvm_stack_installed_before_the_domain_type_key_keeps_its_domains():
     emulated = preview(older, with_section(base, "libvirt", domainType="qemu"), "kvm")
     assert emulated.error is not None and 'ocp:libvirt.domainType: was "kvm" at install, now "qemu"' in emulated.error
     assert {r.type for r in emulated.registered if r.custom} <= COMMAND_TYPES
+
+
+def test_a_stack_installed_before_the_etcd_disk_key_is_refused_it():
+    """Its masters keep etcd on their root disk: the key is refused as on a stack recorded with it unset."""
+    base, state = deployed(DEV_EDITS[0])
+    older = _without_in_record(state, "masters.etcdDisk")
+    unchanged = preview(older, base)
+    assert unchanged.error is None and unchanged.warnings == []
+    result = preview(older, section("masters", rootVolume={"size": 120, "type": "ssd"}, etcdDisk={"size": 10})(base))
+    assert result.error is not None and 'ocp:masters.etcdDisk: was unset at install, now {"size": 10}' in result.error, result.error
+    assert "etcd-ephemeral-disk.md" in result.error and "create a new stack for a new cluster" in result.error
+    assert {r.type for r in result.registered if r.custom} <= COMMAND_TYPES
 
 
 @pytest.mark.parametrize("name,edit", [

@@ -228,7 +228,7 @@ class MockCloud(NeutronAnswers):
         name = args.get("name")
         if name not in self.d["flavors"]:
             return not_found(f"flavor {name}")
-        vcpus, ram, disk = self.d["flavors"][name]
+        vcpus, ram, disk = self.d["flavors"][name][:3]  # a fourth number is the ephemeral disk: the probe's to read
         return {"id": fake_id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk}
 
     def _copies(self, name: str) -> list[dict[str, Any]]:
@@ -387,7 +387,9 @@ class MockCloud(NeutronAnswers):
             wants = json.loads(asked)
             networks = {ref: self._networks_named(ref) for ref in wants.get("networks") or ()}
             subnets = {ref: self._subnets_named(ref) for ref in wants.get("subnets") or ()}
-            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets), "stderr": ""}
+            # The flavors' ephemeral disks: a flavor's fourth number (none: 0), as Nova lists them.
+            ephemeral = {name: sum(self.d["flavors"][name][3:]) for name in wants.get("flavors") or () if name in self.d["flavors"]}
+            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets, ephemeral=ephemeral if wants.get("flavors") else None), "stderr": ""}
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
             environment = args.get("environment") or {}

@@ -183,11 +183,13 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     zones = cloud.get(openstack.compute.get_availability_zones).names if want.zones else ()
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
     groups = tuple(dict.fromkeys(ref for _, ref in group_keys(config)))
-    probe, read_groups = _probe(config, cloud, want.networks, want.subnets, groups) if want.probe or groups else (Probe((), None), None)
+    probe, read_groups = (
+        _probe(config, cloud, want.networks, want.subnets, groups, want.ephemeral) if want.probe or groups else (Probe((), None), None)
+    )
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
-            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0) if f else None for name, f in zip(want.flavors, flavors)
+            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0, (probe.ephemeral or {}).get(name)) if f else None for name, f in zip(want.flavors, flavors)
         },
         images={
             name: Image(bool(i.checksum) and (i.size_bytes or 0) > 0, tuple((ids.ids if ids else None) or ())) if i else None
@@ -269,14 +271,18 @@ def _compute_quotas(cloud: _Cloud, project: str) -> dict[str, Quota]:
 
 
 def _probe(
-    config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = (), groups: tuple[str, ...] = ()
+    config: ClusterConfig, cloud: _Cloud, networks: tuple[str, ...] = (), subnets: tuple[str, ...] = (), groups: tuple[str, ...] = (),
+    flavors: tuple[str, ...] = (),
 ) -> tuple[Probe, dict[str, SecurityGroup | None] | None]:
     """Neutron's extensions, Nova's hosts, the networks and subnets named and the user's security
     groups (None: not read), read by cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
     environment = {"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable}
-    if networks or subnets or groups:
-        asked = {"networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {})}
+    if networks or subnets or groups or flavors:
+        asked = {
+            "networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {}),
+            **({"flavors": list(flavors)} if flavors else {}),
+        }
         environment[PROBE_NETWORKS] = json.dumps(asked)
     try:
         result = cloud.get(
