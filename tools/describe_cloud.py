@@ -163,7 +163,8 @@ def describe(connection: Any) -> dict[str, Any]:
         "region": region,
         "catalog": _catalog(access.service_catalog.catalog or (), region),
         "token": STAND_IN_TOKEN,
-        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk] for f in connection.compute.flavors()}),
+        # An ephemeral disk as a fourth number (ocp:masters.etcdDisk's preflight reads it), none where there is none.
+        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk, *([f.ephemeral] if f.ephemeral else [])] for f in connection.compute.flavors()}),
         "images": _images(connection.image.images()),
         "networks": _sorted(networks),
         "floatingIps": _sorted({ip.floating_ip_address: ip.port_id or "" for ip in connection.network.ips(project_id=project)}),

@@ -7,8 +7,12 @@ messages. Everything made here is deleted by its ID."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from tests.localcloud.conftest import sdk
@@ -246,7 +250,7 @@ def etcd_flavor(cloud):
         sdk(cloud, "admin.compute.delete_flavor(flavor, ignore_missing=True)", flavor=made["id"])
 
 
-def test_etcd_on_a_local_disk_through_the_real_preview(dev_stack, etcd_flavor):
+def test_etcd_on_a_local_disk_through_the_real_preview(cloud, dev_stack, etcd_flavor):
     """masters.etcdDisk through the real engine and preflight: with the flavor's 10 GiB ephemeral disk (Nova's
     OS-FLV-EXT-DATA:ephemeral, read by the probe) each master boots from its volume with a blank local disk of
     10 GiB (the bootstrap and workers none); 12 GiB, or a flavor with none, is refused before anything. (The
@@ -282,3 +286,12 @@ def test_etcd_on_a_local_disk_through_the_real_preview(dev_stack, etcd_flavor):
     assert f'ocp:masters.etcdDisk.size: 12 GiB, but flavor "{name}" (ocp:masters.flavor) has an ephemeral disk of 10 GiB' in too_large, too_large[-4000:]
     none = " ".join(_preview(dev_stack, masters={**disk, "flavor": masters["flavor"]}).split())
     assert f'ocp:masters.etcdDisk.size: 10 GiB, but flavor "{masters["flavor"]}" (ocp:masters.flavor) has no ephemeral disk' in none, none[-4000:]
+    # tools.describe_cloud writes the ephemeral disk as the flavor's fourth number, which the offline plan's mock cloud answers.
+    described = dev_stack.work / "described.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.describe_cloud", "--os-cloud", "openstack", "--out", str(described)],
+        cwd=ROOT, env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    flavors = yaml.safe_load(described.read_text())["flavors"]
+    assert flavors[name] == [4, 16384, 0, 10] and len(flavors[masters["flavor"]]) == 3
