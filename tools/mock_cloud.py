@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
 from cluster import machine_yaml
 from cluster.addresses import plan_addresses
@@ -123,7 +123,8 @@ class _Description(BaseModel):
     region: StrictStr = ""
     catalog: dict[StrictStr, StrictStr | dict[StrictStr, StrictStr] | None] | None = None
     token: StrictStr
-    flavors: dict[StrictStr, tuple[StrictInt, StrictInt, StrictInt]]
+    # [vCPUs, RAM MiB, disk GB], and the ephemeral disk's GiB where the flavor has one (tools.describe_cloud writes it).
+    flavors: dict[StrictStr, Annotated[tuple[StrictInt, ...], Field(min_length=3, max_length=4)]]
     images: dict[StrictStr, StrictBool | list[_ImageCopy]]
     networks: dict[StrictStr, StrictBool]
     # Networks and subnets in detail (tools.describe_cloud writes them); unset: whatever a stack names fits.

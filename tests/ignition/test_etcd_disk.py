@@ -135,3 +135,16 @@ def test_the_preflight_refuses_a_flavor_without_room_for_it(flavor, size, has):
     assert f'ocp:masters.etcdDisk.size: {size} GiB, but flavor "{flavor}" (ocp:masters.flavor) has {has}' in message, message
     assert f"openstack flavor create --ephemeral {size}" in message
     assert {r.type for r in recorded.resources if r.custom} - NOT_CLOUD == set()
+
+
+def test_a_cloud_description_carries_a_flavors_ephemeral_disk_as_a_fourth_number(tmp_path):
+    """What tools.describe_cloud writes of such a flavor loads (tests/localcloud/test_preflight_networks.py describes
+    one of the local cloud's); five numbers do not."""
+    description = cloud_with_an_etcd_flavor()
+    path = tmp_path / "cloud.yaml"
+    path.write_text(yaml.safe_dump(description))
+    assert mock_cloud.read(path)["flavors"][FLAVOR] == [4, 16384, 0, 15]
+    description["flavors"][FLAVOR] = [4, 16384, 0, 15, 1]
+    path.write_text(yaml.safe_dump(description))
+    with pytest.raises(mock_cloud.DescriptionError, match=f"flavors.{FLAVOR}: Tuple should have at most 4 items"):
+        mock_cloud.read(path)
