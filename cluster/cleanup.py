@@ -19,7 +19,8 @@ or hold the cluster's secrets (images):
   Cinder refuses to delete a volume that has snapshots), and Manila CSI shares and theirs where
   the catalog has Manila (`manila.csi.openstack.org/cluster`);
 - EgressIP reservations (cloud-network-config-controller: untagged ports `egressip-<ip>`,
-  device_owner `OpenShiftEgressIP`) and any other port left on the cluster's network;
+  device_owner `OpenShiftEgressIP`, device_id `OpenShiftEgressIP_<server ID>`) and any other port left on
+  the cluster's network;
 - server groups the Machine API made, which Nova cannot tag: only the names the installer's
   MachineSets give (`<infraID>-master`, `<infraID>-worker`, `<infraID>-worker-<zone>`,
   pkg/asset/machines/openstack/machines.go) that no server is a member of any more (a running
@@ -34,6 +35,18 @@ Never what Pulumi deletes in the same destroy: this program tags its own servers
 floating IPs with the infra ID and names them `<infraID>-...` too, so the cleanup leaves the
 names it gives (`OURS`) and touches no floating IP but a load balancer's. A Machine API machine
 is named `<MachineSet>-<5 random characters>`, which none of these is.
+
+On a network the user gave (ocp:openstack.existingNetwork) neither the network's tag nor its name is
+the cluster's, and other projects' ports and other clusters' live there (a network's owner may see and
+delete every port on it): nothing is taken for being on it. The EgressIP reservations and the 4.14/4.15
+load balancers name nothing of the cluster, so they are told by what they serve, read while the servers
+still exist: a reservation whose device_id names one of the cluster's servers, a `... from cluster
+kubernetes` load balancer with a member at one of their addresses, an `lb-sg-*` group on one of their
+ports; each in this project. A second command, deleted before any server (it depends on them all), tags
+those with the cluster's tag (`mark`); the cleanup marks again first (the Machine API's servers are still
+there then), and takes what carries the tag. The installer's destroy finds neither on such a network (it
+looks for them only on networks tagged as the cluster's, v1.4.19-ec5 pkg/destroy/openstack,
+deleteNetworks, deleteLeftoverLoadBalancers, deletePortsByNetwork).
 
 It runs as the `delete` of a command that depends on the network, subnet, router, router
 interface and security groups, and that the masters, the workers and the bootstrap's Glance
@@ -62,6 +75,8 @@ SERVICE_PREFIX = "kube_service_"
 SERVICE_DESCRIPTION = "Kubernetes external service"
 # Its cluster name before 4.16, where the CCM operator passes none.
 LEGACY_CLUSTER_NAME = "kubernetes"
+# cloud-network-config-controller's reservation ports (pkg/cloudprovider/openstack.go, release-4.14 to main:
+# reserveNeutronIPAddress, generateDeviceID): device_owner, and device_id `OpenShiftEgressIP_<server ID>`.
 EGRESS_IP_OWNER = "OpenShiftEgressIP"
 # Seconds between volume delete attempts (a volume still detaching is refused): about 10 minutes in all.
 VOLUME_RETRIES = (5, 10, 15, 20, 30, 30, 60, 60, 60, 60, 60, 60, 90, 90)
@@ -85,12 +100,22 @@ exit 0
 OWN_GROUP_ZONES = "OCP_OWN_GROUP_ZONES"
 
 
+# Which of cluster.cleanup_run's steps the script runs: unset, the cleanup; `mark`, the tagging before the servers go.
+STEP = "OCP_CLEANUP_STEP"
+MARK = "mark"
+
+
 def cleanup_script(own_group_zones: Mapping[str, Sequence[str]] | None = None) -> str:
     """The `delete` of the cleanup command (bash), reading OS_CLOUD and INFRA_ID; with the zones of the
     program's own per-zone server groups, which Pulumi deletes (without, the script of stacks made before)."""
     if not own_group_zones:
         return CLEANUP_SCRIPT
     return f"export {OWN_GROUP_ZONES}={shlex.quote(json.dumps(dict(own_group_zones), sort_keys=True))}\n" + CLEANUP_SCRIPT
+
+
+def mark_script() -> str:
+    """The `delete` of the command that runs before the servers go: it tags what the cleanup must find by the tag."""
+    return f"export {STEP}={MARK}\n" + CLEANUP_SCRIPT
 
 
 def tag(infra_id: str) -> str:
@@ -127,12 +152,32 @@ def machine_server_group(
     return (name in names or example) and not own_server_group(infra_id, name, own_group_zones or {}) and not list(members)
 
 
-def service_load_balancer(infra_id: str, name: str | None, description: str | None, vip_network_id: str | None, networks: set[str]) -> bool:
+def service_load_balancer(
+    infra_id: str, name: str | None, description: str | None, vip_network_id: str | None, networks: set[str], tags: Iterable[str] = ()
+) -> bool:
     """A LoadBalancer Service's load balancer: the 4.16+ name, or (any release) its VIP on the
-    cluster's network and the cloud provider's description (the installer's deleteLeftoverLoadBalancers)."""
-    if (name or "").startswith(f"{SERVICE_PREFIX}{infra_id}_"):
+    cluster's network and the cloud provider's description (the installer's deleteLeftoverLoadBalancers),
+    or the cluster's tag (`mark`: a 4.14/4.15 one serving the cluster on a given network)."""
+    if (name or "").startswith(f"{SERVICE_PREFIX}{infra_id}_") or tag(infra_id) in tags:
         return True
     return vip_network_id in networks and (description or "").startswith(SERVICE_DESCRIPTION)
+
+
+def reserved_for(device_owner: str | None, device_id: str | None, servers: set[str]) -> bool:
+    """An EgressIP reservation port held for one of these servers (its device_id names the server)."""
+    prefix = f"{EGRESS_IP_OWNER}_"
+    return device_owner == EGRESS_IP_OWNER and (device_id or "").startswith(prefix) and (device_id or "")[len(prefix):] in servers
+
+
+def legacy_service_load_balancer(description: str | None) -> bool:
+    """A load balancer the cloud provider made under its 4.14/4.15 cluster name, which is no cluster's own."""
+    return re.fullmatch(re.escape(SERVICE_DESCRIPTION) + r" \S+/\S+ from cluster " + LEGACY_CLUSTER_NAME, description or "") is not None
+
+
+def serves(members: Iterable[tuple[str | None, str | None]], addresses: set[tuple[str, str]]) -> bool:
+    """Whether a pool member (subnet ID, address) is one of the cluster's servers' (the cloud provider's members are
+    the cluster's nodes: another cluster on the same subnet has other addresses)."""
+    return any((subnet, address) in addresses for subnet, address in members)
 
 
 def service_of(description: str | None) -> str | None:
@@ -141,13 +186,17 @@ def service_of(description: str | None) -> str | None:
     return found.group(1) if found else None
 
 
-def service_group(infra_id: str, name: str | None, description: str | None, group_id: str, on_cluster_ports: set[str], legacy_services: set[str]) -> bool:
-    """A cloud provider's `lb-sg-*` group of this cluster: described as the infra ID's; or, where the
-    cluster name was `kubernetes` (4.14, 4.15), on the cluster's ports or of one of its load balancers' Services."""
+def service_group(
+    infra_id: str, name: str | None, description: str | None, group_id: str, on_cluster_ports: set[str], legacy_services: set[str],
+    tags: Iterable[str] = (),
+) -> bool:
+    """A cloud provider's `lb-sg-*` group of this cluster: described as the infra ID's, or tagged as the
+    cluster's (`mark`); or, where the cluster name was `kubernetes` (4.14, 4.15), on the cluster's ports or of
+    one of its load balancers' Services."""
     if not (name or "").startswith("lb-sg-"):
         return False
     description = description or ""
-    if description.endswith(f" in cluster {infra_id}"):
+    if description.endswith(f" in cluster {infra_id}") or tag(infra_id) in tags:
         return True
     legacy = re.fullmatch(r"Security Group for (\S+/\S+) Service LoadBalancer in cluster " + LEGACY_CLUSTER_NAME, description)
     return legacy is not None and (group_id in on_cluster_ports or legacy.group(1) in legacy_services)

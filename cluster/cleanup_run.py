@@ -9,6 +9,10 @@ trunk first); server groups; `lb-sg-*` groups (taken off the ports still holding
 containers. Each step goes on whatever the one before met; what is left is named at the end
 and the exit status is 1, so the command stays in the state and a second `pulumi destroy`
 finishes. Prints IDs only.
+
+`OCP_CLEANUP_STEP=mark` runs the tagging alone (`mark`), as the command deleted before the servers does:
+what of the project serves the cluster's servers but names nothing of the cluster gets the cluster's tag.
+What it cannot tag it names; it never fails the destroy (the cleanup marks again before it deletes).
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ class Cleanup:
     def say(self, message: str) -> None:
         print(f"cleanup: {message}", flush=True)
 
-    def attempt(self, what: str, action: Callable[[], object]) -> bool:
+    def attempt(self, what: str, action: Callable[[], object], done: str = "deleted") -> bool:
         try:
             action()
-            self.say(f"deleted {what}")
+            self.say(f"{done} {what}")
             return True
         except Exception as error:  # noqa: BLE001 - every failure is named and the run goes on
             self.left.append(f"{what}: {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}")
@@ -49,8 +53,50 @@ class Cleanup:
             self.left.append(f"could not list {what}: {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}")
             return []
 
+    def mark(self) -> int:
+        """Tags, with the cluster's tag, what in this project serves the cluster's servers that exist now
+        (Pulumi's and the Machine API's, by tag or metadata) but names nothing of the cluster: EgressIP
+        reservations held for them, 4.14/4.15 Service load balancers with a member at their addresses, and
+        `lb-sg-*` groups on their ports. Nothing is deleted here, and nothing of another project is looked at."""
+        network = self.conn.network
+        project = self.conn.current_project_id
+        servers = {
+            s.id for s in self.listing("servers", self.conn.compute.servers)
+            if self.tag in (s.tags or []) or (s.metadata or {}).get(rules.CLUSTER_KEY) == self.infra
+        }
+        node_ports = [p for p in self.listing("ports", network.ports) if p.device_id in servers and p.project_id == project] if servers else []
+        addresses = {(ip["subnet_id"], ip["ip_address"]) for port in node_ports for ip in port.fixed_ips or []}
+        marked = 0
+        for port in self.listing("ports", lambda: network.ports(device_owner=rules.EGRESS_IP_OWNER)):
+            if port.project_id == project and rules.reserved_for(port.device_owner, port.device_id, servers) and self.tag not in (port.tags or []):
+                marked += self.attempt(f"EgressIP port {port.id}", lambda port=port: network.add_tag(port, self.tag), "tagged")
+        if addresses and self.conn.has_service("load-balancer"):
+            balancer = self.conn.load_balancer
+            for lb in self.listing("load balancers", balancer.load_balancers):
+                if lb.project_id != project or not rules.legacy_service_load_balancer(lb.description) or self.tag in (lb.tags or []):
+                    continue
+                members = [(m.subnet_id, m.address) for pool in lb.pools or [] for m in self.listing("members", lambda pool=pool: balancer.members(pool["id"]))]
+                if rules.serves(members, addresses):
+                    def tag_balancer(lb=lb):
+                        if (lb.provisioning_status or "").startswith("PENDING_"):  # Octavia refuses an update mid-change
+                            lb = balancer.wait_for_load_balancer(lb.id, status="ACTIVE", failures=["ERROR"], interval=2, wait=WAIT)
+                        balancer.update_load_balancer(lb, tags=[*(lb.tags or []), self.tag])
+                    marked += self.attempt(f"load balancer {lb.id}", tag_balancer, "tagged")
+        for group_id in sorted({group for port in node_ports for group in port.security_group_ids or []}):
+            group = self.listing("security group", lambda group_id=group_id: [network.get_security_group(group_id)])
+            if group and (group[0].name or "").startswith("lb-sg-") and self.tag not in (group[0].tags or []):
+                marked += self.attempt(f"security group {group_id}", lambda group=group[0]: network.add_tag(group, self.tag), "tagged")
+        if self.left:
+            print(f"cleanup: could not tag all that serves the cluster {self.infra}; the cleanup will leave these:", file=sys.stderr)
+            for what in self.left:
+                print(f"cleanup:   {what}", file=sys.stderr)
+            self.left = []
+        return marked
+
     def run(self) -> int:
         network = self.conn.network
+        # First what the Machine API's servers (still there) are served by; Pulumi's were marked before they went.
+        self.mark()
         self.networks = {n.id for n in self.listing("networks", network.networks) if self.tag in (n.tags or []) or n.name == f"{self.infra}-openshift"}
         self.ports_on_network = [p for p in self.listing("ports", network.ports) if p.network_id in self.networks]
         # Groups on the cluster's ports now, before Pulumi deletes them (the 4.14/4.15 `lb-sg-*` groups name no infra ID).
@@ -71,7 +117,7 @@ class Cleanup:
             return
         balancer = self.conn.load_balancer
         found = [lb for lb in self.listing("load balancers", balancer.load_balancers)
-                 if rules.service_load_balancer(self.infra, lb.name, lb.description, lb.vip_network_id, self.networks)]
+                 if rules.service_load_balancer(self.infra, lb.name, lb.description, lb.vip_network_id, self.networks, lb.tags or [])]
         deleting = []
         for lb in found:
             if service := rules.service_of(lb.description):
@@ -198,10 +244,16 @@ class Cleanup:
     def service_groups(self) -> None:
         network = self.conn.network
         for group in self.listing("security groups", network.security_groups):
-            if not rules.service_group(self.infra, group.name, group.description, group.id, self.groups_on_ports, self.services):
+            if not rules.service_group(self.infra, group.name, group.description, group.id, self.groups_on_ports, self.services, group.tags or []):
+                continue
+            holding = self.listing("ports", lambda group=group: network.ports(security_groups=[group.id]))
+            if not rules.service_group(self.infra, group.name, group.description, group.id, set(), set(), group.tags or []) and [
+                port for port in holding if self.tag not in (port.tags or [])
+            ]:  # a 4.14/4.15 group known by its Service's name only, on a port not the cluster's: another cluster's
+                self.say(f"kept security group {group.id}: described as another cluster's Service's too, and on ports not this cluster's")
                 continue
             # Pulumi's node ports may still hold it (they go in the same destroy): off them first.
-            for port in self.listing("ports", lambda group=group: network.ports(security_groups=[group.id])):
+            for port in holding:
                 kept = [g for g in port.security_group_ids if g != group.id]
                 self.attempt(f"group {group.id} from port {port.id}", lambda port=port, kept=kept: network.update_port(port, security_groups=kept))
             self.attempt(f"security group {group.id}", lambda group=group: network.delete_security_group(group))
@@ -232,7 +284,11 @@ def main() -> int:
     except Exception as error:  # noqa: BLE001
         print(f"cleanup: could not reach the cloud {os.environ['OS_CLOUD']}: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
-    return Cleanup(conn, infra).run()
+    cleanup = Cleanup(conn, infra)
+    if os.environ.get(rules.STEP) == rules.MARK:
+        cleanup.say(f"tagged {cleanup.mark()} resource(s) that serve the cluster's servers")
+        return 0
+    return cleanup.run()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ class Flavor:
     disk_gb: int
     # Extra spec baremetal=true: the size minimums do not apply (BAREMETAL_SPEC).
     baremetal: bool = False
+    # Nova's OS-FLV-EXT-DATA:ephemeral: GiB of local disk beside the root (ocp:masters.etcdDisk takes part of it).
+    # None: not read (pulumi-openstack's flavor invoke has no such field: cluster/cloud_probe.py reads it when asked).
+    ephemeral_gb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,8 @@ class Probe:
     zone_hosts: Mapping[str, int] | None = None
     # Every image Glance lists under each name asked for (None: not asked, or unknown).
     images: Mapping[str, tuple[GlanceImage, ...]] | None = None
+    # The ephemeral disk (GiB) of each flavor asked for (ocp:masters.etcdDisk); None: not asked, or unknown.
+    ephemeral: Mapping[str, int] | None = None
 
 
 def parse_probe(stdout: str | None, failure: str = "") -> Probe:
@@ -199,7 +204,10 @@ def parse_probe(stdout: str | None, failure: str = "") -> Probe:
     zone_hosts = answer.get("zoneHosts")
     if not (isinstance(zone_hosts, dict) and all(isinstance(n, int) for n in zone_hosts.values())):
         zone_hosts = None
-    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts, images=images)
+    ephemeral = answer.get("flavorEphemeral")
+    if not (isinstance(ephemeral, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in ephemeral.values())):
+        ephemeral = None
+    return Probe(tuple(sorted(extensions)), up, networks=networks, subnets=subnets, zone_hosts=zone_hosts, images=images, ephemeral=ephemeral)
 
 
 def _matches(found: Any, each: Callable[[Mapping[str, Any]], Any]) -> dict[str, tuple[Any, ...]] | None:
@@ -300,11 +308,13 @@ class Wanted:
     subnets: tuple[str, ...] = ()
     # Image names as Glance lists them, every copy (integrated mode: those the Machine API reads by name).
     listed_images: tuple[str, ...] = ()
+    # Flavors whose ephemeral disk the preflight reads (ocp:masters.etcdDisk: the masters').
+    ephemeral: tuple[str, ...] = ()
 
     @property
     def probe(self) -> bool:
         """Whether cluster/cloud_probe.py must run."""
-        return self.extensions or self.hosts or bool(self.networks or self.subnets or self.listed_images)
+        return self.extensions or self.hosts or bool(self.networks or self.subnets or self.listed_images or self.ephemeral)
 
 
 @dataclass(frozen=True)
@@ -366,6 +376,7 @@ def wanted(config: ClusterConfig, plan: AddressPlan) -> Wanted:
         networks=tuple(dict.fromkeys(networks)),
         subnets=tuple(existing.subnet_ids) if existing else (),
         listed_images=tuple(dict.fromkeys(name for _, name in machine_api_images(config))),
+        ephemeral=(config.masters.flavor,) if config.masters.etcd_disk is not None and config.masters.flavor else (),
     )
 
 

@@ -7,7 +7,8 @@ program's own virtualenv, where openstacksdk is (requirements.txt). It prints on
 
     {"extensions": [aliases, sorted], "hosts": [hypervisor states, sorted] or null}
 
-and, where OCP_PROBE_NETWORKS names networks and subnets (JSON: {"networks": [name or ID, ...],
+and, where OCP_PROBE_NETWORKS names flavors ("flavors": [name, ...]), "flavorEphemeral": {name: GiB}, each
+one's ephemeral disk (pulumi-openstack's flavor invoke has none); where it names networks and subnets (JSON: {"networks": [name or ID, ...],
 "subnets": [...]}), what each matches: "networks": {ref: [{id, name, portSecurity, subnets, mtu,
 project}, ...]}, "subnets": {ref: [{id, name, network, cidr}, ...]} (pulumi-openstack's network
 data source gives no port security and refuses a name two networks have without naming them).
@@ -50,10 +51,13 @@ class NoEntry(CloudError):
 
 
 def answer(
-    extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None, zone_hosts: Any = None, images: Any = None
+    extensions: Any, hosts: Any, networks: Any = None, subnets: Any = None, groups: Any = None, zone_hosts: Any = None, images: Any = None,
+    ephemeral: Any = None,
 ) -> str:
     """The probe's line: sorted, so that an unchanged cloud gives the same bytes."""
     line: dict[str, Any] = {"extensions": sorted(extensions), "hosts": None if hosts is None else sorted(hosts)}
+    if ephemeral is not None:
+        line["flavorEphemeral"] = dict(sorted(ephemeral.items()))
     if zone_hosts is not None:
         line["zoneHosts"] = dict(sorted(zone_hosts.items()))
     if networks is not None or subnets is not None:
@@ -253,7 +257,19 @@ def probe(connection: Any, wanted: dict[str, Any] | None = None) -> str:
     subnets = subnets_of(connection, wanted.get("subnets") or ())
     groups = groups_of(connection, wanted["groups"]) if wanted.get("groups") else None
     images = images_of(connection, wanted["images"]) if wanted.get("images") else None
-    return answer(extensions, hosts, networks, subnets, groups, zone_hosts, images)
+    ephemeral = ephemeral_of(connection, wanted["flavors"]) if wanted.get("flavors") else None
+    return answer(extensions, hosts, networks, subnets, groups, zone_hosts, images, ephemeral)
+
+
+def ephemeral_of(connection: Any, names: Iterable[str]) -> dict[str, int]:
+    """Each flavor's ephemeral disk in GiB (Nova's OS-FLV-EXT-DATA:ephemeral), by the name or ID the stack gives;
+    a flavor the project cannot see is left out (the preflight's flavor check names it)."""
+    found = {}
+    for name in names:
+        flavor = connection.compute.find_flavor(name, ignore_missing=True)
+        if flavor is not None:
+            found[name] = int(flavor.ephemeral or 0)
+    return found
 
 
 def _zone_hosts(connection: Any) -> dict[str, int] | None:

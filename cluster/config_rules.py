@@ -28,7 +28,7 @@ def _other_platform(c: Any) -> Iterable[str]:
 _OTHER = {"openstack": "libvirt", "libvirt": "openstack"}
 _OPENSTACK_ROLE_KEYS = (
     "flavor", "image", "root_volume", "availability_zones", "server_group_policy", "server_group_size",
-    "additional_security_group_ids", "server_group_per_zone",
+    "additional_security_group_ids", "server_group_per_zone", "etcd_disk",
 )
 _LIBVIRT_ROLE_KEYS = ("vcpus", "memory_mib", "disk_gib")
 
@@ -83,6 +83,15 @@ def _libvirt_settings(c: Any) -> Iterable[str]:
                 "(the bootstrap is sized like the masters: ocp:masters.vcpus, memoryMib, diskGib; "
                 "its image is ocp:libvirt.image)"
             )
+
+
+def _etcd_disk(c: Any) -> Iterable[str]:
+    if c.platform == "openstack" and c.masters.etcd_disk is not None and c.masters.root_volume is None:
+        yield (
+            "ocp:masters.etcdDisk: needs ocp:masters.rootVolume: etcd moves to the flavor's ephemeral disk while the "
+            "root boots from a Cinder volume (openshift-docs, Deploying on OpenStack with rootVolume and etcd on local "
+            "disk); add rootVolume: {size: 100, type: <a Cinder volume type>} to ocp:masters, or remove etcdDisk"
+        )
 
 
 def _openstack_tags(c: Any) -> Iterable[str]:
@@ -254,6 +263,7 @@ CHECKS: tuple[Callable[[Any], Iterable[str]], ...] = (
     _flavors,
     *OPENSTACK_CHECKS,
     _libvirt_settings,
+    _etcd_disk,
     _openstack_tags,
     _workers_within_reserve,
     _zones,

@@ -133,8 +133,19 @@ class RoleBase(Model):
         return 2, 8192, 120  # a worker: OpenShift's minimum is 2 vCPUs and 8 GiB
 
 
+class EtcdDisk(Model):
+    """etcd's data (/var/lib/etcd) on a local disk of the flavor's ephemeral storage, the root on a Cinder
+    volume: openshift-docs' "Deploying on OpenStack with rootVolume and etcd on local disk" (4.13+), made at
+    install (the MachineConfig 98-var-lib-etcd, ignition/etcd_disk.py; the disk as the CPMS's
+    additionalBlockDevices entry {name: etcd, storage: {type: Local}} makes it)."""
+
+    # GiB of the flavor's ephemeral disk; the guide asks at least 10, and no more than the flavor has.
+    size: Annotated[int, Field(ge=10, le=16384, description="GiB, at least 10 and at most the flavor's ephemeral disk")] = 10
+
+
 class Masters(RoleBase):
     count: Literal[1, 3, 5] = 3
+    etcd_disk: EtcdDisk | None = None
 
     @field_validator("resize")
     @classmethod

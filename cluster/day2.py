@@ -207,7 +207,8 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     then was kvm, so a change to qemu is refused there too. One written before
     ocp:bootstrap.configSource existed is of a bootstrap served by the helper. One written before
     ocp:ntpServers, ocp:installer.extraManifests or ocp:installer.cloudProviderConfig existed had none: setting them warns too. One
-    written before ocp:loadBalancer existed is of keepalived and haproxy on the nodes: UserManaged is refused."""
+    written before ocp:loadBalancer existed is of keepalived and haproxy on the nodes: UserManaged is refused. One written
+    before ocp:masters.etcdDisk existed kept etcd on the masters' root disk: setting it is refused."""
     if "libvirt.uri" in installed:
         installed.setdefault("libvirt.domainType", "kvm")
     if "openstack.cloud" in installed:
@@ -222,6 +223,9 @@ def _with_keys_older_records_lack(installed: dict[str, Any]) -> dict[str, Any]:
     if not any(key.split(".")[:2] == ["installer", "extraManifests"] for key in installed):
         installed["installer.extraManifests"] = None
     installed.setdefault("installer.cloudProviderConfig", None)
+    # Before masters.etcdDisk: etcd on the root disk; setting it is refused as for a stack recorded without it.
+    if not any(key.split(".")[:2] == ["masters", "etcdDisk"] for key in installed):
+        installed["masters.etcdDisk"] = None
     return installed
 
 

@@ -216,6 +216,13 @@ EFFECTS: dict[str, Effect] = {
     "workers.readyTimeout": Effect(
         "inert", "only how long `python -m ocp install` waits for the workers to be Ready; nothing in the cloud changes"
     ),
+    "masters.etcdDisk": Effect(
+        "refuse",
+        "etcd goes to the masters' local disk at install only: their MachineConfig is rendered into their first boot and "
+        "their block devices are first-boot inputs, and moving a running member's data is not this program's to do "
+        "(the installer's day-2 guide, docs/user/openstack/etcd-ephemeral-disk.md in openshift/installer, rolls the "
+        f"masters through a ControlPlaneMachineSet, which a cluster of this program's masters has not): {_NEW_CLUSTER}",
+    ),
 }
 
 

@@ -77,8 +77,8 @@ def problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> lis
     """Every shortfall of the cloud for this stack, one message each."""
     found: list[str] = []
     for check in (
-        _flavors, _images, _listed_images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones, _volume_zones,
-        _volume_types, _tags, quotas, server_group_members, anti_affinity, affinity_across_zones, anti_affinity_in_zones,
+        _flavors, _etcd_disk, _images, _listed_images, _image_endpoint, _identity, _external_network, _floating_ips, network_problems, _zones,
+        _volume_zones, _volume_types, _tags, quotas, server_group_members, anti_affinity, affinity_across_zones, anti_affinity_in_zones,
     ):  # fmt: skip
         found += check(config, plan, facts)
     found += group_problems(config, facts.security_groups, facts.probe_failure, where(facts))
@@ -116,6 +116,22 @@ def _flavors(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Ite
             )
         for shortfall in shortfalls:
             yield f"{use.key}: flavor \"{use.flavor}\" {shortfall}: name a larger flavor (`openstack flavor list`)"
+
+
+def _etcd_disk(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts) -> Iterable[str]:
+    """ocp:masters.etcdDisk is part of the masters' flavor's ephemeral disk (Nova: OS-FLV-EXT-DATA:ephemeral), which
+    Nova refuses to exceed; a flavor without one has nothing to put etcd on."""
+    etcd, name = config.masters.etcd_disk, config.masters.flavor
+    flavor = facts.flavors.get(name) if etcd is not None and name else None
+    if flavor is None or flavor.ephemeral_gb is None or flavor.ephemeral_gb >= etcd.size:
+        return  # a missing flavor is _flavors' to report; an unread size the probe's failure
+    has = f"an ephemeral disk of {flavor.ephemeral_gb} GiB" if flavor.ephemeral_gb else "no ephemeral disk"
+    yield (
+        f'ocp:masters.etcdDisk.size: {etcd.size} GiB, but flavor "{name}" (ocp:masters.flavor) has {has}, of which '
+        f"etcd's local disk is a part: name a flavor with at least {etcd.size} GiB of ephemeral disk (`openstack flavor "
+        f"create --ephemeral {etcd.size} ...`, on a cloud whose Nova keeps ephemeral disks on the compute hosts, not in "
+        "Ceph), or a smaller etcdDisk.size"
+    )
 
 
 def _gib(mib: int) -> str:

@@ -27,6 +27,7 @@ from cluster.installer import (
     update_script,
 )
 from cluster.manifests import read_extra_manifests
+from ignition import etcd_disk
 from ignition.chrony import machine_configs
 
 # Every input of the command: after the first run, none of them may run it again.
@@ -51,7 +52,7 @@ class Installer(pulumi.ComponentResource):
         super().__init__("ocp:installer:Installer", name, None, opts)
         settings = stack_settings(config, plan)
         # Checked before any resource (components/program.py): here they are good.
-        manifests = {**machine_configs(config), **read_extra_manifests(config.installer.extra_manifests)[0]}
+        manifests = {**machine_configs(config), **etcd_disk.machine_configs(config), **read_extra_manifests(config.installer.extra_manifests)[0]}
         # The installer directory's marker: two projects or backends may each have a stack `dev`. A new
         # environment value never runs the command again (RUN_ONCE); the marker takes it the next time it runs.
         # A self-managed backend's organization is `organization`; an older language host gives none.

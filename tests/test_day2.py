@@ -218,6 +218,8 @@ DEV_EDITS = [
         warns=("workers.rootVolume.types", "workers.rootVolume"),
     ),
     Edit("masters.rootVolume.types", section("masters", rootVolume={"size": 120, "types": ["ssd"]}), warns=("masters.rootVolume",)),
+    # Issue 50: etcd on the masters' local disk is made at install only (their MachineConfig, their block devices).
+    Edit("masters.etcdDisk", section("masters", rootVolume={"size": 120, "type": "ssd"}, etcdDisk={"size": 10}), refused='ocp:masters.etcdDisk: was unset at install, now {"size": 10}'),
     Edit("openstack.mode", section("openstack", mode="standalone"), refused="ocp:openstack.mode"),
     Edit("clusterNetwork", key("clusterNetwork", {"cidr": "10.132.0.0/14", "hostPrefix": 23}), refused="ocp:clusterNetwork"),
     Edit("serviceNetwork", key("serviceNetwork", "172.31.0.0/16"), refused="ocp:serviceNetwork"),
@@ -433,6 +435,18 @@ def test_a_kvm_stack_installed_before_the_domain_type_key_keeps_its_domains():
     assert {r.type for r in emulated.registered if r.custom} <= COMMAND_TYPES
 
 
+def test_a_stack_installed_before_the_etcd_disk_key_is_refused_it():
+    """Its masters keep etcd on their root disk: the key is refused as on a stack recorded with it unset."""
+    base, state = deployed(DEV_EDITS[0])
+    older = _without_in_record(state, "masters.etcdDisk")
+    unchanged = preview(older, base)
+    assert unchanged.error is None and unchanged.warnings == []
+    result = preview(older, section("masters", rootVolume={"size": 120, "type": "ssd"}, etcdDisk={"size": 10})(base))
+    assert result.error is not None and 'ocp:masters.etcdDisk: was unset at install, now {"size": 10}' in result.error, result.error
+    assert "etcd-ephemeral-disk.md" in result.error and "create a new stack for a new cluster" in result.error
+    assert {r.type for r in result.registered if r.custom} <= COMMAND_TYPES
+
+
 @pytest.mark.parametrize("name,edit", [
     ("ntpServers", key("ntpServers", ["10.20.0.1"])),
     ("installer.extraManifests", section("installer", extraManifests=str(ROOT / "samples" / "manifests"))),
@@ -549,6 +563,8 @@ def test_a_stack_installed_with_the_helper_is_told_to_keep_it_while_its_bootstra
     # its user_data is read at first boot only; docs/openstack.md says what that means mid-bootstrap).
     assert {name: kept.changes[name].fields for name in kept.names("create", "delete", "replace", "update")} == {
         "ocp4-cleanup-on-destroy": ("delete",),
+        # Issue 50: the destroy's tagging before the servers go (its create does nothing).
+        "ocp4-cleanup-mark-on-destroy": (),
         "ocp4-workers-worker-0-drain": ("delete",),
         "ocp4-workers-worker-1-drain": ("delete",),
         "ocp4-bootstrap-helper-upload": (),
@@ -568,4 +584,4 @@ def test_a_stack_installed_with_the_helper_tears_it_down_with_the_bootstrap(help
     assert {name for name in result.names("delete")} >= {"ocp4-bootstrap-helper-server", "ocp4-bootstrap-helper-upload", "ocp4-bootstrap-node"}
     # The masters' pointer commands, made with the masters running: the cluster's pointer cannot be read
     # here (no oc), which warns for a stack installed before them, and refuses nothing.
-    assert result.names("create", "replace") == {f"ocp4-master-pointers-master-{index}" for index in range(3)}
+    assert result.names("create", "replace") == {f"ocp4-master-pointers-master-{index}" for index in range(3)} | {"ocp4-cleanup-mark-on-destroy"}

@@ -58,6 +58,13 @@ MEANT: dict[tuple[str, str, str], tuple[str, str]] = {
         "controllers add; only its `delete` changes, its create does nothing, so the update runs nothing",
     )
     for release, stack in INTEGRATED
+} | {
+    (release, stack, "ocp4-cleanup-mark-on-destroy"): (
+        "create",
+        "issue 50: on destroy, before the servers go, what serves them but names nothing of the cluster (EgressIP "
+        "ports, 4.14/4.15 Service load balancers) gets the cluster's tag; its create does nothing",
+    )
+    for release, stack in INTEGRATED
 }
 FAKE_KEY = "FAKE tools/sample_installer.py"
 

@@ -192,7 +192,8 @@ def describe(connection: Any) -> dict[str, Any]:
         "region": region,
         "catalog": _catalog(access.service_catalog.catalog or (), region),
         "token": STAND_IN_TOKEN,
-        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk] for f in flavors}),
+        # An ephemeral disk as a fourth number (ocp:masters.etcdDisk's preflight reads it), none where there is none.
+        "flavors": _sorted({f.name: [f.vcpus, f.ram, f.disk, *([f.ephemeral] if f.ephemeral else [])] for f in flavors}),
         # Nova lists them from microversion 2.61, which openstacksdk asks for: baremetal "true" lifts the minimums.
         "flavorExtraSpecs": _sorted({f.name: _sorted({str(k): str(v) for k, v in f.extra_specs.items()}) for f in flavors if f.extra_specs}),
         "images": _images(connection.image.images(), project),

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, StrictStr, ValidationError
 
 from cluster import machine_yaml
 from cluster.addresses import plan_addresses
@@ -133,7 +133,8 @@ class _Description(BaseModel):
     region: StrictStr = ""
     catalog: dict[StrictStr, StrictStr | dict[StrictStr, StrictStr] | None] | None = None
     token: StrictStr
-    flavors: dict[StrictStr, tuple[StrictInt, StrictInt, StrictInt]]
+    # [vCPUs, RAM MiB, disk GB], and the ephemeral disk's GiB where the flavor has one (tools.describe_cloud writes it).
+    flavors: dict[StrictStr, Annotated[tuple[StrictInt, ...], Field(min_length=3, max_length=4)]]
     # The extra specs of the flavors that have any (an Ironic flavor's baremetal: "true" lifts the minimums).
     flavorExtraSpecs: dict[StrictStr, dict[StrictStr, StrictStr]] = {}
     images: dict[StrictStr, StrictBool | list[_ImageCopy]]
@@ -240,7 +241,7 @@ class MockCloud(NeutronAnswers):
         name = args.get("name")
         if name not in self.d["flavors"]:
             return not_found(f"flavor {name}")
-        vcpus, ram, disk = self.d["flavors"][name]
+        vcpus, ram, disk = self.d["flavors"][name][:3]  # a fourth number is the ephemeral disk: the probe's to read
         # The provider's flavor data source reads the extra specs too (flavors.ListExtraSpecs).
         extra_specs = dict((self.d.get("flavorExtraSpecs") or {}).get(name) or {})
         return {"id": fake_id("flavor", name), "name": name, "vcpus": vcpus, "ram": ram, "disk": disk, "extraSpecs": extra_specs}
@@ -413,7 +414,12 @@ class MockCloud(NeutronAnswers):
             networks = {ref: self._networks_named(ref) for ref in wants.get("networks") or ()}
             subnets = {ref: self._subnets_named(ref) for ref in wants.get("subnets") or ()}
             images = {name: self._listed(name) for name in wants["images"]} if wants.get("images") else None
-            return {"stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets, images=images), "stderr": ""}
+            # The flavors' ephemeral disks: a flavor's fourth number (none: 0), as Nova lists them.
+            ephemeral = {name: sum(self.d["flavors"][name][3:]) for name in wants.get("flavors") or () if name in self.d["flavors"]}
+            return {
+                "stdout": probe_answer(self.d["networkExtensions"], hosts, networks, subnets, images=images, ephemeral=ephemeral if wants.get("flavors") else None),
+                "stderr": "",
+            }
         if args.get("command") == TOKEN_COMMAND:  # components/openstack/bootstrap_token.py's answers
             kind = self.d.get("bootstrapCredential", "honoured")
             environment = args.get("environment") or {}

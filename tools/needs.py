@@ -32,7 +32,7 @@ def _quotas(description: Mapping[str, Any]) -> dict[str, Quota]:
 
 def _flavors(description: Mapping[str, Any] | None) -> dict[str, Flavor | None]:
     specs = (description or {}).get("flavorExtraSpecs") or {}
-    return {name: Flavor(*size, baremetal=is_baremetal(specs.get(name))) for name, size in (description or {}).get("flavors", {}).items()}
+    return {name: Flavor(*size[:3], baremetal=is_baremetal(specs.get(name)), ephemeral_gb=size[3] if len(size) > 3 else None) for name, size in (description or {}).get("flavors", {}).items()}
 
 
 def _active(described: Any) -> bool:

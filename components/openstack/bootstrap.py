@@ -312,6 +312,8 @@ class Bootstrap(pulumi.ComponentResource):
                 "flavor": config.bootstrap.flavor or config.masters.flavor,
                 "image": config.bootstrap_image,
                 "resize": (),
+                # Its etcd is temporary, and its flavor may have no ephemeral disk: no MachineConfig mounts one there.
+                "etcd_disk": None,
             }
         )
         # The bootstrap may only boot once its config is in place. It joins no extra network: it serves the

@@ -83,6 +83,7 @@ class OpenStackCluster(pulumi.ComponentResource):
         # Both roles' sets even at 0 workers: the workers' server group must outlive the count,
         # as the Machine API finds it by name and breaks on two of one name.
         servers_created = {}
+        servers: list[pulumi.Resource] = []
         for component, role in ((f"{name}-control-plane", control_plane(cluster)), (f"{name}-workers", workers(cluster))):
             pool = NodePool(
                 component,
@@ -96,6 +97,9 @@ class OpenStackCluster(pulumi.ComponentResource):
                 servers_after=[cleanup.command] if cleanup else [],
             )
             servers_created |= {node: server.created for node, server in zip(role.nodes, pool.servers)}
+            servers += pool.servers
+        if cleanup:  # on destroy, before any server goes: what serves them gets the cluster's tag
+            cleanup.mark_before(servers)
         self.outputs = ClusterOutputs.build(
             config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created, network.mtu
         )

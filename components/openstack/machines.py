@@ -203,6 +203,9 @@ def server(
     block_devices = None
     if role.root_volume is not None:
         block_devices = [_root_device(name, cluster, node, role, image, opts.parent, bool(opts.protect))]
+        etcd = getattr(role, "etcd_disk", None)
+        if etcd is not None:  # masters.etcdDisk: part of the flavor's ephemeral storage, as the CPMS's Local block device
+            block_devices.append(_etcd_device(etcd.size))
     zones = role.availability_zones
     # First-boot inputs: a running server keeps what it was created with (a change would
     # replace or re-image it); new servers get the current values. Its size changes only
@@ -228,6 +231,19 @@ def server(
         # (a server Nova left in ERROR, a deliberate one) deletes the old server first, or the
         # old one's delete unbinds the port from the new one.
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignored, delete_before_replace=True)),
+    )
+
+
+def _etcd_device(size: int) -> openstack.compute.InstanceBlockDeviceArgs:
+    """etcd's local disk: a blank disk of the server's own storage, deleted with it, as cluster-api-provider-openstack
+    (v0.11, pkg/cloud/services/compute/instance.go) makes an additionalBlockDevices entry of storage type Local. Nova
+    formats and labels the first one `ephemeral0`, which the MachineConfig (ignition/etcd_disk.py) formats for etcd."""
+    return openstack.compute.InstanceBlockDeviceArgs(
+        source_type="blank",
+        destination_type="local",
+        volume_size=size,
+        boot_index=-1,
+        delete_on_termination=True,
     )
 
 

@@ -192,12 +192,12 @@ def read_facts(config: ClusterConfig, plan: AddressPlan, cloud: _Cloud) -> Cloud
     volume_zones = cloud.get(openstack.blockstorage.get_availability_zones_v3).names if want.volume_zones else ()
     groups = tuple(dict.fromkeys(ref for _, ref in group_keys(config)))
     probe, read_groups = (
-        _probe(config, cloud, want.networks, want.subnets, groups, want.listed_images) if want.probe or groups else (Probe((), None), None)
+        _probe(config, cloud, want.networks, want.subnets, groups, want.listed_images, want.ephemeral) if want.probe or groups else (Probe((), None), None)
     )
     return CloudFacts(
         cloud=config.openstack.cloud,
         flavors={
-            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0, is_baremetal(f.extra_specs)) if f else None
+            name: Flavor(f.vcpus or 0, f.ram or 0, f.disk or 0, baremetal=is_baremetal(f.extra_specs), ephemeral_gb=(probe.ephemeral or {}).get(name)) if f else None
             for name, f in zip(want.flavors, flavors)
         },
         images={
@@ -288,16 +288,17 @@ def _probe(
     subnets: tuple[str, ...] = (),
     groups: tuple[str, ...] = (),
     images: tuple[str, ...] = (),
+    flavors: tuple[str, ...] = (),
 ) -> tuple[Probe, dict[str, SecurityGroup | None] | None]:
     """Neutron's extensions, Nova's hosts, the networks and subnets named, the user's security
     groups (None: not read) and every image Glance lists under the names given, read by
     cluster/cloud_probe.py under the program's Python."""
     assert config.openstack is not None
     environment = {"OS_CLOUD": config.openstack.cloud, "OCP_PYTHON": sys.executable}
-    if networks or subnets or groups or images:
+    if networks or subnets or groups or images or flavors:
         asked = {
             "networks": list(networks), "subnets": list(subnets), **({"groups": list(groups)} if groups else {}),
-            **({"images": list(images)} if images else {}),
+            **({"images": list(images)} if images else {}), **({"flavors": list(flavors)} if flavors else {}),
         }
         environment[PROBE_NETWORKS] = json.dumps(asked)
     try:

@@ -14,6 +14,6 @@ code it follows; facts only, read with the upstream source, never copied):
 - manila_csi: shares with snapshots, where the catalog has Manila.
 
 It runs with the local cloud's virtualenv (openstacksdk), as the tenant, against a deployed
-stack whose infra ID it is given: `<venv>/bin/python -m harness.cluster_standin INFRA_ID` prints
+stack whose infra ID it is given, on the stack's own network or (--network) one the user gave it: `<venv>/bin/python -m harness.cluster_standin INFRA_ID` prints
 what it made as JSON. Imports nothing of the project but itself.
 """

@@ -41,7 +41,8 @@ def load_balancer(conn, cluster_name: str, namespace: str, service: str, subnet,
         conn.load_balancer.create_member(pool, name=port.name, address=port.fixed_ips[0]["ip_address"], protocol_port=node_port, subnet_id=subnet.id)
         _active(conn, lb)
     lb = conn.load_balancer.get_load_balancer(lb.id)
-    floating_ip = conn.network.create_ip(
+    # ensureFloatingIP: only where a floating network is known (the router's); none otherwise.
+    floating_ip = external_network and conn.network.create_ip(
         floating_network_id=external_network.id,
         port_id=lb.vip_port_id,
         description=f"Floating IP for Kubernetes external service {namespace}/{service} from cluster {cluster_name}",
@@ -57,7 +58,8 @@ def load_balancer(conn, cluster_name: str, namespace: str, service: str, subnet,
     for port in node_ports:
         current = conn.network.get_port(port.id)
         conn.network.update_port(current, security_groups=[*current.security_group_ids, group.id])
-    return {"load balancer": lb.id, "VIP port": lb.vip_port_id, "floating IP": floating_ip.id, "security group": group.id}
+    made = {"load balancer": lb.id, "VIP port": lb.vip_port_id, "security group": group.id}
+    return made | ({"floating IP": floating_ip.id} if floating_ip else {})
 
 
 def _active(conn, lb) -> None:

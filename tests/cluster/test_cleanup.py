@@ -60,6 +60,47 @@ def test_lb_security_groups_by_their_cluster_or_for_4_14_by_its_ports_or_service
     assert not cleanup.service_group(INFRA, f"{INFRA}-worker", mine, "g3", {"g3"}, set())  # the program's own group
 
 
+def test_egress_ip_reservations_by_the_server_their_device_id_names():
+    """cloud-network-config-controller (pkg/cloudprovider/openstack.go, release-4.14 to main): reserveNeutronIPAddress
+    makes `egressip-<ip>` with device_owner OpenShiftEgressIP, device_id generateDeviceID(server) =
+    `OpenShiftEgressIP_<server ID>`, no tag and no description: the device_id is all that ties it to a node."""
+    servers = {"3f1c7a52-0d5e-4a59-9c1b-6a2f4e8d9b10"}
+    assert cleanup.reserved_for("OpenShiftEgressIP", "OpenShiftEgressIP_3f1c7a52-0d5e-4a59-9c1b-6a2f4e8d9b10", servers)
+    assert not cleanup.reserved_for("OpenShiftEgressIP", "OpenShiftEgressIP_0b6c1f0e-another-clusters-server", servers)
+    assert not cleanup.reserved_for("OpenShiftEgressIP", "3f1c7a52-0d5e-4a59-9c1b-6a2f4e8d9b10", servers)  # not as the controller writes it
+    assert not cleanup.reserved_for("compute:nova", "OpenShiftEgressIP_3f1c7a52-0d5e-4a59-9c1b-6a2f4e8d9b10", servers)
+    assert not cleanup.reserved_for("OpenShiftEgressIP", None, servers)
+
+
+def test_a_4_14_load_balancer_is_the_clusters_by_its_members_or_its_tag():
+    """cloud-provider-openstack release-4.14/4.15 (pkg/openstack/loadbalancer.go): GetLoadBalancerName
+    `kube_service_<cluster>_<ns>_<svc>`, description `Kubernetes external service <ns>/<svc> from cluster <cluster>`,
+    tags [its name]; the cluster name is `kubernetes` there (cluster-cloud-controller-manager-operator passes
+    --cluster-name=$(OCP_INFRASTRUCTURE_NAME) from release-4.16). Off the cluster's own network only its members tell."""
+    legacy = "Kubernetes external service legacy/web from cluster kubernetes"
+    assert cleanup.legacy_service_load_balancer(legacy)
+    assert not cleanup.legacy_service_load_balancer(f"Kubernetes external service demo/web from cluster {INFRA}")
+    assert not cleanup.legacy_service_load_balancer("an application's own")
+    nodes = {("subnet-1", "10.20.0.11"), ("subnet-1", "10.20.0.12")}
+    assert cleanup.serves([("subnet-1", "10.20.0.12"), ("subnet-1", "10.20.0.99")], nodes)
+    assert not cleanup.serves([("subnet-1", "10.20.0.99")], nodes)  # another cluster's nodes on the same subnet
+    assert not cleanup.serves([("subnet-2", "10.20.0.11")], nodes)  # the same address on another subnet
+    assert not cleanup.serves([], nodes)
+    # On a given network it is neither on the cluster's network nor named by the infra ID: the mark's tag finds it.
+    name = "kube_service_kubernetes_legacy_web"
+    assert not cleanup.service_load_balancer(INFRA, name, legacy, "given", {NETWORK}, [name])
+    assert cleanup.service_load_balancer(INFRA, name, legacy, "given", {NETWORK}, [name, TAG])
+    assert not cleanup.service_load_balancer(INFRA, name, legacy, "given", {NETWORK}, [name, f"{TAG}x"])
+    group = "Security Group for legacy/web Service LoadBalancer in cluster kubernetes"
+    assert cleanup.service_group(INFRA, "lb-sg-2-legacy-web", group, "g2", set(), set(), [TAG])
+    assert not cleanup.service_group(INFRA, f"{INFRA}-master", "", "g3", set(), set(), [TAG])  # the program's own, tagged too
+
+
+def test_the_mark_is_the_cleanup_run_with_its_step_set():
+    script = cleanup.mark_script()
+    assert script.startswith(f"export {cleanup.STEP}={cleanup.MARK}\n") and script.endswith(cleanup.cleanup_script())
+
+
 def test_ports_left_on_the_network_but_the_programs_and_neutrons_own():
     assert cleanup.leftover_port(INFRA, "egressip-10.0.255.254", "OpenShiftEgressIP")
     assert cleanup.leftover_port(INFRA, "", "")  # a port someone made on the cluster's network

@@ -187,6 +187,10 @@ BAD_CONFIGS = [
     (bad("ntpServers", []), "ocp:ntpServers: Value should have at least 1 item"),
     (bad("ntpServers", ["ntp.lab", "ntp.lab"]), "ocp:ntpServers: lists ntp.lab more than once"),
     (section("installer", extraManifests="no/such/manifests"), "ocp:installer.extraManifests: no/such/manifests is not a directory"),
+    # etcd on the flavor's ephemeral disk needs the root on a volume (openshift-docs' local-disk guide), and 10 GiB at least.
+    (section("masters", etcdDisk={"size": 10}), "ocp:masters.etcdDisk: needs ocp:masters.rootVolume: etcd moves to the flavor's ephemeral disk"),
+    (section("masters", rootVolume={"size": 100, "type": "ssd"}, etcdDisk={"size": 5}), "ocp:masters.etcdDisk.size: Input should be greater than or equal to 10"),
+    (section("masters", rootVolume={"size": 100, "type": "ssd"}, etcdDisk={"sizeGib": 10}), "ocp:masters.etcdDisk.sizeGib: unknown key"),
 ]
 
 

@@ -12,12 +12,13 @@ import sys
 
 import pytest
 
-from cluster.cleanup import cleanup_script
+from cluster.cleanup import cleanup_script, mark_script
 from components.installer import RUN_ONCE
 from tests.conftest import ROOT, deploy, preview, stack_config, with_section
 from tools.mock_run import unwrap
 
 CLEANUP = "ocp4-cleanup-on-destroy"
+MARK = "ocp4-cleanup-mark-on-destroy"
 
 
 def test_without_a_python_that_has_openstacksdk_it_says_so_and_lets_the_destroy_go_on(tmp_path):
@@ -86,6 +87,21 @@ def test_the_cleanup_runs_after_the_nodes_and_before_the_network_and_groups_go(d
     assert inputs["environment"]["INFRA_ID"] == dev_run.outputs["infraId"]
 
 
+def test_the_mark_runs_before_any_node_goes(dev_run):
+    """On destroy the engine deletes a resource before those it depends on: the mark depends on every
+    master and worker, so its script tags what serves them while they exist (the cleanup then runs after
+    they are gone). `pulumi up` never runs it: its create does nothing and only its script is taken."""
+    mark = dev_run.by_name(MARK)
+    by_urn = {r.urn: r for r in dev_run.resources}
+    nodes = {r.name for r in dev_run.of_type("openstack:compute/instance:Instance") if "-control-plane-" in r.name or "-workers-" in r.name}
+    assert {by_urn[urn].name for urn in mark.options["dependsOn"] if by_urn[urn].type.endswith("Instance")} == nodes
+    assert not [r.name for r in dev_run.resources if mark.urn in r.options.get("dependsOn", [])]
+    assert sorted(mark.options["ignoreChanges"]) == sorted(set(RUN_ONCE) - {"delete"})
+    inputs = unwrap(mark.inputs)
+    assert (inputs["create"], inputs["delete"]) == ("true", mark_script())
+    assert inputs["environment"] == {"OS_CLOUD": "openstack", "INFRA_ID": dev_run.outputs["infraId"]}
+
+
 def test_a_deployed_cleanup_takes_the_current_script_in_place():
     """A stack deployed with an older script runs the current one on destroy: an update (its
     create, `true`, runs), never a replacement (which would run the old delete on a live cluster)."""
@@ -100,7 +116,7 @@ def test_a_deployed_cleanup_takes_the_current_script_in_place():
 
 
 def test_standalone_has_no_cleanup(standalone_run):
-    assert not [r for r in standalone_run.resources if r.name == CLEANUP]
+    assert not [r for r in standalone_run.resources if r.name in (CLEANUP, MARK)]
 
 
 def test_resources_json_names_its_dependencies(tmp_path):
@@ -128,3 +144,4 @@ def test_no_up_runs_or_replaces_it(edit):
     result = preview(state, edit(stack_config("dev")))
     assert result.error is None, result.error
     assert result.changes[CLEANUP].action == "same"
+    assert result.changes[MARK].action == "same"

@@ -578,6 +578,7 @@ BAD_CONFIGS = [
     (with_section(KVM, "workers", rootVolume={"size": 100}), "ocp:workers.rootVolume"),
     (with_section(KVM, "masters", availabilityZones=["nova"]), "ocp:masters.availabilityZones"),
     (with_section(KVM, "masters", serverGroupPolicy="anti-affinity"), "ocp:masters.serverGroupPolicy"),
+    (with_section(KVM, "masters", etcdDisk={"size": 10}), "ocp:masters.etcdDisk is a openstack setting"),
     (kvm_config(openstack={"cloud": "openstack"}), "ocp:openstack is set but ocp:platform is libvirt"),
     (with_section(KVM, "bootstrap", helper={"flavor": "m1.small"}), "ocp:bootstrap.helper is an OpenStack setting"),
     (with_section(KVM, "bootstrap", configSource="glance"), "ocp:bootstrap.configSource is an OpenStack setting and ocp:platform is libvirt: remove it (libvirt passes the bootstrap its full ignition directly)"),

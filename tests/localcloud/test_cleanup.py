@@ -11,6 +11,11 @@ cluster's); a user's untagged `<infraID>-bastion` server and server groups named
 but not as the installer names them; other clusters whose infra IDs start with this one's; the
 project's own servers, ports, volumes and floating IPs.
 
+On a network the user gave (ocp:openstack.existingNetwork), destroyed in the engine's order (the mark while
+the servers exist, then the cleanup): the cluster's EgressIP reservation and Service load balancers go; the
+network, a port of the project, another project's EgressIP look-alike and another cluster's reservation and
+4.14 load balancer of the same Service name stay.
+
 What the test makes goes again whatever happens, a set-up that fails halfway included: everything
 it makes is named by the infra ID (its floating IP described by it) or is one of its volumes, and
 the finalizer removes by that, each step on its own, then says what is left; so one failure here
@@ -26,7 +31,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from cluster.cleanup import cleanup_script
+from cluster.cleanup import cleanup_script, mark_script
 from tests.localcloud.conftest import ROOT, sdk
 
 INFRA = "ocp4-cl3an"
@@ -281,21 +286,21 @@ def made(cloud, fail_at: str | None = None, removed: list[str] | None = None):
             removed.extend(found)
 
 
-def standin(cloud, infra: str) -> dict[str, str]:
+def standin(cloud, infra: str, *options: str) -> dict[str, str]:
     """What the cluster's controllers' stand-in (harness/cluster_standin) made, as `kind: ID`
     (the EgressIP's address and the node port it was paired on apart)."""
     done = subprocess.run(
-        [str(cloud.bin("python")), "-m", "harness.cluster_standin", infra],
+        [str(cloud.bin("python")), "-m", "harness.cluster_standin", infra, *options],
         cwd=ROOT, env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return {f"{step}: {kind}": id_ for step, made in json.loads(done.stdout).items() for kind, id_ in made.items() if kind not in ("EgressIP", "node port")}
 
 
-def run_cleanup(cloud_env, infra: str) -> subprocess.CompletedProcess:
+def run_cleanup(cloud_env, infra: str, script: str | None = None) -> subprocess.CompletedProcess:
     """The command's delete as the engine runs it: bash -c in the project's directory, OS_CLOUD and INFRA_ID set."""
     environment = {**cloud_env, "OS_CLOUD": "openstack", "INFRA_ID": infra}
-    return subprocess.run(["/bin/bash", "-c", cleanup_script()], env=environment, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    return subprocess.run(["/bin/bash", "-c", script or cleanup_script()], env=environment, cwd=ROOT, capture_output=True, text=True, timeout=1800)
 
 
 @pytest.fixture(scope="module")
@@ -406,3 +411,92 @@ def test_what_it_cannot_delete_it_names_and_fails_so_that_a_second_destroy_finis
         assert f"cleanup: deleted volume {volume}" in second.stdout
     finally:
         remove(cloud)
+
+
+# A network the user gave the stack (ocp:openstack.existingNetwork), made before it: nothing of it names
+# the cluster. On it the cluster's master and another cluster's (both of this project), a port of this
+# project that is no cluster's, and another project's port (the operator's) that looks like an EgressIP
+# reservation: the network's owner sees every port on it, and may delete them.
+GIVEN = """
+import uuid
+flavor = tenant.compute.find_flavor("m1.small").id
+image = tenant.image.find_image("centos-stream-9").id
+external = tenant.network.find_network("external")
+network = tenant.network.create_network(name=f"{infra}-given")
+subnet = tenant.network.create_subnet(network_id=network.id, name=f"{infra}-given", ip_version=4, cidr="10.20.0.0/24")
+router = tenant.network.create_router(name=f"{infra}-given-router", external_gateway_info={"network_id": external.id})
+tenant.network.add_interface_to_router(router, subnet_id=subnet.id)
+lookalike = admin.network.create_port(
+    name="egressip-10.20.0.200", network_id=network.id, fixed_ips=[{"subnet_id": subnet.id, "ip_address": "10.20.0.200"}],
+    device_owner="OpenShiftEgressIP", device_id=f"OpenShiftEgressIP_{uuid.uuid4()}",
+)
+keep = {"network": network.id, "subnet": subnet.id, "router": router.id,
+        "project's own port": tenant.network.create_port(name=f"{infra}-bastion-port", network_id=network.id).id}
+nodes = {}
+for cluster in (infra, other):  # each master as the program makes it: port and server tagged, the server's metadata
+    tag = f"openshiftClusterID={cluster}"
+    group = tenant.network.create_security_group(name=f"{cluster}-master")
+    tenant.network.set_tags(group, [tag])
+    port = tenant.network.create_port(name=f"{cluster}-master-0", network_id=network.id, security_groups=[group.id])
+    tenant.network.set_tags(port, [tag])
+    made = tenant.compute.create_server(name=f"{cluster}-master-0", flavor_id=flavor, image_id=image, networks=[{"port": port.id}],
+                                        tags=[tag], metadata={"openshiftClusterID": cluster})
+    nodes[cluster] = {"security group": group.id, "port": port.id, "server": tenant.compute.wait_for_server(made, interval=1, wait=180).id}
+keep.update({f"other cluster's master {kind}": id_ for kind, id_ in nodes[other].items()})
+keep["cluster's security group"] = nodes[infra]["security group"]  # Pulumi's to delete
+result = {"keep": keep, "lookalike": lookalike.id, "master": nodes[infra]}
+"""
+
+# Pulumi's part of the destroy between the mark and the cleanup: the cluster's master and its port go.
+PULUMI_DELETES_THE_MASTER = """
+tenant.compute.delete_server(master["server"])
+tenant.compute.wait_for_delete(tenant.compute.get_server(master["server"]), interval=1, wait=120)
+tenant.network.delete_port(master["port"])
+"""
+
+
+@pytest.fixture(scope="module")
+def given_network_cleaned(cloud, cloud_env):
+    """A cluster on a given network with its EgressIP reservation and Service load balancers (4.16+ and 4.14),
+    beside another cluster's (an EgressIP and a 4.14 load balancer of the same Service name) and others' ports;
+    then the destroy's order: the mark with the servers there, the master deleted, the cleanup."""
+    remove(cloud)
+    lookalike = None
+    try:
+        made = sdk(cloud, GIVEN, infra=INFRA, other=OTHER)
+        lookalike = made["lookalike"]
+        network = f"{INFRA}-given"
+        gone = standin(cloud, INFRA, "--network", network, "--only", "services", "egressip")
+        kept = made["keep"] | {f"other cluster's {what}": id_ for what, id_ in standin(cloud, OTHER, "--network", network, "--only", "legacy-service", "egressip").items()}
+        began = time.monotonic()
+        mark = run_cleanup(cloud_env, INFRA, mark_script())
+        sdk(cloud, PULUMI_DELETES_THE_MASTER, master=made["master"])
+        ran = run_cleanup(cloud_env, INFRA)
+        print(f"the mark and the cleanup took {time.monotonic() - began:.0f} s")
+        second = run_cleanup(cloud_env, INFRA)
+        found_gone, found_kept = sdk(cloud, FIND, ids=gone), sdk(cloud, FIND, ids=kept)
+        lookalike_kept = sdk(cloud, "result = admin.network.find_port(port) is not None", port=lookalike)
+        return mark, ran, second, found_gone, found_kept, lookalike_kept
+    finally:
+        if lookalike:
+            sdk(cloud, "admin.network.delete_port(port, ignore_missing=True)", port=lookalike)
+        remove(cloud)
+
+
+def test_on_a_given_network_the_destroy_takes_the_clusters_egress_ips_and_service_load_balancers_only(given_network_cleaned):
+    mark, ran, second, gone, kept, lookalike_kept = given_network_cleaned
+    report = "\n".join(run.stdout + run.stderr for run in (mark, ran, second))
+    assert mark.returncode == 0 and ran.returncode == 0 and second.returncode == 0, report
+    # Tagged while the master existed: its EgressIP reservation, the 4.14 load balancer serving it, the two
+    # load balancers' groups on its port.
+    assert (mark.stdout.count("cleanup: tagged EgressIP port "), mark.stdout.count("cleanup: tagged load balancer ")) == (1, 1), report
+    assert mark.stdout.count("cleanup: tagged security group ") == 2, report
+    assert "cleanup: deleted" not in mark.stdout, report
+    # The cluster's EgressIP port, both load balancers with their floating IPs and groups: gone.
+    assert gone == {what: False for what in gone}, report
+    assert ran.stdout.count("cleanup: deleted load balancer ") == 2 and ran.stdout.count("cleanup: deleted floating IP ") == 2, report
+    # The network and what else is on it: kept, the other cluster's 4.14 Service of the same name included.
+    assert kept == {what: True for what in kept}, report
+    assert lookalike_kept is True, report
+    assert "cleanup: kept security group " in ran.stdout, report
+    assert "cleanup: deleted" not in second.stdout, report

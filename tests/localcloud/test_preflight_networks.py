@@ -2,14 +2,18 @@
 through the real engine (`pulumi preview` of the dev and standalone stacks, which stops before any
 resource): networks made here as the tenant (port security off, no subnet, MTU 1300, two of one name)
 and as the admin (another project's shared one), images of one name (the tenant's, and a public one of
-the admin's), and the admin's flavors with and without the extra spec baremetal=true. Neutron's own
-answers ground the messages. Everything made here is deleted by its ID."""
+the admin's), the admin's flavors with and without the extra spec baremetal=true and one with an ephemeral
+disk. Neutron's own answers ground the messages. Everything made here is deleted by its ID."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from tests.localcloud.conftest import sdk
@@ -384,3 +388,69 @@ def test_sr_iov_ports_through_the_real_engine_and_what_the_local_cloud_does_with
             assert answers[key].startswith("ERROR") and "Claim pci failed" in answers[key], answers
     finally:
         assert sdk(cloud, SRIOV_REMOVE, made=ids) == []
+
+
+# Issue 50, item 10: a diskless flavor with an ephemeral disk, as openshift-docs' etcd-on-local-disk guide makes one
+# (`openstack flavor create --ephemeral 10 ...`), made by the operator and deleted again by its ID.
+ETCD_FLAVOR = """
+made = admin.compute.create_flavor(name=name, vcpus=4, ram=16384, disk=0, ephemeral=10, is_public=True)
+result = {"id": made.id, "ephemeral": admin.compute.get_flavor(made.id).ephemeral}
+"""
+
+
+@pytest.fixture(scope="module")
+def etcd_flavor(cloud):
+    name = "pf-master-etcd"
+    sdk(cloud, "old = admin.compute.find_flavor(name)\nif old: admin.compute.delete_flavor(old)", name=name)
+    made = sdk(cloud, ETCD_FLAVOR, name=name)
+    try:
+        yield name, made
+    finally:
+        sdk(cloud, "admin.compute.delete_flavor(flavor, ignore_missing=True)", flavor=made["id"])
+
+
+def test_etcd_on_a_local_disk_through_the_real_preview(cloud, dev_stack, etcd_flavor):
+    """masters.etcdDisk through the real engine and preflight: with the flavor's 10 GiB ephemeral disk (Nova's
+    OS-FLV-EXT-DATA:ephemeral, read by the probe) each master boots from its volume with a blank local disk of
+    10 GiB (the bootstrap and workers none); 12 GiB, or a flavor with none, is refused before anything. (The
+    MachineConfig rides in the installer command's secret environment: tests/ignition/test_etcd_disk.py reads it.)"""
+    name, made = etcd_flavor
+    assert made["ephemeral"] == 10
+    masters = structured(dev_stack.base["ocp:masters"])
+    disk = {"flavor": name, "rootVolume": {"size": 30, "type": "ssd"}, "etcdDisk": {"size": 10}}
+    config = {**dev_stack.base, "ocp:masters": json.dumps({**masters, **disk})}
+    dev_stack.write_config(config)
+    try:
+        done = dev_stack.pulumi("preview", "--json")
+    finally:
+        dev_stack.write_config(dev_stack.base)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    preview = json.loads(done.stdout)
+    servers = {
+        step["urn"].rsplit("::", 1)[1]: step["newState"]["inputs"]
+        for step in preview["steps"]
+        if step["urn"].split("::")[2].endswith("openstack:compute/instance:Instance") and step.get("newState")
+    }
+    masters_planned = {key: inputs for key, inputs in servers.items() if "-control-plane-" in key}
+    assert len(masters_planned) == 3, sorted(servers)
+    for key, inputs in masters_planned.items():
+        root, local = inputs["blockDevices"]
+        assert (root["sourceType"], root["destinationType"], root["bootIndex"]) == ("image", "volume", 0), key
+        assert (local["sourceType"], local["destinationType"], local["volumeSize"], local["bootIndex"]) == ("blank", "local", 10, -1), key
+        assert local["deleteOnTermination"] is True and inputs["flavorName"] == name
+    for key, inputs in servers.items():
+        if key not in masters_planned:
+            assert not [d for d in inputs.get("blockDevices") or () if d.get("destinationType") == "local"], key
+    too_large = " ".join(_preview(dev_stack, masters={**disk, "etcdDisk": {"size": 12}}).split())
+    assert f'ocp:masters.etcdDisk.size: 12 GiB, but flavor "{name}" (ocp:masters.flavor) has an ephemeral disk of 10 GiB' in too_large, too_large[-4000:]
+    none = " ".join(_preview(dev_stack, masters={**disk, "flavor": masters["flavor"]}).split())
+    assert f'ocp:masters.etcdDisk.size: 10 GiB, but flavor "{masters["flavor"]}" (ocp:masters.flavor) has no ephemeral disk' in none, none[-4000:]
+    # tools.describe_cloud writes the ephemeral disk as the flavor's fourth number, which the offline plan's mock cloud answers.
+    described = dev_stack.work / "described.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.describe_cloud", "--os-cloud", "openstack", "--out", str(described)],
+        cwd=ROOT, env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(cloud.clouds_yaml)}, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    flavors = yaml.safe_load(described.read_text())["flavors"]
+    assert flavors[name] == [4, 16384, 0, 10] and len(flavors[masters["flavor"]]) == 3
