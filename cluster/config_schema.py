@@ -134,12 +134,9 @@ class RoleBase(Model):
 
 
 class EtcdDisk(Model):
-    """etcd's data (/var/lib/etcd) on a local disk of the flavor's ephemeral storage, the root on a Cinder
-    volume: openshift-docs' "Deploying on OpenStack with rootVolume and etcd on local disk" (4.13+), made at
-    install (the MachineConfig 98-var-lib-etcd, ignition/etcd_disk.py; the disk as the CPMS's
-    additionalBlockDevices entry {name: etcd, storage: {type: Local}} makes it)."""
+    """/var/lib/etcd on the flavor's ephemeral disk, the root on a volume, at install (openshift-docs' "rootVolume
+    and etcd on local disk", 4.13+; the MachineConfig in ignition/etcd_disk.py): at least 10 GiB, at most the flavor's."""
 
-    # GiB of the flavor's ephemeral disk; the guide asks at least 10, and no more than the flavor has.
     size: Annotated[int, Field(ge=10, le=16384, description="GiB, at least 10 and at most the flavor's ephemeral disk")] = 10
 
 
@@ -171,8 +168,7 @@ class Workers(RoleBase):
     # is 10 by default). Worker N goes into group N // this: <infraID>-worker, then -worker-1, ...
     # Unset: one group, as the installer makes it.
     server_group_size: Annotated[int, Field(ge=1, le=500)] | None = None
-    # Minutes `python -m ocp install` waits for the workers to be Ready (its --nodes-timeout overrides it):
-    # bare-metal workers (Ironic) are inspected, cleaned and deployed before they first boot.
+    # Minutes `ocp install` waits for the workers to be Ready (--nodes-timeout overrides it): bare metal needs more.
     ready_timeout: Annotated[int, Field(ge=1, le=1440)] = 40
 
     def _group_size(self) -> int | None:
@@ -190,9 +186,8 @@ class BootstrapHelper(Model):
     image: NonEmpty = "centos-stream-9"
     ssh_user: NonEmpty = "cloud-user"
     port: Annotated[int, Field(ge=1024, le=65535)] = 8080
-    # Where `pulumi up` reaches the helper (and `gather bootstrap` the bootstrap) over SSH: a floating IP
-    # each, or their fixed IPs when the Pulumi host sits on the machine network itself. Unset: see
-    # ClusterConfig.bootstrap_floating_ip (off on a network given without a router).
+    # How `pulumi up` reaches the helper (and `gather bootstrap` the bootstrap) over SSH: a floating IP each, or
+    # their fixed IPs from the machine network. Unset: ClusterConfig.bootstrap_floating_ip.
     floating_ip: bool | None = None
     # The key `pulumi up` logs in to the helper with (and `gather bootstrap` uses), by its path:
     # `ssh -i` reads it at run time, so the state holds the path only. None: the SSH agent.
@@ -384,21 +379,18 @@ class ClusterConfig(AddressFamilies):
 
     @property
     def helper_ssh_cidr(self) -> IPv4Network:
-        """Where the bootstrap helper admits SSH from: sshAllowedCidr, else (no floating IP,
-        Pulumi runs inside) the machine network."""
+        """Where the bootstrap helper admits SSH from: sshAllowedCidr, else (no floating IP) the machine network."""
         configured = self.openstack.ssh_allowed_cidr if self.openstack else None
         return configured or self.machine_network
 
     @property
     def worker_pool_flavor(self) -> str | None:
-        """The flavor a description of the worker pool names: the workers', or the masters' when
-        the workers have none (count 0), since the installer and the Machine API need one."""
+        """The worker pool's flavor: the workers', or the masters' when there are none (the installer needs one)."""
         return self.workers.flavor or self.masters.flavor
 
     @property
     def bootstrap_floating_ip(self) -> bool:
-        """ocp:bootstrap.helper.floatingIp; unset, true but on a network given without a router (Neutron maps one
-        there only through a router someone else attached): a day-2 review holds older stacks to theirs."""
+        """ocp:bootstrap.helper.floatingIp; unset, true but on a network given without a router (day 2 holds older stacks to theirs)."""
         written = self.bootstrap.helper.floating_ip
         return written if written is not None else not (self.platform == "openstack" and self.openstack is not None and self.openstack.given_without_router())
 
