@@ -51,7 +51,7 @@ def gather_host(config: ClusterConfig, plan: AddressPlan, shown: str | None) -> 
     """The bootstrap's address for the gather: the plan's, or with a floating IP (known only to the
     state) the `--bootstrap` word of the `bootstrapGather` output, taken only as an IP address; None
     when that is not one."""
-    if not config.bootstrap.helper.floating_ip:
+    if not config.bootstrap_floating_ip:
         return str(plan.bootstrap.ip)
     try:
         words = shlex.split(shown or "")
