@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.cleanup import CLEANUP_SCRIPT, OWN_GROUP_ZONES, cleanup_script
+from cluster.cleanup import CLEANUP_SCRIPT, OWN_GROUP_ZONES, cleanup_script, mark_script
 from cluster.config import ClusterConfig
 from cluster.drain import drain_script
 from cluster.helper_ssh import ECDSA_KEY_TYPE, KEY_TYPE, upload_command, upload_script
@@ -90,6 +90,7 @@ EARLIER: dict[tuple[str, str], frozenset[str]] = {
     ("cleanup", "delete"): frozenset({"57b1f53f73a3747f1f1fbc20727e4438b651e6441fdc84aa26f3b56c512ec1d9"}),  # 35e8df7, 0.1.0: openstack CLI
     # Written to its path directly (a link planted there was followed), before the mktemp of issue 49.
     ("file", "create"): frozenset({"2b3fd53ad5a7680bda26b1f74f0cba93993bf36c8b25db6c1992cdd55563abe6"}),  # 35e8df7, 0.1.0
+    ("images", "create"): frozenset({"b7361477558293c384b8f3a608480885d1d60db16c8b773107f5bbd646ec8800"}),  # 35e8df7 to 0.1.0+: no --idms-file
     ("pointer-worker", "create"): frozenset({
         "a6e5640b48fe18500a7b6df98f1194e26aff68b0fad05068e7c4c9e1e2ab3bd8",  # 35e8df7
         "93fafab07deaa172b10c33554c237ebd2bb379e3457a2619d19b392f35c639b6",  # 0.1.0
@@ -213,6 +214,11 @@ def _kinds(config: ClusterConfig | None, stack: str) -> dict[str, Kind]:
             "cleanup", "the destroy's cleanup", {"create": frozenset({NO_OP}), "delete": frozenset({CLEANUP_SCRIPT})},
             {"OS_CLOUD": cloud, "INFRA_ID": pattern(INFRA_ID, "an infra ID")}, BASH, {"delete": _cleanup_again},
         ),
+        # Its second command (`-mark-on-destroy`): the same script, told to tag what the cleanup then takes.
+        "ocp:openstack:Cleanup mark": Kind(
+            "mark", "the destroy's mark", {"create": frozenset({NO_OP}), "delete": frozenset({mark_script()})},
+            {"OS_CLOUD": cloud, "INFRA_ID": pattern(INFRA_ID, "an infra ID")}, BASH,
+        ),
         "ocp:openstack:Network": Kind(
             "tag", "the network's tag", {"create": frozenset({tag_script("add")}), "delete": frozenset({tag_script("remove")})},
             {
@@ -250,7 +256,7 @@ def _kind_of(kinds: Mapping[str, Kind], type_: str, urn: str) -> Kind | None:
     if type_ != COMMAND:
         return None
     chain = _qualified(urn).split("$")
-    kind = kinds.get(chain[-2]) if len(chain) >= 2 else None
+    kind = kinds.get(chain[-2] + (" mark" if _name(urn).endswith("-mark-on-destroy") else "")) if len(chain) >= 2 else None
     if kind is not None and kind.name == "drain" and not _name(urn).endswith("-drain"):
         return None
     return kind
