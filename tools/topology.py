@@ -62,7 +62,9 @@ def _get(item: Item, key: str) -> Any:
 
 
 def _address_order(address: str) -> Any:
-    return ip_address(address) if address else ip_address("0.0.0.0")
+    """By a node's first address (a dual-stack node's label lists both, the primary family's first)."""
+    first = address.split(",")[0].strip()
+    return ip_address(first) if first else ip_address("0.0.0.0")
 
 
 def _ports(rule: Item) -> str:

@@ -71,8 +71,9 @@ result += [{"floating_ip": f.floating_ip_address} for f in tenant.network.ips() 
 
 
 def given_stack(config: dict, ids: dict[str, str]) -> dict:
-    """The committed stack moved onto the given networks: the provider network by name, the L2 network on
-    every node, the storage network on the workers, the user's balancer; no router, no floating IP."""
+    """The committed stack moved onto the given networks: the provider network by name, the L2 network (no
+    port security: the workers only by default, issue 49), the storage network on the workers, the user's
+    balancer; no router, no floating IP."""
     openstack = {key: value for key, value in config["ocp:openstack"].items() if key not in ("externalNetwork", "sshAllowedCidr", "apiFloatingIp", "ingressFloatingIp")}
     openstack["existingNetwork"] = {"networkId": "given-provider", "subnetId": "given-v4"}
     openstack["additionalNetworks"] = [
@@ -121,8 +122,8 @@ def test_a_cluster_on_given_networks_is_made_as_they_are_described_and_leaves_th
     # No VIP ports: the user's balancer holds the VIPs, so no node port lets them through either.
     assert not [port for port in ports if not any(role in port["name"] for role in ("master", "worker", "bootstrap"))], ports
     assert all(port["pairs"] == [] for port in ports), ports
-    # The L2 network: every node (the bootstrap with the masters), no port security, no groups.
-    assert {port["name"] for port in by_network["given-l2"]} == names
+    # The L2 network: no port security, so the workers only (neither the masters nor the bootstrap), no groups.
+    assert {port["name"] for port in by_network["given-l2"]} == workers
     assert all(port["port_security"] is False and port["groups"] == [] and port["fixed_ips"] == [] for port in by_network["given-l2"]), by_network["given-l2"]
     # The storage network: the workers only, with the node's groups.
     assert {port["name"] for port in by_network["given-storage"]} == workers

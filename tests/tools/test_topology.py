@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cluster.config import load_config
 from tests.conftest import ROOT, stack_config
@@ -250,3 +251,18 @@ def test_without_dot_the_plan_writes_the_rest_and_says_how(tmp_path):
     assert "picture: none, Graphviz's dot is missing: apt-get install graphviz, then run the plan again" in result.stdout
     assert not (tmp_path / "p/topology.svg").exists()
     assert (tmp_path / "p/resources.json").is_file() and (tmp_path / "p/state.json").is_file()
+
+
+def test_a_dual_stack_stack_draws_each_node_with_both_addresses(tmp_path):
+    """The nodes output lists a dual-stack node's every address (issue 49): its box shows both, ordered by the first
+    (the picture once took the two for one address and stopped the plan)."""
+    from tests.cluster.test_families import V4, V6, families
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {key: value for key, value in families(V4, V6).items() if key != "ocp:pullSecret"}}))
+    result = plan("dev", tmp_path / "p", config_file=stack_file)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = boxes((tmp_path / "p/topology.svg").read_bytes())
+    nodes = json.loads((tmp_path / "p/outputs.json").read_text())["nodes"]
+    assert all(len(addresses) == 2 for addresses in nodes.values())
+    assert all(shown[f"node {name}"][:2] == [name, ", ".join(addresses)] for name, addresses in nodes.items())
