@@ -40,9 +40,11 @@ class _Compute:
 
     def flavors(self):
         return [
-            Of(name="worker", vcpus=2, ram=8192, disk=40, extra_specs={}), Of(name="master", vcpus=4, ram=16384, disk=40, extra_specs={}),
+            Of(name="worker", vcpus=2, ram=8192, disk=40, ephemeral=0, extra_specs={}),
+            # An ephemeral disk beside the root (ocp:masters.etcdDisk's): a fourth number.
+            Of(name="master", vcpus=4, ram=16384, disk=40, ephemeral=20, extra_specs={}),
             # An Ironic flavor: placeholder sizes, and the extra spec the installer reads.
-            Of(name="bm", vcpus=1, ram=512, disk=0, extra_specs={"baremetal": "true", "resources:VCPU": "0"}),
+            Of(name="bm", vcpus=1, ram=512, disk=0, ephemeral=0, extra_specs={"baremetal": "true", "resources:VCPU": "0"}),
         ]
 
     def availability_zones(self):
@@ -103,7 +105,7 @@ def _connection(admin: bool = False) -> Of:
 
 def test_the_description_is_what_the_sdk_reads_sorted_and_without_secrets(tmp_path):
     described = describe(_connection())
-    assert described["flavors"] == {"bm": [1, 512, 0], "master": [4, 16384, 40], "worker": [2, 8192, 40]}
+    assert described["flavors"] == {"bm": [1, 512, 0], "master": [4, 16384, 40, 20], "worker": [2, 8192, 40]}
     assert list(described["flavors"]) == ["bm", "master", "worker"]
     assert described["flavorExtraSpecs"] == {"bm": {"baremetal": "true", "resources:VCPU": "0"}}
     # Several images of one name: each, newest first (the servers boot the newest active one), with what the
