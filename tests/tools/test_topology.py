@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from cluster.config import load_config
+from tests.cluster.test_families import V4, V6, families
 from tests.conftest import ROOT, stack_config
 from tools.real_installer import LOCALCLOUD_SWITCH
 
@@ -256,8 +257,6 @@ def test_without_dot_the_plan_writes_the_rest_and_says_how(tmp_path):
 def test_a_dual_stack_stack_draws_each_node_with_both_addresses(tmp_path):
     """The nodes output lists a dual-stack node's every address (issue 49): its box shows both, ordered by the first
     (the picture once took the two for one address and stopped the plan)."""
-    from tests.cluster.test_families import V4, V6, families
-
     stack_file = tmp_path / "Pulumi.dev.yaml"
     stack_file.write_text(yaml.safe_dump({"config": {key: value for key, value in families(V4, V6).items() if key != "ocp:pullSecret"}}))
     result = plan("dev", tmp_path / "p", config_file=stack_file)
