@@ -12,7 +12,9 @@ the same offset of that family's network (`Node.ips`), and so do the VIPs (`api_
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from ipaddress import ip_address
 from typing import Literal
 
 from cluster.address_layout import (
@@ -134,6 +136,28 @@ class AddressPlan:
         """How many routers the IngressController runs: one per router node there was at install."""
         workers = self.worker_count if self.workers_at_install is None else self.workers_at_install
         return self.master_count if self.routers_on_masters else min(self.router_count, workers)
+
+
+def node_addresses(plan: AddressPlan, node: Node, derived: Collection[int] = (), assigned: Sequence[str] | None = None) -> list[str | None]:
+    """A node's address in each family, the primary first: the planned one; in a `derived` family (a
+    subnet where Neutron derives each port's address from its MAC: slaac, dhcpv6-stateless) the one of
+    its port's addresses (`assigned`, as Neutron shows them) inside that family's network, None while
+    the port does not exist."""
+    found: list[str | None] = []
+    for family, (network, planned) in enumerate(zip(plan.networks, node.ips)):
+        if family not in derived:
+            found.append(str(planned))
+            continue
+        inside = [address for address in assigned or () if _inside(address, network)]
+        found.append(inside[0] if inside else None)
+    return found
+
+
+def _inside(address: str, network: IPNetwork) -> bool:
+    try:
+        return ip_address(address) in network
+    except ValueError:
+        return False
 
 
 def host_port(address: IPAddress, port: int) -> str:

@@ -95,7 +95,7 @@ class Verdict:
 def addresses(value: str | Sequence[str]) -> tuple[str, ...]:
     """A node's addresses from the stack's `nodes` output: a list (every family's), or one address as a
     string (stacks last `up` by 0.1.0); each as Python writes it (`2001:db8::5`, not `2001:DB8:0::5`)."""
-    return tuple(str(ipaddress.ip_address(text)) for text in ([value] if isinstance(value, str) else value))
+    return tuple(str(ipaddress.ip_address(text)) for text in ([value] if isinstance(value, str) else value) if text is not None)
 
 
 def review(

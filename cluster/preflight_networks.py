@@ -247,9 +247,69 @@ def _pools_clear(config: ClusterConfig, plan: AddressPlan, key: str, ref: str, s
             )
 
 
-# The one IPv6 address mode where Neutron gives a port the address asked for: with slaac and
-# dhcpv6-stateless the address derives from the port's MAC, so the planned ones could not be had.
+# How Neutron gives a port its address on an IPv6 subnet (ipv6_address_mode): the one asked for
+# (dhcpv6-stateful), or one it derives from the port's MAC (EUI-64: slaac, dhcpv6-stateless), which it
+# then shows in the port's fixed_ips and refuses a port to ask for (AllocationOnAutoAddressSubnet).
 PLANNED_IPV6_MODE = "dhcpv6-stateful"
+DERIVED_IPV6_MODES = ("slaac", "dhcpv6-stateless")
+STATEFUL_SUBNET = (
+    f"`openstack subnet create --ip-version 6 --ipv6-address-mode {PLANNED_IPV6_MODE} --ipv6-ra-mode {PLANNED_IPV6_MODE} ...`"
+)
+
+
+def derived_families(config: ClusterConfig, facts: CloudFacts) -> frozenset[int]:
+    """The machine networks (by place) whose subnet of ocp:openstack.existingNetwork Neutron gives ports
+    addresses derived from their MACs, as the preflight read them (a name two subnets have: the one on
+    the network, as _existing_network takes it): the program asks no address there and reads the port's
+    instead. Empty where none was read (skipPreflight: each subnet is taken as dhcpv6-stateful)."""
+    existing = config.openstack.existing_network if config.openstack else None
+    if existing is None or not facts.subnets:
+        return frozenset()
+    networks = (facts.networks or {}).get(existing.network_id, ())
+    derived = set()
+    for family, ref in enumerate(existing.subnet_ids[: len(config.machine_networks)]):
+        found = facts.subnets.get(ref, ())
+        if len(networks) == 1 and len(found) > 1:
+            found = tuple(each for each in found if each.network == networks[0].id) or found
+        if config.machine_networks[family].version == 6 and len(found) == 1 and found[0].ipv6_address_mode in DERIVED_IPV6_MODES:
+            derived.add(family)
+    return frozenset(derived)
+
+
+def _ipv6_mode(config: ClusterConfig, family: int, key: str, ref: str, mode: str | None) -> Iterable[str]:
+    """An IPv6 subnet's address mode against what this program does with the family's addresses. Upstream
+    installs dual-stack on slaac, dhcpv6-stateless and dhcpv6-stateful (installer's
+    docs/user/openstack/deploy_dual_stack_cluster.md; its validation, pkg/asset/installconfig/openstack/
+    validation, reads no mode), IPv6 alone on dhcpv6-stateful (deploy_single_stack_ipv6_cluster.md: slaac
+    is not supported, its DNS does not work)."""
+    if mode == PLANNED_IPV6_MODE:
+        return
+    ask = f"Ask its owner for a {PLANNED_IPV6_MODE} subnet ({STATEFUL_SUBNET})"
+    if mode not in DERIVED_IPV6_MODES:
+        yield (
+            f'{key}: IPv6 subnet "{ref}" has address mode {mode or "none"}: nothing gives a node its address there. {ask}; '
+            f"integrated mode also takes slaac and dhcpv6-stateless for the second family of a dual-stack network (IPv4 first)"
+        )
+        return
+    derived = (
+        f'{key}: IPv6 subnet "{ref}" has address mode {mode}, where Neutron derives each port\'s address from its MAC '
+        "(and refuses a port the one asked for)"
+    )
+    if not config.integrated:
+        yield (
+            f"{derived}, while standalone mode (ocp:openstack.mode) writes every node's IPv6 address into the nodes at first "
+            "boot, those not made yet included: each keepalived's IPv6 VRRP source and peers, keepalived-run's interface "
+            "and CoreDNS's names, in user_data no node reads again. "
+            f"{ask}, or install in integrated mode (ocp:openstack.mode: integrated), which takes {mode}"
+        )
+    elif family == 0:
+        yield (
+            f"{derived}, and IPv6 is the primary family (the first of ocp:machineNetwork), whose planned addresses this "
+            "program uses before the nodes exist: the bootstrap helper's address and certificate, `openshift-install "
+            "gather bootstrap`'s hosts, the `nodes` output the CSR approver judges by. "
+            f"{ask}, the mode upstream's single-stack IPv6 guide uses (it does not support slaac); {mode} is taken for the "
+            "second family of a dual-stack network (IPv4 first)"
+        )
 
 
 def _given_subnet(
@@ -274,14 +334,13 @@ def _given_subnet(
             f"where the nodes' addresses and the VIPs are planned: write machineNetwork: {shown}"
         )
         return
-    if planned.version == 6 and subnet.cidr is not None and subnet.ipv6_address_mode != PLANNED_IPV6_MODE:  # None: not read
-        yield (
-            f'{key}: IPv6 subnet "{ref}" has address mode {subnet.ipv6_address_mode or "none"}, and this program gives every '
-            f"node and VIP its planned address, which Neutron assigns only with {PLANNED_IPV6_MODE} (with slaac and "
-            "dhcpv6-stateless the address derives from the port's MAC; with none nothing tells the node its address). "
-            f"Ask its owner for a {PLANNED_IPV6_MODE} subnet (`openstack subnet create --ip-version 6 --ipv6-address-mode "
-            f"{PLANNED_IPV6_MODE} --ipv6-ra-mode {PLANNED_IPV6_MODE} ...`), the mode upstream's single-stack IPv6 guide uses"
-        )
+    if planned.version == 6 and subnet.cidr is not None:  # None: not read
+        mode_problems = list(_ipv6_mode(config, family, key, ref, subnet.ipv6_address_mode))
+        yield from mode_problems
+        if mode_problems or subnet.ipv6_address_mode in DERIVED_IPV6_MODES:
+            # Derived: Neutron hands out no address from the pools there (each port's is its MAC's), and no port
+            # may ask for one: the VIPs' planned addresses (fd00:10::5, no EUI-64 interface ID) are nobody's.
+            return
     yield from _pools_clear(config, plan, key, ref, subnet, family)
 
 

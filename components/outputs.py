@@ -8,14 +8,14 @@ add `apiVips` and `ingressVips`, one address per family, the primary first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from cluster import balancer
-from cluster.addresses import AddressPlan, Node, host_port, server_name
+from cluster.addresses import AddressPlan, Node, host_port, node_addresses, server_name
 from cluster.config import ClusterConfig
 from cluster.day2 import installed_plan
 from cluster.endpoints import api_url, console_url, etc_hosts
@@ -37,10 +37,15 @@ class ClusterOutputs:
         bootstrap_gather: pulumi.Input[str] | None = None,
         servers_created: Mapping[Node, pulumi.Output[str]] | None = None,
         network_mtu: pulumi.Input[int | None] | None = None,
+        *,
+        assigned: Mapping[Node, pulumi.Output[list[str]]] | None = None,
+        derived: Collection[int] = (),
     ) -> ClusterOutputs:
         """`servers_created`: when each master's and worker's server was made, by the cloud's
         clock, where the platform keeps that (OpenStack): the approver ties client CSRs to it.
-        `network_mtu`: the machine network's (OpenStack), which `python -m ocp install` checks."""
+        `network_mtu`: the machine network's (OpenStack), which `python -m ocp install` checks.
+        `assigned`: each node's port's addresses (OpenStack), read for the `derived` families
+        (cluster.addresses.node_addresses)."""
         # Clients outside reach the cluster by floating IP where there is one, else by VIP (the
         # user's balancer's frontend with ocp:loadBalancer: UserManaged).
         reach = pulumi.Output.all(api_floating_ip, ingress_floating_ip).apply(
@@ -54,9 +59,8 @@ class ClusterOutputs:
             "apiUrl": api_url(config),
             "consoleUrl": console_url(config),
             # Every address of each node, the primary family's first: a dual-stack kubelet's serving request names both.
-            "nodes": pulumi.Output.unsecret(
-                assets.apply(lambda a: {server_name(config, node, a.infra_id): [str(ip) for ip in node.ips] for node in plan.nodes})
-            ),
+            # Where Neutron derives a family's address from the port's MAC (slaac), the port's.
+            "nodes": pulumi.Output.unsecret(_node_addresses(config, plan, assets, assigned or {}, derived)),
             "etcHosts": reach,
             "infraId": pulumi.Output.unsecret(assets.apply(lambda a: a.infra_id)),
             "kubeconfig": pulumi.Output.secret(assets.apply(lambda a: a.kubeconfig)),
@@ -84,6 +88,24 @@ class ClusterOutputs:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.values)
+
+
+def _node_addresses(
+    config: ClusterConfig,
+    plan: AddressPlan,
+    assets: pulumi.Output[InstallerAssets],
+    assigned: Mapping[Node, pulumi.Output[list[str]]],
+    derived: Collection[int],
+) -> pulumi.Output[dict[str, list[str | None]]]:
+    """Server name -> the node's address of each family; a derived family's as its port shows it."""
+    nodes = list(plan.nodes)
+    read = [assigned[node] if derived and node in assigned else None for node in nodes]
+    return pulumi.Output.all(assets, *read).apply(
+        lambda found: {
+            server_name(config, node, found[0].infra_id): node_addresses(plan, node, derived, ports)
+            for node, ports in zip(nodes, found[1:])
+        }
+    )
 
 
 def _pools(config: ClusterConfig, plan: AddressPlan, assets: InstallerAssets) -> dict[str, Any]:

@@ -119,6 +119,7 @@ class _Subnet(_Strict):
     network: StrictStr  # its network's ID
     cidr: StrictStr
     pools: list[list[StrictStr]] = []  # DHCP allocation pools: [first, last] each
+    # IPv6: slaac, dhcpv6-stateless, dhcpv6-stateful, or null (none), as tools.describe_cloud writes it.
     ipv6AddressMode: StrictStr | None = None
     # The routers with an interface on it: router ID -> its gateway's network ID ("": none; null: another
     # project's router, not shown). Unset: not described (any floating IP a stack plans there is taken to work).

@@ -172,7 +172,8 @@ def _server_pools(state: list[Item], servers: dict[str, Item], ports: dict[str, 
         name = str(_get(server, "name"))
         role = (_get(server, "metadata") or {}).get("role") or "helper"
         found = nodes.get(name)  # every family's address (one, as a string, in stacks last `up` by 0.1.0)
-        address = (found if isinstance(found, str) else ", ".join(found or ())) or _port_address(ports.get(port_id)) or ""
+        # An address Neutron derives (slaac) is unknown offline: "(from its MAC)".
+        address = (found if isinstance(found, str) else ", ".join(a or "(from its MAC)" for a in found or ())) or _port_address(ports.get(port_id)) or ""
         groups = sorted(group_names.get(g, g) for g in (_get(ports.get(port_id), "securityGroupIds") or ()))
         hints = [hint["group"] for hint in _get(server, "schedulerHints") or () if hint.get("group")]
         shared = f"flavor {_get(server, 'flavorName') or _get(server, 'flavorId')}"

@@ -251,6 +251,8 @@ def _shim(config: ClusterConfig, node: Node, infra_id: str, served: str, source:
 class Bootstrap(pulumi.ComponentResource):
     # `openshift-install gather bootstrap`, ready to run where `pulumi up` runs.
     gather_command: pulumi.Output[str]
+    # Its port's addresses, as Neutron assigned them.
+    addresses: pulumi.Output[list[str]]
 
     def __init__(
         self,
@@ -294,6 +296,7 @@ class Bootstrap(pulumi.ComponentResource):
             ssh_group = security_group(name, cluster, "bootstrap", rules, self)
             security_group_ids = pulumi.Output.all(security_group_ids, ssh_group.id).apply(lambda ids: [*ids[0], ids[1]])
         port = node_port(f"{name}-node", cluster, node, subnet, security_group_ids, vips_on_nodes(cluster, *plan.api_vips), self, of_the_cluster=False)
+        self.addresses = port.all_fixed_ips
         ssh_host: pulumi.Input[str] = str(node.ip)
         if config.bootstrap_floating_ip:  # `pulumi up` runs outside the machine network
             ssh_host = openstack.networking.FloatingIp(

@@ -60,8 +60,10 @@ class OpenStackCluster(pulumi.ComponentResource):
         # On destroy, after the nodes and before the network and groups go: what the cluster made itself.
         cleanup = Cleanup(f"{name}-cleanup", cluster, [network, security], child) if config.integrated else None
         gather = None
+        # Each node's port's addresses: where Neutron derives a family's, the outputs read it there.
+        assigned = {}
         if plan.bootstrap_enabled:
-            gather = Bootstrap(
+            bootstrap = Bootstrap(
                 f"{name}-bootstrap",
                 cluster,
                 network.subnet,
@@ -73,7 +75,8 @@ class OpenStackCluster(pulumi.ComponentResource):
                 # The destroy cleanup deletes what images of it are left once Pulumi deleted its own.
                 [cleanup.command] if cleanup else [],
                 child,
-            ).gather_command
+            )
+            gather, assigned[plan.bootstrap] = bootstrap.gather_command, bootstrap.addresses
         user_data = nodes.user_data_of(plan.nodes)
         if config.integrated:  # nodes made after install boot from the pointer the running cluster trusts
             user_data |= MasterPointers(f"{name}-master-pointers", cluster, plan.masters, installer.assets, child).user_data
@@ -98,9 +101,11 @@ class OpenStackCluster(pulumi.ComponentResource):
             )
             servers_created |= {node: server.created for node, server in zip(role.nodes, pool.servers)}
             servers += pool.servers
+            assigned |= pool.addresses
         if cleanup:  # on destroy, before any server goes: what serves them gets the cluster's tag
             cleanup.mark_before(servers)
         self.outputs = ClusterOutputs.build(
-            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created, network.mtu
+            config, plan, installer.assets, vips.api_floating_ip, vips.ingress_floating_ip, gather, servers_created, network.mtu,
+            assigned=assigned, derived=network.subnet.derived,
         )
         self.register_outputs(self.outputs.as_dict())

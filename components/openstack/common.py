@@ -26,11 +26,18 @@ class Subnet:
     routed: tuple[pulumi.Resource, ...] = ()
     # Dual-stack: the second family's subnet on the same network (ocp:machineNetwork's second entry).
     second_subnet_id: pulumi.Input[str] | None = None
+    # The families (places in ocp:machineNetwork) whose subnet derives each port's address from its MAC
+    # (slaac, dhcpv6-stateless: cluster.preflight_networks.derived_families).
+    derived: frozenset[int] = frozenset()
 
     def fixed_ips(self, addresses: Sequence[object]) -> list[openstack.networking.PortFixedIpArgs]:
-        """A port's fixed IPs: each family's address on that family's subnet, the primary first."""
+        """A port's fixed IPs: each family's address on that family's subnet, the primary first; on a
+        subnet that derives it, the subnet alone (Neutron refuses an address asked for there)."""
         subnets = [self.subnet_id] + ([self.second_subnet_id] if self.second_subnet_id is not None else [])
-        return [openstack.networking.PortFixedIpArgs(subnet_id=subnet, ip_address=str(address)) for subnet, address in zip(subnets, addresses)]
+        return [
+            openstack.networking.PortFixedIpArgs(subnet_id=subnet, ip_address=None if family in self.derived else str(address))
+            for family, (subnet, address) in enumerate(zip(subnets, addresses))
+        ]
 
     def floating_ip_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=parent, depends_on=list(self.routed))

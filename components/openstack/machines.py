@@ -340,6 +340,8 @@ class NodePool(pulumi.ComponentResource):
     name, role, cluster, network, user data by node, options, drained_with; then this platform's own."""
 
     servers: list[openstack.compute.Instance]
+    # Each node's port's addresses, as Neutron assigned them.
+    addresses: dict[Node, pulumi.Output[list[str]]]
 
     def __init__(
         self,
@@ -374,9 +376,11 @@ class NodePool(pulumi.ComponentResource):
             for suffix in role.server_groups
         }
         self.servers = []
+        self.addresses = {}
         for node in role.nodes:
             node_name = f"{name}-{node.role}-{node.index}"
             port = node_port(node_name, cluster, node, network, security_groups[node.name], role.vips, self, protect)
+            self.addresses[node] = port.all_fixed_ips
             additional_ports = additional_network_ports(node_name, cluster, node, security_groups[node.name], self, protect)
             # Nova honours soft anti-affinity only between servers it already placed, so
             # concurrent creation can stack them on one host: create them one after the other.

@@ -51,12 +51,14 @@ class Network(pulumi.ComponentResource):
                     ),
                 )
                 if second is not None:
-                    # The IPv6 subnet's router advertisements (its gateway and, with dhcpv6-stateful, the
-                    # M flag that starts the nodes' DHCPv6) come from a router interface on it.
+                    # The IPv6 subnet's router advertisements (its gateway and, by its mode, the prefix the
+                    # nodes make their address in or the M flag that starts their DHCPv6) come from a router
+                    # interface on it.
                     openstack.networking.RouterInterface(
                         f"{name}-router-interface-2", router_id=router.id, subnet_id=second, opts=pulumi.ResourceOptions(parent=self)
                     )
-            self.subnet = Subnet(network_id, subnet_id, routed, second)
+            derived = cluster.checked.derived_families if cluster.checked is not None else frozenset()
+            self.subnet = Subnet(network_id, subnet_id, routed, second, derived)
             # Read once the preflight passed (the infra ID waits for it), which reports a missing network once.
             self.mtu = openstack.networking.get_network_output(
                 network_id=pulumi.Output.all(cluster.infra_id, network_id).apply(lambda values: values[1]),

@@ -54,7 +54,7 @@ from cluster.preflight import (
     wanted,
 )
 from cluster.preflight_groups import SecurityGroup, group_keys, parse_groups
-from cluster.preflight_networks import resolved
+from cluster.preflight_networks import derived_families, resolved
 
 # Where `python -m cluster.cloud_probe` finds the package: the project directory.
 PROJECT = Path(__file__).resolve().parents[2]
@@ -77,6 +77,8 @@ class Checked:
     # or ID written, as the preflight read them: their IDs, port security, MTU, owner. Empty when skipped.
     networks: Mapping[str, Network] = field(default_factory=dict)
     subnets: Mapping[str, Subnet] = field(default_factory=dict)
+    # The machine networks (by place) whose given subnet derives each port's address from its MAC.
+    derived_families: frozenset[int] = frozenset()
 
     def image_id(self, name: str, parent: pulumi.Resource | None = None) -> pulumi.Input[str]:
         """The ID of the image named `name` that servers boot (imageId, a volume's imageId): as the
@@ -139,7 +141,10 @@ def check(
             count = f" ({len(found)} problems)" if len(found) > 1 else ""
             raise pulumi.RunError(f"the cloud cannot hold this stack{count}:\n  " + "\n  ".join(found))
 
-    return Checked(when_known(infra_id, verdict), provider, boot_images(facts), resolved(facts.networks), resolved(facts.subnets))  # type: ignore[arg-type]
+    return Checked(
+        when_known(infra_id, verdict), provider, boot_images(facts), resolved(facts.networks), resolved(facts.subnets),  # type: ignore[arg-type]
+        derived_families(config, facts),
+    )
 
 
 def when_known(infra_id: pulumi.Output[str], check: Callable[[str | None], None]) -> pulumi.Output[str]:

@@ -11,17 +11,19 @@ import subprocess
 from ipaddress import ip_network
 from urllib.parse import urlsplit
 
+import pulumi
 import pytest
 import yaml
 
-from cluster.addresses import plan_addresses
+from cluster.addresses import node_addresses, plan_addresses
 from cluster.config import ConfigError, load_config
 from cluster.firewall import exposure_table, security_groups
 from cluster.identity import ClusterIdentity
 from cluster.install_config import render_install_config
 from ignition.nodes import bootstrap_helper_url
 from tests.conftest import PULL_SECRET, deploy, preview, run_recording, stack_config
-from tools.mock_run import unwrap
+from tools.mock_cloud import described
+from tools.mock_run import ProgramRun, run_program, unwrap
 
 V4 = {"machine": "10.0.0.0/16", "cluster": {"cidr": "10.128.0.0/14", "hostPrefix": 23}, "service": "172.30.0.0/16"}
 V6 = {"machine": "fd00:10::/64", "cluster": {"cidr": "fd01::/48", "hostPrefix": 64}, "service": "fd02::/112"}
@@ -323,3 +325,79 @@ def test_ssh_allowed_cidr_is_measured_in_ipv6_as_the_other_keys_are(cidr, refuse
     else:
         [problem] = [p for p in problems(config) if "sshAllowedCidr" in p]
         assert problem.startswith(f"ocp:openstack.sshAllowedCidr: {cidr} admits SSH") and refused in problem
+
+
+# Issue 50, item 8: an IPv6 subnet where Neutron derives each port's address from its MAC (slaac, dhcpv6-stateless).
+DUAL_NET, SUBNET_V4, SUBNET_V6 = (f"{n}2222222-3333-4444-8555-666666666666" for n in "abc")
+
+
+def given_cloud(mode: str) -> dict:
+    """The sample cloud with network "dualstack": an IPv4 subnet and an IPv6 one of this address mode."""
+    return described(
+        neutronNetworks=[{"id": DUAL_NET, "name": "dualstack", "mtu": 1450, "subnets": [SUBNET_V4, SUBNET_V6]}],
+        subnets=[
+            {"id": SUBNET_V4, "name": "subnet-v4", "network": DUAL_NET, "cidr": "10.0.0.0/16", "pools": [["10.0.3.0", "10.0.3.255"]]},
+            {"id": SUBNET_V6, "name": "subnet-v6", "network": DUAL_NET, "cidr": "fd00:10::/64", "ipv6AddressMode": mode},
+        ],
+    )
+
+
+def attempt(config: dict[str, str], cloud: dict, stack: str = "dev") -> tuple[ProgramRun, str | None]:
+    recorded = ProgramRun()
+    try:
+        run_program(config, stack=stack, into=recorded, cloud=cloud)
+    except pulumi.RunError as error:
+        return recorded, str(error)
+    return recorded, None
+
+
+def ports_of(program: ProgramRun) -> dict[str, dict]:
+    return {resource.name: resource.inputs for resource in program.resources if resource.type == "openstack:networking/port:Port"}
+
+
+@pytest.mark.parametrize("mode", ["slaac", "dhcpv6-stateless"])
+def test_on_a_derived_ipv6_subnet_no_port_asks_an_ipv6_address_and_the_outputs_read_the_ports(mode):
+    """Neutron refuses a port an address asked for there and gives each its MAC's: every port (nodes, VIPs) names
+    the IPv6 subnet alone; the VIPs stay the planned ones, carried as address pairs by the nodes that may hold them
+    (Neutron takes any address as a pair, and derives no address like fd00:10::5); the node addresses the outputs
+    give the CSR approver read each node's IPv6 address from its port. The IPv4 side is as planned."""
+    program, error = attempt(families(V4, V6), given_cloud(mode))
+    assert error is None, error
+    ports = ports_of(program)
+    master = next(inputs for name, inputs in ports.items() if name.endswith("master-0-port"))
+    assert master["fixedIps"] == [{"subnetId": SUBNET_V4, "ipAddress": "10.0.0.20"}, {"subnetId": SUBNET_V6}], master["fixedIps"]
+    bootstrap = next(inputs for name, inputs in ports.items() if name.endswith("bootstrap-node-port"))
+    assert bootstrap["fixedIps"] == [{"subnetId": SUBNET_V4, "ipAddress": "10.0.0.10"}, {"subnetId": SUBNET_V6}]
+    assert ports["ocp4-vips-api-port"]["fixedIps"] == [{"subnetId": SUBNET_V4, "ipAddress": "10.0.0.5"}, {"subnetId": SUBNET_V6}]
+    assert ports["ocp4-vips-ingress-port"]["fixedIps"] == [{"subnetId": SUBNET_V4, "ipAddress": "10.0.0.7"}, {"subnetId": SUBNET_V6}]
+    assert [pair["ipAddress"] for pair in master["allowedAddressPairs"]] == ["10.0.0.5", "fd00:10::5", "10.0.0.7", "fd00:10::7"]
+    # Under mocks no port exists: the IPv6 addresses are unknown (None) until Neutron assigns them.
+    nodes = program.outputs["nodes"]
+    assert nodes and all(found[1] is None and found[0].startswith("10.0.0.") for found in nodes.values()), nodes
+    assert nodes[f"{program.outputs['infraId']}-master-0"] == ["10.0.0.20", None]
+    assert program.outputs["apiVips"] == ["10.0.0.5", "fd00:10::5"]
+    # dhcpv6-stateful: the planned addresses, asked for and given, as before.
+    program, error = attempt(families(V4, V6), given_cloud("dhcpv6-stateful"))
+    assert error is None, error
+    master = next(inputs for name, inputs in ports_of(program).items() if name.endswith("master-0-port"))
+    assert master["fixedIps"] == [{"subnetId": SUBNET_V4, "ipAddress": "10.0.0.20"}, {"subnetId": SUBNET_V6, "ipAddress": "fd00:10::14"}]
+    assert program.outputs["nodes"][f"{program.outputs['infraId']}-master-0"] == ["10.0.0.20", "fd00:10::14"]
+
+
+def test_node_addresses_take_each_derived_familys_address_from_the_port():
+    """What Neutron shows of a port (its fixed IPs, in any order): the address inside each derived family's network."""
+    plan = plan_addresses(load_config(families(V4, V6)))
+    master = plan.masters[0]
+    shown = ["fd00:10::f816:3eff:fe12:3456", "10.0.0.20"]
+    assert node_addresses(plan, master, {1}, shown) == ["10.0.0.20", "fd00:10::f816:3eff:fe12:3456"]
+    assert node_addresses(plan, master, {1}, None) == ["10.0.0.20", None]
+    assert node_addresses(plan, master, (), shown) == ["10.0.0.20", "fd00:10::14"]
+
+
+@pytest.mark.parametrize("mode", ["slaac", "dhcpv6-stateless"])
+def test_standalone_on_a_derived_ipv6_subnet_is_refused_before_anything_is_made(mode):
+    program, error = attempt(families(V4, V6, stack="standalone"), given_cloud(mode), stack="standalone")
+    assert error is not None and error.startswith("the cloud cannot hold this stack"), error
+    assert f'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "subnet-v6" has address mode {mode}, where Neutron' in error
+    assert "install in integrated mode (ocp:openstack.mode: integrated)" in error
+    assert not [resource for resource in program.resources if resource.type.startswith("openstack:") and resource.custom and "providers" not in resource.type]

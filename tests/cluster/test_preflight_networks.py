@@ -27,6 +27,7 @@ from cluster.preflight import (
     problems,
     wanted,
 )
+from cluster.preflight_networks import derived_families
 from tests.conftest import stack_config, with_section
 
 OURS, THEIRS = "project-ours", "project-theirs"
@@ -314,28 +315,45 @@ def test_a_router_to_a_given_network_holds_its_interfaces_port():
 V6_SUBNET = "d1111111-2222-4333-8444-666666666666"
 
 
-def dual_verdict(v6: Subnet, **keys) -> list[str]:
-    """The dev stack dual-stack on network "nodes" with its IPv4 subnet and `v6`."""
-    config = with_section(stack_config("dev"), "openstack", existingNetwork={"networkId": "nodes", "subnetId": ["nodes-v4", "nodes-v6"]})
-    config["ocp:machineNetwork"] = json.dumps(["10.0.0.0/16", "fd00:10::/64"])
-    config["ocp:clusterNetwork"] = json.dumps([{"cidr": "10.128.0.0/14", "hostPrefix": 23}, {"cidr": "fd01::/48", "hostPrefix": 64}])
-    config["ocp:serviceNetwork"] = json.dumps(["172.30.0.0/16", "fd02::/112"])
+def dual_stack(stack: str = "dev", *, order: str = "ipv4-first", **keys) -> dict[str, str]:
+    """The stack dual-stack (or IPv6 alone) on network "nodes" with its IPv4 subnet and "nodes-v6"."""
+    v4 = {"machine": "10.0.0.0/16", "cluster": {"cidr": "10.128.0.0/14", "hostPrefix": 23}, "service": "172.30.0.0/16", "subnet": "nodes-v4"}
+    v6 = {"machine": "fd00:10::/64", "cluster": {"cidr": "fd01::/48", "hostPrefix": 64}, "service": "fd02::/112", "subnet": "nodes-v6"}
+    chosen = {"ipv4-first": (v4, v6), "ipv6-first": (v6, v4), "ipv6-only": (v6,)}[order]
+    given = {"networkId": "nodes", "subnetId": [family["subnet"] for family in chosen]}
+    config = with_section(stack_config(stack), "openstack", existingNetwork=given)
+    if order == "ipv6-only":
+        openstack = json.loads(config["ocp:openstack"])
+        for key in ("externalNetwork", "apiFloatingIp", "ingressFloatingIp", "sshAllowedCidr"):
+            openstack.pop(key, None)
+        config["ocp:openstack"] = json.dumps(openstack)
+        config["ocp:bootstrap"] = json.dumps({**json.loads(config["ocp:bootstrap"]), "helper": {"floatingIp": False}})
+    config["ocp:machineNetwork"] = json.dumps([family["machine"] for family in chosen])
+    config["ocp:clusterNetwork"] = json.dumps([family["cluster"] for family in chosen])
+    config["ocp:serviceNetwork"] = json.dumps([family["service"] for family in chosen])
     config.update({f"ocp:{key}": json.dumps(value) for key, value in keys.items()})
-    loaded = load_config(config)
+    return config
+
+
+def dual_verdict(v6: Subnet, stack: str = "dev", order: str = "ipv4-first", **keys) -> list[str]:
+    """The stack dual-stack on network "nodes" with its IPv4 subnet and `v6`."""
+    loaded = load_config(dual_stack(stack, order=order, **keys))
     return problems(loaded, plan_addresses(loaded), facts(subnets={"nodes-v6": (v6,)}))
 
 
+STATEFUL = Subnet(V6_SUBNET, "nodes-v6", NET, "fd00:10::/64", (("fd00:10::1000", "fd00:10::1fff"),), "dhcpv6-stateful")
+
+
 def test_a_given_ipv6_subnet_is_read_for_its_cidr_address_mode_and_pools():
-    """Neutron assigns a port the IPv6 address asked for only on a dhcpv6-stateful subnet; its CIDR is the second
+    """Neutron assigns a port the IPv6 address asked for on a dhcpv6-stateful subnet; its CIDR is the second
     machine network's; its pools hold none of the planned IPv6 addresses."""
-    fits = Subnet(V6_SUBNET, "nodes-v6", NET, "fd00:10::/64", (("fd00:10::1000", "fd00:10::1fff"),), "dhcpv6-stateful")
+    fits = STATEFUL
     assert dual_verdict(fits) == []
-    assert dual_verdict(dataclasses.replace(fits, ipv6_address_mode="slaac")) == [
-        'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "nodes-v6" has address mode slaac, and this program gives every '
-        "node and VIP its planned address, which Neutron assigns only with dhcpv6-stateful (with slaac and dhcpv6-stateless the "
-        "address derives from the port's MAC; with none nothing tells the node its address). Ask its owner for a "
-        "dhcpv6-stateful subnet (`openstack subnet create --ip-version 6 --ipv6-address-mode dhcpv6-stateful --ipv6-ra-mode "
-        "dhcpv6-stateful ...`), the mode upstream's single-stack IPv6 guide uses"
+    assert dual_verdict(dataclasses.replace(fits, ipv6_address_mode=None)) == [
+        'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "nodes-v6" has address mode none: nothing gives a node its '
+        "address there. Ask its owner for a dhcpv6-stateful subnet (`openstack subnet create --ip-version 6 "
+        "--ipv6-address-mode dhcpv6-stateful --ipv6-ra-mode dhcpv6-stateful ...`); integrated mode also takes slaac and "
+        "dhcpv6-stateless for the second family of a dual-stack network (IPv4 first)"
     ]
     assert dual_verdict(dataclasses.replace(fits, cidr="fd00:11::/64")) == [
         'ocp:machineNetwork: fd00:10::/64 is not the CIDR of subnet "nodes-v6" (fd00:11::/64), where the nodes\' addresses and '
@@ -350,6 +368,58 @@ def test_a_given_ipv6_subnet_is_read_for_its_cidr_address_mode_and_pools():
     elsewhere = dataclasses.replace(fits, network=STORAGE)
     (problem,) = dual_verdict(elsewhere)
     assert problem.startswith(f'ocp:openstack.existingNetwork.subnetId[1]: subnet "nodes-v6" ({V6_SUBNET}) is on network {STORAGE}'), problem
+
+
+@pytest.mark.parametrize("mode", ["slaac", "dhcpv6-stateless"])
+def test_slaac_and_dhcpv6_stateless_are_taken_for_the_second_family_in_integrated_mode(mode):
+    """Issue 50, item 8: upstream's dual-stack guide (installer docs/user/openstack/deploy_dual_stack_cluster.md) makes
+    the IPv6 subnet slaac, stateless or stateful, and its validation reads no mode. Neutron derives each port's address
+    there from its MAC and hands out none from the pools, so a pool over the planned addresses is no problem."""
+    derived = dataclasses.replace(STATEFUL, ipv6_address_mode=mode)
+    assert dual_verdict(derived) == []
+    assert dual_verdict(dataclasses.replace(derived, pools=(("fd00:10::2", "fd00:10::ff"),))) == []
+    loaded = load_config(dual_stack())
+    assert derived_families(loaded, facts(subnets={"nodes-v6": (derived,)})) == {1}
+    assert derived_families(loaded, facts(subnets={"nodes-v6": (STATEFUL,)})) == frozenset()
+    assert derived_families(loaded, facts(subnets={}, networks={})) == frozenset()  # unread (skipPreflight): planned
+
+
+@pytest.mark.parametrize("mode", ["slaac", "dhcpv6-stateless"])
+def test_slaac_and_dhcpv6_stateless_are_refused_where_the_ipv6_address_is_planned_into_the_nodes(mode):
+    """Standalone mode writes every node slot's IPv6 address into the nodes' first-boot files; an IPv6 primary family's
+    planned addresses are used before the nodes exist. Each refusal names the key and what to write."""
+    derived = dataclasses.replace(STATEFUL, ipv6_address_mode=mode)
+    assert dual_verdict(derived, stack="standalone") == [
+        f'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "nodes-v6" has address mode {mode}, where Neutron derives '
+        "each port's address from its MAC (and refuses a port the one asked for), while standalone mode "
+        "(ocp:openstack.mode) writes every node's IPv6 address into the nodes at first boot, those not made yet included: "
+        "each keepalived's IPv6 VRRP source and peers, keepalived-run's interface and CoreDNS's names, in user_data no "
+        "node reads again. Ask its owner for a dhcpv6-stateful subnet (`openstack subnet create --ip-version 6 "
+        "--ipv6-address-mode dhcpv6-stateful --ipv6-ra-mode dhcpv6-stateful ...`), or install in integrated mode "
+        f"(ocp:openstack.mode: integrated), which takes {mode}"
+    ]
+    for order, key in (("ipv6-only", "subnetId"), ("ipv6-first", "subnetId[0]")):
+        (problem,) = dual_verdict(derived, order=order)
+        assert problem == (
+            f'ocp:openstack.existingNetwork.{key}: IPv6 subnet "nodes-v6" has address mode {mode}, where Neutron derives '
+            "each port's address from its MAC (and refuses a port the one asked for), and IPv6 is the primary family (the "
+            "first of ocp:machineNetwork), whose planned addresses this program uses before the nodes exist: the bootstrap "
+            "helper's address and certificate, `openshift-install gather bootstrap`'s hosts, the `nodes` output the CSR "
+            "approver judges by. Ask its owner for a dhcpv6-stateful subnet (`openstack subnet create --ip-version 6 "
+            "--ipv6-address-mode dhcpv6-stateful --ipv6-ra-mode dhcpv6-stateful ...`), the mode upstream's single-stack IPv6 "
+            f"guide uses (it does not support slaac); {mode} is taken for the second family of a dual-stack network (IPv4 first)"
+        ), problem
+        loaded = load_config(dual_stack(order=order))
+        assert derived_families(loaded, facts(subnets={"nodes-v6": (derived,)})) == {0}  # refused above, before any port
+
+
+def test_a_subnet_name_two_networks_have_is_the_one_on_the_given_network():
+    """As the preflight takes it: of two subnets named "nodes-v6", the one on network "nodes" says the mode."""
+    other = dataclasses.replace(STATEFUL, id="e1111111-2222-4333-8444-666666666666", network=STORAGE)
+    loaded = load_config(dual_stack())
+    slaac = dataclasses.replace(STATEFUL, ipv6_address_mode="slaac")
+    assert derived_families(loaded, facts(subnets={"nodes-v6": (other, slaac)})) == {1}
+    assert derived_families(loaded, facts(subnets={"nodes-v6": (dataclasses.replace(other, ipv6_address_mode="slaac"), STATEFUL)})) == frozenset()
 
 
 # Issue 49, item 1: no unfiltered path to the control plane.

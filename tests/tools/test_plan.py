@@ -13,6 +13,7 @@ import yaml
 
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
+from cluster import machine_yaml
 from cluster.dataurl import file_contents
 from cluster.installer import render_install_config
 from ocp.version import VERSION
@@ -554,3 +555,34 @@ def test_the_example_machineset_names_a_ports_network_by_the_id_the_cloud_descri
     note = "ocp:openstack.additionalNetworks[0].network: backup is a name, and its entry is under ports:, whose networkID takes an ID only"
     assert f"# NOTE {note}" in text and f"  machinesets/worker.yaml: {note}" in result.stdout
     assert yaml.safe_load(text)["spec"]["template"]["spec"]["providerSpec"]["value"]["ports"][0]["networkID"] == "backup"
+
+
+def test_a_described_slaac_subnet_is_planned_with_ports_that_name_it_alone(tmp_path):
+    """Issue 50, item 8: tools.describe_cloud writes an IPv6 subnet's ipv6AddressMode, and --cloud takes it. The dev
+    stack dual-stack on such a network: the plan's ports ask Neutron for no IPv6 address there (it derives each from
+    the port's MAC), and the nodes output leaves the IPv6 one to the port (null offline)."""
+    network, v4, v6 = (f"{n}3333333-4444-4555-8666-777777777777" for n in "abc")
+    description = machine_yaml.load((ROOT / "samples/cloud/dev.yaml").read_text())
+    description["neutronNetworks"] = [{"id": network, "name": "dualstack", "mtu": 1450, "subnets": [v4, v6]}]
+    description["subnets"] = [
+        {"id": v4, "name": "subnet-v4", "network": network, "cidr": "10.0.0.0/16", "pools": [["10.0.3.0", "10.0.3.255"]]},
+        {"id": v6, "name": "subnet-v6", "network": network, "cidr": "fd00:10::/64", "ipv6AddressMode": "slaac"},
+    ]
+    cloud = tmp_path / "cloud.yaml"
+    cloud.write_text(yaml.safe_dump(description))
+    committed = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    config = committed["config"]
+    config["ocp:machineNetwork"] = ["10.0.0.0/16", "fd00:10::/64"]
+    config["ocp:clusterNetwork"] = [{"cidr": "10.128.0.0/14", "hostPrefix": 23}, {"cidr": "fd01::/48", "hostPrefix": 64}]
+    config["ocp:serviceNetwork"] = ["172.30.0.0/16", "fd02::/112"]
+    config["ocp:openstack"]["existingNetwork"] = {"networkId": "dualstack", "subnetId": ["subnet-v4", "subnet-v6"], "router": True}
+    config["ocp:installer"]["dir"] = str(tmp_path / "assets")
+    stack = tmp_path / "Pulumi.dual.yaml"
+    stack.write_text(yaml.safe_dump(committed))
+    result = plan("--config-file", str(stack), "--cloud", str(cloud), "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    ports = {each["name"]: each["inputs"] for each in json.loads((tmp_path / "p/resources.json").read_text()) if each["type"].endswith(":Port")}
+    master = next(inputs for name, inputs in ports.items() if name.endswith("master-0-port"))
+    assert master["fixedIps"] == [{"subnetId": v4, "ipAddress": "10.0.0.20"}, {"subnetId": v6}], master
+    outputs = json.loads((tmp_path / "p/outputs.json").read_text())
+    assert outputs["nodes"] and all(found[1] is None and found[0].startswith("10.0.") for found in outputs["nodes"].values()), outputs["nodes"]
