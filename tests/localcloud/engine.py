@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -234,25 +234,48 @@ SIDE_BY_SIDE = 3
 def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str, str, bool]], list[str]]:
     """Every edit previewed by the real engine and plugins against the deployed stack, and by the
     offline preview against `deployed` (the offline deployment of the same config): rows (edit,
-    offline, real, agree) and the disagreements. The real previews run SIDE_BY_SIDE at a time, each
-    with its config in a file of its own, while this process makes the offline ones (in-process
-    mocks, one at a time); the stack file keeps the base."""
+    offline, real, agree) and the disagreements. The offline ones come first (in-process mocks);
+    then the real ones, SIDE_BY_SIDE at a time, each with its config in a file of its own; the
+    stack file keeps the base. Edits the offline preview finds change nothing are previewed for
+    real together, BATCH at a time (each a config holding every one's change): a batch whose real
+    preview changes nothing and warns about every key the edits expect agrees for each; any other
+    batch is previewed again edit by edit, so the assertions are each edit's own."""
     edits = list(edits)
     configs = [edit.change(stack.base) for edit in edits]
     files = stack.work / "previews"
     files.mkdir(exist_ok=True)
+    offlines = [preview(deployed, config, stack.name) for config in configs]
     # A key the stack file does not list is known to the program only from that file (components/config_source.py):
     # such an edit is previewed through the stack file itself, after the others.
-    own_file = [index for index, config in enumerate(configs) if set(config) - set(stack.base)]
+    own_file = {index for index, config in enumerate(configs) if set(config) - set(stack.base)}
+    quiet = [
+        index for index, (edit, offline) in enumerate(zip(edits, offlines))
+        if index not in own_file and offline.error is None and edit.refused is None and edit.refused_on_http_cloud is None
+        and all(change.action == "same" for change in offline.changes.values())
+    ]
+    batches = _batches(stack.base, configs, quiet)
+    batched = {index for batch, _ in batches for index in batch}
+    results: dict[int, tuple[dict[str, str] | None, str]] = {}
     with ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-        reals = {
+        together = [
+            (batch, pool.submit(stack.steps, config, files / f"Pulumi.{stack.name}.batch{number}.yaml"))
+            for number, (batch, config) in enumerate(batches)
+        ]
+        alone = {
             index: pool.submit(stack.steps, config, files / f"Pulumi.{stack.name}.{index}.yaml")
             for index, config in enumerate(configs)
-            if index not in own_file
+            if index not in own_file and index not in batched
         }
-        offlines = [preview(deployed, config, stack.name) for config in configs]
-        results = {index: future.result() for index, future in reals.items()}
-    for index in own_file:
+        again: dict[int, Future] = {}
+        for batch, future in together:
+            real, output = future.result()
+            warned = all(key in output for index in batch for key in edits[index].warns)
+            if real is not None and warned and all(action == "same" for action in real.values()):
+                results |= dict.fromkeys(batch, (real, output))
+            else:  # something in it disagrees: each edit on its own, to name which
+                again |= {index: pool.submit(stack.steps, configs[index], files / f"Pulumi.{stack.name}.{index}.yaml") for index in batch}
+        results |= {index: future.result() for index, future in (alone | again).items()}
+    for index in sorted(own_file):
         results[index] = stack.steps(configs[index])
     stack.write_config(stack.base)
     rows: list[tuple[str, str, str, bool]] = []
@@ -261,6 +284,94 @@ def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str,
         real, output = results[index]
         rows.append(_agree(edit, offline, real, output, disagreements))
     return rows, disagreements
+
+
+# Edits previewed for real in one config at most (a batch that disagrees costs each of its edits a preview more).
+BATCH = 10
+
+
+def _batches(base: dict[str, str], configs: list[dict[str, str]], indexes: list[int]) -> list[tuple[list[int], dict[str, str]]]:
+    """The edits at `indexes` in batches of at most BATCH whose changes touch no common key (nor one inside
+    another), each with the config holding all of their changes; an edit that fits no batch is left out."""
+    made: list[tuple[list[int], list[dict[str, str]], list[tuple[str, ...]]]] = []  # edits, [their config], paths touched
+    for index in indexes:
+        delta = _delta(base, configs[index])
+        if any(_nested(one, other) for one in delta for other in delta if one != other):
+            continue  # a value made an object or the other way round: on its own
+        for batch, config, touched in made:
+            merged = _with(config[0], delta) if len(batch) < BATCH and not any(_nested(path, other) for path in delta for other in touched) else None
+            if merged is not None:
+                batch.append(index)
+                config[0] = merged
+                touched.extend(delta)
+                break
+        else:
+            made.append(([index], [dict(configs[index])], list(delta)))
+    return [(batch, config[0]) for batch, config, _ in made if len(batch) > 1]
+
+
+_GONE = object()
+
+
+def _parsed(text: str | object) -> object:
+    """A stack file value: an object's as its JSON, anything else as written."""
+    if isinstance(text, str) and text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _delta(base: dict[str, str], config: dict[str, str]) -> dict[tuple[str, ...], object]:
+    """What `config` changes of `base`: path -> new value (_GONE: removed). Objects are entered only where both
+    hold one: an object that is new, or replaces something else, is one value, as the edit wrote it."""
+    found: dict[tuple[str, ...], object] = {}
+
+    def walk(path: tuple[str, ...], before: object, after: object) -> None:
+        if isinstance(before, dict) and isinstance(after, dict):
+            for name in before.keys() | after.keys():
+                walk((*path, name), before.get(name, _GONE), after.get(name, _GONE))
+        elif before != after:
+            found[path] = after
+
+    for name in base.keys() | config.keys():
+        walk((name,), _parsed(base.get(name, _GONE)), _parsed(config.get(name, _GONE)))
+    return found
+
+
+def _nested(one: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    return one[: len(other)] == other or other[: len(one)] == one
+
+
+def _with(config: dict[str, str], delta: dict[tuple[str, ...], object]) -> dict[str, str] | None:
+    """`config` with `delta`'s leaves set (or removed); None where a leaf's parent is not an object there."""
+    merged = dict(config)
+    for path, value in delta.items():
+        name, inner = path[0], path[1:]
+        if not inner:
+            if value is _GONE:
+                merged.pop(name, None)
+            else:
+                merged[name] = value if isinstance(value, str) else json.dumps(value)
+            continue
+        try:
+            document = json.loads(merged.get(name, "{}"))
+        except ValueError:
+            return None
+        node = document
+        for step in inner[:-1]:
+            node = node.setdefault(step, {})
+            if not isinstance(node, dict):
+                return None
+        if not isinstance(node, dict):
+            return None
+        if value is _GONE:
+            node.pop(inner[-1], None)
+        else:
+            node[inner[-1]] = value
+        merged[name] = json.dumps(document)
+    return merged
 
 
 def _agree(edit, offline, real: dict[str, str] | None, output: str, disagreements: list[str]) -> tuple[str, str, str, bool]:
