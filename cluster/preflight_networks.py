@@ -20,6 +20,7 @@ from cluster import address_layout
 from cluster.addresses import AddressPlan
 from cluster.cloud_facts import GENEVE_OVERHEAD, MINIMUM_NETWORK_MTU, CloudFacts, Network, Subnet, where
 from cluster.config import ClusterConfig
+from cluster.preflight_floating_ips import floating_ips_routed
 
 # Neutron's extension that shows a port's ip_allocation, which Nova reads to boot on a port without an address.
 IP_ALLOCATION = "ip_allocation"
@@ -81,78 +82,7 @@ def network_problems(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
                 "portSecurity: true"
             )
     yield from _unfiltered(config, facts)[0]
-    yield from _floating_ips_routed(config, facts)[0]
-
-
-def planned_floating_ips(config: ClusterConfig) -> list[str]:
-    """The keys of the floating IPs the stack plans (API, Ingress, the bootstrap's and its helper's)."""
-    openstack = config.openstack
-    assert openstack is not None
-    return [
-        key
-        for key, planned in (
-            ("ocp:openstack.apiFloatingIp", openstack.api_floating_ip != "none"),
-            ("ocp:openstack.ingressFloatingIp", openstack.ingress_floating_ip != "none"),
-            ("ocp:bootstrap.helper.floatingIp", config.bootstrap.enabled and config.bootstrap_floating_ip),
-        )
-        if planned
-    ]
-
-
-def _floating_ips_routed(config: ClusterConfig, facts: CloudFacts) -> tuple[list[str], list[str]]:
-    """(problems, warnings): on a network given without a router of ours, a floating IP maps to a port of its
-    IPv4 subnet only through a router with an interface on that subnet and its gateway on the floating IP's
-    network (Neutron's get_router_for_floatingip, neutron/db/l3_db.py: "External network ... is not reachable
-    from subnet ..."), which Neutron says only when the association is made, halfway through `pulumi up`. A
-    router of another project's, which Neutron does not show, may be one: a warning. A running cluster keeps
-    what it has: a warning too."""
-    openstack = config.openstack
-    existing = openstack.existing_network if openstack else None
-    planned = planned_floating_ips(config) if existing is not None and not existing.router else []
-    external = facts.external_network_ids.get(openstack.external_network or "") if openstack else None
-    if not planned or external is None or facts.subnets is None or facts.networks is None:
-        return [], []  # nothing planned, or what is missing is said elsewhere (externalNetwork, the probe)
-    assert existing is not None and openstack is not None
-    networks = facts.networks.get(existing.network_id, ())
-    problems: list[str] = []
-    warnings: list[str] = []
-    for family, ref in enumerate(existing.subnet_ids[: len(config.machine_networks)]):
-        if config.machine_networks[family].version != 4:  # floating IPs are IPv4
-            continue
-        found = facts.subnets.get(ref, ())
-        if len(networks) == 1 and len(found) > 1:
-            found = tuple(each for each in found if each.network == networks[0].id) or found
-        if len(found) != 1 or found[0].routers is None:
-            continue  # none or several: _existing_network says so; routers not read: nothing to hold
-        gateways = dict(found[0].routers)
-        if external in gateways.values():
-            continue
-        keys = ", ".join(planned)
-        network = openstack.external_network
-        hidden = sorted(router for router, gateway in gateways.items() if gateway is None)
-        if hidden:
-            warnings.append(
-                f'{keys}: subnet "{ref}" has an interface of router {", ".join(hidden)}, which Neutron does not show this project '
-                f'(another project\'s): a floating IP on externalNetwork "{network}" maps there only if its gateway is on "{network}"'
-            )
-            continue
-        others = f" (its routers' gateways are elsewhere: {', '.join(sorted(gateways))})" if gateways else ""
-        text = (
-            f'{keys}: floating IPs on externalNetwork "{network}" reach a port on subnet "{ref}" only through a router with an '
-            f'interface on that subnet and its gateway on "{network}", and the subnet has none{others}: Neutron would refuse '
-            "each association (\"External network ... is not reachable from subnet ...\") halfway through `pulumi up`"
-        )
-        fix = (
-            "write ocp:openstack.existingNetwork.router: true (this stack then makes one), ask the network's owner to attach a "
-            f"router whose gateway is on \"{network}\" (`openstack router add subnet <router> {ref}`), or plan none: "
-            "apiFloatingIp: none, ingressFloatingIp: none, bootstrap.helper.floatingIp: false (clients then reach the VIPs on "
-            "the network itself)"
-        )
-        if facts.existing.cluster:
-            warnings.append(f"{text}. This cluster keeps the floating IPs it has; to add one, {fix}")
-        else:
-            problems.append(f"{text}: {fix}")
-    return problems, warnings
+    yield from floating_ips_routed(config, facts)[0]
 
 
 def _unfiltered(config: ClusterConfig, facts: CloudFacts) -> tuple[list[str], list[str]]:
@@ -382,7 +312,7 @@ def network_warnings(config: ClusterConfig, plan: AddressPlan, facts: CloudFacts
     ports carry security groups. Neutron makes such a port (the program names no fixed IP, so Neutron
     does not check for one: seen against the local cloud), with no address and the node's groups,
     whose rules admit traffic by address: whatever else the network carries is dropped."""
-    warnings = _unfiltered(config, facts)[1] + _floating_ips_routed(config, facts)[1]
+    warnings = _unfiltered(config, facts)[1] + floating_ips_routed(config, facts)[1]
     for key, entry in config.openstack.keyed_extra_networks() if config.openstack and facts.networks else ():
         found = facts.networks.get(entry.network, ()) if facts.networks else ()
         if len(found) == 1 and found[0].port_security and not found[0].subnets and entry.port_security and entry.groups != "none":

@@ -56,7 +56,7 @@ def report(found: Iterable[Difference], stack: str) -> str:
         f"the state of stack {stack} holds commands this program would not run (whoever can write the state can put "
         "anything there, and it runs on this machine with your credentials), so nothing was run:"
     ]
-    for items in by_resource.values():
+    for items in sorted(by_resource.values(), key=lambda items: items[0].resource):  # as the state lists them varies
         lines.append(f"  {items[0].resource}: " + "; ".join(f"{item.input} {item.why}" for item in items))
     lines.append(
         "If nobody on your team made these changes with another version of this program, the state was tampered with: "

@@ -20,17 +20,7 @@ from components.openstack.vips import on_nodes as vips_on_nodes
 
 # Instance inputs that replace (userData, networks, keyPair, blockDevices, availabilityZone,
 # schedulerHints, configDrive) or rebuild (imageName, imageId) a server: read at first boot only.
-FIRST_BOOT_ONLY = (
-    "userData",
-    "networks",
-    "imageName",
-    "imageId",
-    "blockDevices",
-    "keyPair",
-    "availabilityZone",
-    "schedulerHints",
-    "configDrive",
-)
+FIRST_BOOT_ONLY = ("userData", "networks", "imageName", "imageId", "blockDevices", "keyPair", "availabilityZone", "schedulerHints", "configDrive")
 
 
 # What the running cluster adds to a node's port, which a later update must not write over
