@@ -234,37 +234,40 @@ SIDE_BY_SIDE = 3
 def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str, str, bool]], list[str]]:
     """Every edit previewed by the real engine and plugins against the deployed stack, and by the
     offline preview against `deployed` (the offline deployment of the same config): rows (edit,
-    offline, real, agree) and the disagreements. The offline ones come first (in-process mocks);
-    then the real ones, SIDE_BY_SIDE at a time, each with its config in a file of its own; the
-    stack file keeps the base. Edits the offline preview finds change nothing are previewed for
-    real together, BATCH at a time (each a config holding every one's change): a batch whose real
-    preview changes nothing and warns about every key the edits expect agrees for each; any other
-    batch is previewed again edit by edit, so the assertions are each edit's own."""
+    offline, real, agree) and the disagreements. The real ones run SIDE_BY_SIDE at a time, each with
+    its config in a file of its own, the stack file keeping the base; those of edits the catalogue
+    says change or refuse something start while this process makes the offline ones (in-process).
+    Edits the offline preview finds change nothing are previewed for real together, BATCH at a time
+    (each a config holding every one's change): a batch whose real preview changes nothing and
+    warns about every key the edits expect agrees for each; any other batch is previewed again edit
+    by edit, so the assertions are each edit's own."""
     edits = list(edits)
     configs = [edit.change(stack.base) for edit in edits]
     files = stack.work / "previews"
     files.mkdir(exist_ok=True)
-    offlines = [preview(deployed, config, stack.name) for config in configs]
     # A key the stack file does not list is known to the program only from that file (components/config_source.py):
     # such an edit is previewed through the stack file itself, after the others.
     own_file = {index for index, config in enumerate(configs) if set(config) - set(stack.base)}
-    quiet = [
-        index for index, (edit, offline) in enumerate(zip(edits, offlines))
-        if index not in own_file and offline.error is None and edit.refused is None and edit.refused_on_http_cloud is None
-        and all(change.action == "same" for change in offline.changes.values())
-    ]
-    batches = _batches(stack.base, configs, quiet)
-    batched = {index for batch, _ in batches for index in batch}
+    # Edits the catalogue says change or refuse something go alone, at once, while the offline previews are made.
+    loud = {index for index, edit in enumerate(edits) if index not in own_file and (edit.refused or edit.refused_on_http_cloud or edit.expect)}
     results: dict[int, tuple[dict[str, str] | None, str]] = {}
     with ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        alone = {index: pool.submit(stack.steps, configs[index], files / f"Pulumi.{stack.name}.{index}.yaml") for index in sorted(loud)}
+        offlines = [preview(deployed, config, stack.name) for config in configs]
+        quiet = [
+            index for index, offline in enumerate(offlines)
+            if index not in own_file | loud and offline.error is None and all(change.action == "same" for change in offline.changes.values())
+        ]
+        batches = _batches(stack.base, configs, quiet)
+        batched = {index for batch, _ in batches for index in batch}
         together = [
             (batch, pool.submit(stack.steps, config, files / f"Pulumi.{stack.name}.batch{number}.yaml"))
             for number, (batch, config) in enumerate(batches)
         ]
-        alone = {
+        alone |= {
             index: pool.submit(stack.steps, config, files / f"Pulumi.{stack.name}.{index}.yaml")
             for index, config in enumerate(configs)
-            if index not in own_file and index not in batched
+            if index not in own_file | loud | batched
         }
         again: dict[int, Future] = {}
         for batch, future in together:
@@ -275,6 +278,7 @@ def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str,
             else:  # something in it disagrees: each edit on its own, to name which
                 again |= {index: pool.submit(stack.steps, configs[index], files / f"Pulumi.{stack.name}.{index}.yaml") for index in batch}
         results |= {index: future.result() for index, future in (alone | again).items()}
+    print(f"{len(edits)} edits: {len(batched)} in {len(batches)} real previews together ({len(again)} of them again alone), {len(edits) - len(batched)} alone")
     for index in sorted(own_file):
         results[index] = stack.steps(configs[index])
     stack.write_config(stack.base)
