@@ -99,6 +99,17 @@ def _libvirt_ipv4_only(c: Any) -> Iterable[str]:
         )
 
 
+def planned_floating_ips(c: Any) -> list[str]:
+    """The keys of the floating IPs an OpenStack stack plans (API, Ingress, the bootstrap's and its helper's)."""
+    openstack = c.openstack
+    planned = (
+        ("ocp:openstack.apiFloatingIp", openstack.api_floating_ip != "none"),
+        ("ocp:openstack.ingressFloatingIp", openstack.ingress_floating_ip != "none"),
+        ("ocp:bootstrap.helper.floatingIp", c.bootstrap.enabled and c.bootstrap_floating_ip),
+    )
+    return [key for key, wanted in planned if wanted]
+
+
 def _openstack_families(c: Any) -> Iterable[str]:
     if c.platform != "openstack" or c.openstack is None or c.families == (4,):
         return
@@ -125,15 +136,7 @@ def _openstack_families(c: Any) -> Iterable[str]:
                 "set external network on Single Stack IPv6 cluster\"): its routers and floating IPs are IPv4, and the "
                 "nodes have no IPv4 address to map. Remove it, and reach the VIPs over IPv6 routing"
             )
-        chosen = [
-            key
-            for key, wanted in (
-                ("ocp:openstack.apiFloatingIp", openstack.api_floating_ip != "none"),
-                ("ocp:openstack.ingressFloatingIp", openstack.ingress_floating_ip != "none"),
-                ("ocp:bootstrap.helper.floatingIp", c.bootstrap.enabled and c.bootstrap_floating_ip),
-            )
-            if wanted
-        ]
+        chosen = planned_floating_ips(c)
         if chosen:
             yield (
                 f"{', '.join(chosen)}: floating IPs are IPv4, and an IPv6-only cluster has no IPv4 address for them to map "

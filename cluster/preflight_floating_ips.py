@@ -6,21 +6,7 @@ from __future__ import annotations
 
 from cluster.cloud_facts import CloudFacts
 from cluster.config import ClusterConfig
-
-
-def planned_floating_ips(config: ClusterConfig) -> list[str]:
-    """The keys of the floating IPs the stack plans (API, Ingress, the bootstrap's and its helper's)."""
-    openstack = config.openstack
-    assert openstack is not None
-    return [
-        key
-        for key, planned in (
-            ("ocp:openstack.apiFloatingIp", openstack.api_floating_ip != "none"),
-            ("ocp:openstack.ingressFloatingIp", openstack.ingress_floating_ip != "none"),
-            ("ocp:bootstrap.helper.floatingIp", config.bootstrap.enabled and config.bootstrap_floating_ip),
-        )
-        if planned
-    ]
+from cluster.config_rules_families import planned_floating_ips
 
 
 def floating_ips_routed(config: ClusterConfig, facts: CloudFacts) -> tuple[list[str], list[str]]:

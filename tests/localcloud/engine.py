@@ -297,21 +297,27 @@ BATCH = 10
 def _batches(base: dict[str, str], configs: list[dict[str, str]], indexes: list[int]) -> list[tuple[list[int], dict[str, str]]]:
     """The edits at `indexes` in batches of at most BATCH whose changes touch no common key (nor one inside
     another), each with the config holding all of their changes; an edit that fits no batch is left out."""
-    made: list[tuple[list[int], list[dict[str, str]], list[tuple[str, ...]]]] = []  # edits, [their config], paths touched
+    made: list[_Batch] = []
     for index in indexes:
         delta = _delta(base, configs[index])
-        if any(_nested(one, other) for one in delta for other in delta if one != other):
-            continue  # a value made an object or the other way round: on its own
-        for batch, config, touched in made:
-            merged = _with(config[0], delta) if len(batch) < BATCH and not any(_nested(path, other) for path in delta for other in touched) else None
-            if merged is not None:
-                batch.append(index)
-                config[0] = merged
-                touched.extend(delta)
-                break
+        for batch in made:
+            if len(batch.edits) < BATCH and not any(_nested(path, other) for path in delta for other in batch.touched):
+                merged = _with(batch.config, delta)
+                if merged is not None:
+                    batch.edits.append(index)
+                    batch.config = merged
+                    batch.touched.extend(delta)
+                    break
         else:
-            made.append(([index], [dict(configs[index])], list(delta)))
-    return [(batch, config[0]) for batch, config, _ in made if len(batch) > 1]
+            made.append(_Batch([index], dict(configs[index]), list(delta)))
+    return [(batch.edits, batch.config) for batch in made if len(batch.edits) > 1]
+
+
+@dataclass
+class _Batch:
+    edits: list[int]
+    config: dict[str, str]  # the base with every edit's change
+    touched: list[tuple[str, ...]]  # the paths they change
 
 
 _GONE = object()

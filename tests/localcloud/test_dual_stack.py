@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from ipaddress import ip_address
+from ipaddress import ip_address, ip_network
 
 import pytest
 import yaml
@@ -34,17 +34,29 @@ V4, V6 = "10.40.0.0/24", "fd00:40::/64"
 # The user's network in their project, as upstream's dual-stack guide has it: one IPv4 and one IPv6
 # subnet, the IPv6 one dhcpv6-stateful (the planned addresses), each DHCP pool clear of the plan's.
 GIVEN = """
-network = tenant.network.find_network("given-dual") or tenant.network.create_network(name="given-dual")
+network = tenant.network.find_network(name) or tenant.network.create_network(name=name)
 names = {s.name for s in tenant.network.subnets(network_id=network.id)}
-if "dual-v4" not in names:
-    tenant.network.create_subnet(network_id=network.id, name="dual-v4", ip_version=4, cidr=v4, gateway_ip="10.40.0.1",
-        allocation_pools=[{"start": "10.40.0.200", "end": "10.40.0.250"}], dns_nameservers=["10.20.0.1"])
-if "dual-v6" not in names:
-    tenant.network.create_subnet(network_id=network.id, name="dual-v6", ip_version=6, cidr=v6, gateway_ip="fd00:40::1",
-        ipv6_address_mode="dhcpv6-stateful", ipv6_ra_mode="dhcpv6-stateful",
-        allocation_pools=[{"start": "fd00:40::1000", "end": "fd00:40::1fff"}])
+if f"{prefix}-v4" not in names:
+    tenant.network.create_subnet(network_id=network.id, name=f"{prefix}-v4", ip_version=4, cidr=v4, gateway_ip=v4_gateway,
+        allocation_pools=v4_pools, dns_nameservers=["10.20.0.1"])
+if f"{prefix}-v6" not in names:
+    tenant.network.create_subnet(network_id=network.id, name=f"{prefix}-v6", ip_version=6, cidr=v6, gateway_ip=v6_gateway,
+        ipv6_address_mode=mode, ipv6_ra_mode=mode, **({"allocation_pools": v6_pools} if v6_pools else {}))
 result = network.id
 """
+
+
+def given_network(cloud, name: str, prefix: str, v4: str, v6: str, mode: str) -> str:
+    """Network `name` with subnets `<prefix>-v4` and `<prefix>-v6` (in this IPv6 address mode), each gateway the
+    first address; the DHCP pools (IPv4, and IPv6 where it is dhcpv6-stateful) clear of the plan's addresses."""
+    four, six = ip_network(v4), ip_network(v6)
+    return sdk(
+        cloud, GIVEN, name=name, prefix=prefix, v4=v4, v6=v6, mode=mode, v4_gateway=str(four[1]), v6_gateway=str(six[1]),
+        v4_pools=[{"start": str(four[200]), "end": str(four[250])}],
+        v6_pools=[{"start": str(six[0x1000]), "end": str(six[0x1FFF])}] if mode == "dhcpv6-stateful" else None,
+    )
+
+
 SEEN = """
 n = tenant.network.get_network(network_id)
 result = {
@@ -95,7 +107,7 @@ def dual_stack(config: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def given(cloud) -> Iterator[str]:
-    network_id = sdk(cloud, GIVEN, v4=V4, v6=V6)
+    network_id = given_network(cloud, "given-dual", "dual", V4, V6, "dhcpv6-stateful")
     yield network_id
     sdk(cloud, REMOVE, network_id=network_id)
 

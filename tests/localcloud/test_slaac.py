@@ -18,7 +18,7 @@ import pytest
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, needs
 from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
-from tests.localcloud.test_dual_stack import REMOVE, SEEN, dual_stack
+from tests.localcloud.test_dual_stack import REMOVE, SEEN, dual_stack, given_network
 
 pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*PLUGINS)))
 
@@ -26,17 +26,6 @@ pytestmark = pytest.mark.skipif(needs(*PLUGINS) is not None, reason=str(needs(*P
 # address from its MAC there and refuses an address asked for: the ports name the subnet alone and the stack reads
 # what Neutron gave them.
 SLAAC_V4, SLAAC_V6 = "10.41.0.0/24", "fd00:41::/64"
-SLAAC_GIVEN = """
-network = tenant.network.find_network("given-slaac") or tenant.network.create_network(name="given-slaac")
-names = {s.name for s in tenant.network.subnets(network_id=network.id)}
-if "slaac-v4" not in names:
-    tenant.network.create_subnet(network_id=network.id, name="slaac-v4", ip_version=4, cidr=v4, gateway_ip="10.41.0.1",
-        allocation_pools=[{"start": "10.41.0.200", "end": "10.41.0.250"}], dns_nameservers=["10.20.0.1"])
-if "slaac-v6" not in names:
-    tenant.network.create_subnet(network_id=network.id, name="slaac-v6", ip_version=6, cidr=v6, gateway_ip="fd00:41::1",
-        ipv6_address_mode="slaac", ipv6_ra_mode="slaac")
-result = network.id
-"""
 # What Neutron does with a port on it: an address asked for (the planned one, as the program asked before) is
 # refused; a port naming the subnet alone gets the address its MAC derives (modified EUI-64, RFC 4291 appendix A).
 NEUTRON_ON_SLAAC = """
@@ -74,7 +63,7 @@ def slaac_stack_config(config: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def slaac_given(cloud) -> Iterator[str]:
-    network_id = sdk(cloud, SLAAC_GIVEN, v4=SLAAC_V4, v6=SLAAC_V6)
+    network_id = given_network(cloud, "given-slaac", "slaac", SLAAC_V4, SLAAC_V6, "slaac")
     yield network_id
     sdk(cloud, REMOVE, network_id=network_id)
 
