@@ -11,7 +11,6 @@ import subprocess
 from ipaddress import ip_network
 from urllib.parse import urlsplit
 
-import pulumi
 import pytest
 import yaml
 
@@ -21,9 +20,10 @@ from cluster.firewall import exposure_table, security_groups
 from cluster.identity import ClusterIdentity
 from cluster.install_config import render_install_config
 from ignition.nodes import bootstrap_helper_url
+from tests.components.test_preflight import attempt
 from tests.conftest import PULL_SECRET, deploy, preview, run_recording, stack_config
 from tools.mock_cloud import described
-from tools.mock_run import ProgramRun, run_program, unwrap
+from tools.mock_run import ProgramRun, unwrap
 
 V4 = {"machine": "10.0.0.0/16", "cluster": {"cidr": "10.128.0.0/14", "hostPrefix": 23}, "service": "172.30.0.0/16"}
 V6 = {"machine": "fd00:10::/64", "cluster": {"cidr": "fd01::/48", "hostPrefix": 64}, "service": "fd02::/112"}
@@ -340,15 +340,6 @@ def given_cloud(mode: str) -> dict:
             {"id": SUBNET_V6, "name": "subnet-v6", "network": DUAL_NET, "cidr": "fd00:10::/64", "ipv6AddressMode": mode},
         ],
     )
-
-
-def attempt(config: dict[str, str], cloud: dict, stack: str = "dev") -> tuple[ProgramRun, str | None]:
-    recorded = ProgramRun()
-    try:
-        run_program(config, stack=stack, into=recorded, cloud=cloud)
-    except pulumi.RunError as error:
-        return recorded, str(error)
-    return recorded, None
 
 
 def ports_of(program: ProgramRun) -> dict[str, dict]:
