@@ -392,3 +392,13 @@ def test_standalone_on_a_derived_ipv6_subnet_is_refused_before_anything_is_made(
     assert f'ocp:openstack.existingNetwork.subnetId[1]: IPv6 subnet "subnet-v6" has address mode {mode}, where Neutron' in error
     assert "install in integrated mode (ocp:openstack.mode: integrated)" in error
     assert not [resource for resource in program.resources if resource.type.startswith("openstack:") and resource.custom and "providers" not in resource.type]
+
+
+# Issue 50, finding 9: an IPv6-only cluster pulls its release through a mirror.
+def test_an_ipv6_only_stack_without_mirrors_is_warned():
+    run, error = attempt(families(V6, stack="standalone"), stack="standalone")
+    assert error is None, error
+    assert [w.split(": ")[0] for w in run.warnings if "no mirror is named" in w] == ["ocp:imageDigestSources"], run.warnings
+    mirrored = families(V6, stack="standalone", imageDigestSources=[{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror6.lab:5000/ocp"]}])
+    run, error = attempt(mirrored, stack="standalone")
+    assert error is None and not [w for w in run.warnings if "no mirror is named" in w]

@@ -561,15 +561,3 @@ def test_floating_ips_on_a_given_network_without_a_router_to_the_external_networ
     run, error = attempt(bare, _cloud(routed({})))
     assert error is None, error
     assert "openstack:networking/floatingIp:FloatingIp" not in cloud_types(run)
-
-
-# Issue 50, finding 9: an IPv6-only cluster pulls its release through a mirror.
-def test_an_ipv6_only_stack_without_mirrors_is_warned():
-    from tests.cluster.test_families import V6, families
-
-    run, error = attempt(families(V6, stack="standalone"), stack="standalone")
-    assert error is None, error
-    assert [w.split(": ")[0] for w in run.warnings if "no mirror is named" in w] == ["ocp:imageDigestSources"], run.warnings
-    mirrored = families(V6, stack="standalone", imageDigestSources=[{"source": "quay.io/openshift-release-dev", "mirrors": ["mirror6.lab:5000/ocp"]}])
-    run, error = attempt(mirrored, stack="standalone")
-    assert error is None and not [w for w in run.warnings if "no mirror is named" in w]
