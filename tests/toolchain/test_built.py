@@ -62,6 +62,15 @@ def test_openshift_install_is_the_pinned_version_with_its_release_image():
     assert f"release image {pin.extra['release_image']}" in result.stdout
 
 
+def test_the_cloud_controller_is_the_pinned_release():
+    binary = need("openstack-cloud-controller-manager")
+    pin = PINS["openstack-cloud-controller-manager"]
+    info = subprocess.run(["go", "version", "-m", str(binary)], capture_output=True, text=True, check=True).stdout
+    assert ["mod", pin.module, pin.version] in [line.split()[:3] for line in info.splitlines()], info  # the main package's module
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.split() == ["Kubernetes", pin.version], version
+
+
 def test_the_env_file_sets_a_private_home_a_local_backend_and_no_downloads():
     need("pulumi")
     result = sourced("env")
