@@ -32,14 +32,16 @@ def act(conn, infra: str, given: str | None = None, only: tuple[str, ...] = STEP
         port for port in conn.network.ports(network_id=network.id)
         if (port.device_owner or "").startswith("compute:") and (port.name or "").startswith(f"{infra}-")
     ]
-    workers = sorted((port for port in nodes if port.name.startswith(f"{infra}-worker-")), key=lambda port: port.name)
-    members = workers or sorted((port for port in nodes if port.name.startswith(f"{infra}-master-")), key=lambda port: port.name)
+    # Every node is a member, masters too, as the real controller (v1.33.0) makes them in the lifecycle's dev stack:
+    # it leaves out only Nodes labelled node.kubernetes.io/exclude-from-external-load-balancers.
+    members = sorted(nodes, key=lambda port: port.name)
     if not members:
         raise SystemExit(f"cluster_standin: no node ports of {infra} on {network.name}: is its stack deployed?")
     if given is not None:  # the cloud provider and the controller take the subnet of the node's address
         subnet = conn.network.get_subnet(members[0].fixed_ips[0]["subnet_id"])
     external = _external_network(conn, subnet)
-    model = conn.compute.get_server(members[0].device_id)
+    workers = [port for port in members if port.name.startswith(f"{infra}-worker-")]
+    model = conn.compute.get_server((workers or members)[0].device_id)
     made = {}
     # 4.16 and later: the CCM's cluster name is the infra ID; 4.14 and 4.15: `kubernetes`.
     if "services" in only:

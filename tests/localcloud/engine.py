@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from cluster.config import ConfigError, load_config
 from harness.command_standin import install as install_command_standin
 from tests.conftest import PULL_SECRET, ROOT, preview
 from tools import toolchain
@@ -164,6 +165,13 @@ class Stack:
                 self.pulumi("state", "unprotect", "--all", "--yes")
         return self.pulumi("destroy", "--yes", "--skip-preview")
 
+    def ocp(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+        """`python -m ocp ARGS --stack NAME`, as a user runs it in the project (its venv, the stack's environment)."""
+        return subprocess.run(
+            ["venv/bin/python", "-m", "ocp", *args, "--stack", self.name],
+            cwd=self.project, env=self.env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+
     def outputs(self) -> dict:
         return json.loads(self.pulumi("stack", "output", "--json").stdout)
 
@@ -276,6 +284,8 @@ def agreement(stack: Stack, deployed: list, edits) -> tuple[list[tuple[str, str,
             if real is not None and warned and all(action == "same" for action in real.values()):
                 results |= dict.fromkeys(batch, (real, output))
             else:  # something in it disagrees: each edit on its own, to name which
+                why = "refused" if real is None else f"changes {sorted(name for name, action in real.items() if action != 'same')}" if warned else "a warning missing"
+                print(f"a batch of {len(batch)} edits ({', '.join(edits[index].id for index in batch)}) disagrees ({why}): each again alone\n{output[-1500:] if real is None else ''}")
                 again |= {index: pool.submit(stack.steps, configs[index], files / f"Pulumi.{stack.name}.{index}.yaml") for index in batch}
         results |= {index: future.result() for index, future in (alone | again).items()}
     print(f"{len(edits)} edits: {len(batched)} in {len(batches)} real previews together ({len(again)} of them again alone), {len(edits) - len(batched)} alone")
@@ -296,21 +306,34 @@ BATCH = 10
 
 def _batches(base: dict[str, str], configs: list[dict[str, str]], indexes: list[int]) -> list[tuple[list[int], dict[str, str]]]:
     """The edits at `indexes` in batches of at most BATCH whose changes touch no common key (nor one inside
-    another), each with the config holding all of their changes; an edit that fits no batch is left out."""
+    another) and whose config the program's config rules refuse for nothing they do not refuse in one edit alone
+    (masters.availabilityZones and masters.rootVolume each pass alone; together the volume needs zones), each with
+    the config holding
+    all of their changes; an edit that fits no batch is left out."""
     made: list[_Batch] = []
     for index in indexes:
-        delta = _delta(base, configs[index])
+        delta, own = _delta(base, configs[index]), _refusals(configs[index])
         for batch in made:
             if len(batch.edits) < BATCH and not any(_nested(path, other) for path in delta for other in batch.touched):
                 merged = _with(batch.config, delta)
-                if merged is not None:
+                if merged is not None and _refusals(merged) <= batch.refused | own:
                     batch.edits.append(index)
                     batch.config = merged
                     batch.touched.extend(delta)
+                    batch.refused |= own
                     break
         else:
-            made.append(_Batch([index], dict(configs[index]), list(delta)))
+            made.append(_Batch([index], dict(configs[index]), list(delta), own))
     return [(batch.edits, batch.config) for batch in made if len(batch.edits) > 1]
+
+
+def _refusals(config: dict[str, str]) -> set[str]:
+    """What the program's config rules refuse in `config` (cluster/config.py; the pure core, no preview)."""
+    try:
+        load_config(config)
+    except ConfigError as error:
+        return set(error.problems)
+    return set()
 
 
 @dataclass
@@ -318,6 +341,7 @@ class _Batch:
     edits: list[int]
     config: dict[str, str]  # the base with every edit's change
     touched: list[tuple[str, ...]]  # the paths they change
+    refused: set[str]  # what the config rules refuse in each of them alone (nothing, for edits that preview `same`)
 
 
 _GONE = object()

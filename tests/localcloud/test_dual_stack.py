@@ -23,6 +23,8 @@ import yaml
 from cluster.addresses import plan_addresses
 from cluster.config import load_config
 from cluster.firewall import security_groups
+from harness import ccm, kubeapi
+from tests.localcloud import cloud_controller
 from tests.localcloud.conftest import ROOT, sdk
 from tests.localcloud.engine import Stack, needs
 from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
@@ -180,6 +182,14 @@ def test_a_dual_stack_cluster_plans_previews_and_is_made_with_both_families_then
     outputs = stack.outputs()
     assert outputs["apiVips"] == ["10.40.0.5", "fd00:40::5"] and outputs["apiVip"] == "10.40.0.5", outputs
     assert outputs["ingressVips"] == ["10.40.0.7", "fd00:40::7"], outputs
+
+    # The real cloud controller takes each node's two planned addresses, the IPv4 one first, as its kubelet names them.
+    if not (ccm.missing() or kubeapi.missing()):
+        got, _, _ = cloud_controller.initialized_as_planned(stack, infra, stack.work / "controller")
+        assert {name: [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"] for name, node in got.items()} == {
+            f"{infra}-{node.role}-{node.index}": [str(ip) for ip in node.ips] for node in plan.nodes if node.role != "bootstrap"
+        }
+        timings["controller"] = time.monotonic() - started - sum(timings.values())
 
     destroyed = stack.destroy()
     assert destroyed.returncode == 0, (destroyed.stdout + destroyed.stderr)[-6000:]

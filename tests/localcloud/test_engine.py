@@ -70,3 +70,15 @@ def test_two_edits_of_one_value_are_never_in_one_batch():
     batches = _batches(base, configs, [0, 1, 2, 3, 4])
     assert [batch for batch, _ in batches] == [[0, 2, 3], [1, 4]]
     assert changed(base, batches[0][1]) == {("ocp:masters", "flavor"): "b", ("ocp:masters", "image"): "x", ("ocp:sshKey",): "other"}
+
+
+def test_two_edits_the_config_rules_refuse_together_are_never_in_one_batch():
+    """masters.availabilityZones and masters.rootVolume pass alone; together the root volume needs zones (the
+    installer's rule), so one preview of both would be refused and every edit of the batch previewed again."""
+    base = stack_config("dev")
+    masters = json.loads(base["ocp:masters"])
+    zones = {**base, "ocp:masters": json.dumps({**masters, "availabilityZones": ["az1"]})}
+    volume = {**base, "ocp:masters": json.dumps({**masters, "rootVolume": {"size": 100, "type": "ssd"}})}
+    key = {**base, "ocp:sshKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOfLkbmbIPDmPQlU9OrPHVZ6Y9ZxCxZGOr/tXZxlQUZ2 other"}
+    batches = _batches(base, [zones, volume, key], [0, 1, 2])
+    assert [batch for batch, _ in batches] == [[0, 2]], batches

@@ -24,7 +24,6 @@ import dataclasses
 import gzip
 import hashlib
 import json
-import re
 import time
 import urllib.error
 import urllib.parse
@@ -42,6 +41,7 @@ from harness.localcloud.configuration import TOKEN_CACHE_TIME
 from ignition import assembly
 from ignition.assembly import Additions, File
 from tests.conftest import deploy
+from tests.localcloud import cloud_controller
 from tests.localcloud.cloud_needs import described, planned_needs, uncharged
 from tests.localcloud.conftest import sdk, status_with_token
 from tests.localcloud.test_cleanup import standin
@@ -348,44 +348,8 @@ def test_the_real_cloud_controller_initializes_every_node_as_the_servers_are(sta
     name, accepts the planned address the kubelet names (else it keeps the node tainted), and sets the providerID,
     the addresses, the zone, region and instance-type labels, all as the cloud holds that server. The bootstrap's
     server registered with an address not its own (its API VIP) stays uninitialized: the check can fail."""
-    if not load_config(stack.base).integrated:
-        pytest.skip("a standalone cluster runs no cloud controller (platform none)")
-    reason = ccm.missing() or kubeapi.missing()
-    if reason:
-        pytest.skip(reason)
-    infra = stack.infra  # type: ignore[attr-defined]
-    config = load_config(stack.base)
-    plan = plan_addresses(config)
-    ign = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
-    files = ccm.InstallerFiles.from_bootstrap(ign)
-    servers = inventory(stack, infra)["servers"]
-    asked = {r["inputs"]["name"]: r["inputs"] for r in _by_type(stack.state(), INSTANCE).values()}
-    nodes = {server_name(config, node, infra): node for node in plan.nodes if node.role != "bootstrap"}
-    (bootstrap,) = [server_name(config, node, infra) for node in plan.nodes if node.role == "bootstrap"]
-    began = time.monotonic()
-    with kubeapi.running(tmp_path / "api") as api, ccm.running(api.kubeconfig, files, infra, tmp_path / "ccm") as controller:  # type: ignore[arg-type]
-        for name, node in nodes.items():
-            ccm.register_node(api, name, role=node.role, node_ips=tuple(str(ip) for ip in node.ips))
-        ccm.register_node(api, bootstrap, role="master", node_ips=(str(plan.api_vip),))
-        got = ccm.wait_initialized(api, controller, sorted(nodes))
-        took = time.monotonic() - began
-        assert controller.listening() == set()  # --secure-port=0, as OpenShift runs it: it serves nothing
-        time.sleep(2)  # its address patch follows the node's update in the same sync
-        got, left = {name: node for name, node in ccm.nodes(api).items() if name in nodes}, ccm.nodes(api)[bootstrap]
-        log = controller.log(400)
-    print(f"the real cloud controller initialized {len(nodes)} nodes in {took:.0f} s (API server and controller started)")
-    region = re.search(r"^region\s*=\s*(\S+)", files.config, re.MULTILINE)
-    for name, node in nodes.items():
-        server, labels = servers[name], got[name]["metadata"]["labels"]
-        assert got[name]["spec"]["providerID"] == f"openstack:///{server['id']}", name
-        assert [(a["type"], a["address"]) for a in got[name]["status"]["addresses"]] == [
-            *(("InternalIP", str(ip)) for ip in node.ips), ("Hostname", name)
-        ], got[name]["status"]
-        assert labels["node.kubernetes.io/instance-type"] == server["flavor"] == asked[name]["flavorName"], labels
-        assert labels["topology.kubernetes.io/zone"] == server["zone"] == asked[name].get("availabilityZone", server["zone"]), labels
-        assert labels.get("topology.kubernetes.io/region") == (region[1] if region else None), labels
-    assert not ccm.initialized(left) and left["spec"].get("providerID") is None, left
-    assert f'provided node ip for node "{bootstrap}" is not valid' in log, log[-3000:]
+    cloud_controller.skip_unless_runnable(stack)
+    cloud_controller.initialized_as_planned(stack, stack.infra, tmp_path, decoy=True)  # type: ignore[attr-defined]
 
 
 def test_a_second_preview_changes_nothing(stack):
@@ -419,12 +383,8 @@ def _made_real(config: dict, network_id: str, group_id: str) -> dict:
 
 def _registered(api, controller, stack, config: dict, infra: str) -> list[str]:
     """Registers, as their kubelets would, the nodes of `config` not yet in the API; the names of all, once initialized."""
-    cluster = load_config(config)
-    nodes = {server_name(cluster, node, infra): node for node in plan_addresses(cluster).nodes if node.role != "bootstrap"}
-    known = ccm.nodes(api)
-    for name, node in nodes.items():
-        if name not in known:
-            ccm.register_node(api, name, role=node.role, node_ips=tuple(str(ip) for ip in node.ips))
+    nodes = cloud_controller.planned_nodes(stack, config, infra, inventory(stack, infra)["servers"])
+    cloud_controller.register(api, nodes)
     ccm.wait_initialized(api, controller, sorted(nodes))
     return sorted(nodes)
 
@@ -442,9 +402,7 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     real = load_config(config).integrated and not (ccm.missing() or kubeapi.missing())
     with contextlib.ExitStack() as running:
         if real:
-            ign = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
-            api = running.enter_context(kubeapi.running(tmp_path / "api"))
-            controller = running.enter_context(ccm.running(api.kubeconfig, ccm.InstallerFiles.from_bootstrap(ign), infra, tmp_path / "ccm"))  # type: ignore[arg-type]
+            api, controller = running.enter_context(cloud_controller.controller_for(stack, tmp_path, infra))
             _registered(api, controller, stack, config, infra)
         for count in (3, 1):
             config = {**config, "ocp:workers": json.dumps({**json.loads(config["ocp:workers"]), "count": count})}
@@ -490,82 +448,23 @@ result = {
 """
 
 
-# What the real cloud controller made for a Service, as Octavia and Neutron hold it.
-SERVICE_MADE = """
-lb = tenant.load_balancer.find_load_balancer(name, ignore_missing=False)
-pools = [tenant.load_balancer.get_pool(p["id"]) for p in lb.pools]
-group = tenant.network.find_security_group(group_name, ignore_missing=False)
-result = {
-    "load balancer": {"id": lb.id, "tags": sorted(lb.tags or []), "description": lb.description, "vip_subnet": lb.vip_subnet_id,
-        "vip_port": lb.vip_port_id, "status": lb.provisioning_status},
-    "listeners": sorted([l.name, l.protocol, l.protocol_port, sorted(l.tags or [])] for l in map(tenant.load_balancer.get_listener, [l["id"] for l in lb.listeners])),
-    "pools": {p.name: sorted([m.name, m.address, m.protocol_port] for m in tenant.load_balancer.members(p)) for p in pools},
-    "floating IPs": [{"id": f.id, "address": f.floating_ip_address, "network": f.floating_network_id, "description": f.description,
-        "tags": sorted(f.tags or [])} for f in tenant.network.ips(port_id=lb.vip_port_id)],
-    "group": {"id": group.id, "description": group.description, "tags": sorted(group.tags or []), "rules": sorted(
-        [r["protocol"], r["port_range_min"], r["port_range_max"], r["remote_ip_prefix"]] for r in group.security_group_rules if r["direction"] == "ingress")},
-    "ports with the group": sorted(p.name for p in tenant.network.ports(security_groups=[group.id])),
-    "external": tenant.network.find_network("external", ignore_missing=False).id,
-}
-"""
-
-
-def real_service(stack, work) -> dict[str, str]:
-    """The real cloud controller (harness/ccm.py) with the stack's nodes registered makes Service demo/web's
-    load balancer, its listener, pool and members, floating IP and lb-sg-* group on the nodes' ports, each
-    checked against the plan; then it stops, leaving them in the cloud as a cluster destroyed with its
-    Services does. What it made, as `kind: ID` (as the stand-in's, for the destroy's check)."""
-    infra = stack.infra
-    config = load_config(stack.base)
-    plan = plan_addresses(config)
-    ign = json.loads((stack.project / structured(stack.base["ocp:installer"])["dir"] / "bootstrap.ign").read_text())
-    servers = inventory(stack, infra)["servers"]
-    nodes = {name: node for node in plan.nodes if (name := server_name(config, node, infra)) in servers and node.role != "bootstrap"}
-    began = time.monotonic()
-    with kubeapi.running(work / "api") as api, ccm.running(api.kubeconfig, ccm.InstallerFiles.from_bootstrap(ign), infra, work / "ccm") as controller:  # type: ignore[arg-type]
-        for name, node in nodes.items():
-            ccm.register_node(api, name, role=node.role, node_ips=tuple(str(ip) for ip in node.ips))
-        ccm.wait_initialized(api, controller, sorted(nodes))
-        ccm.create_load_balancer_service(api, "demo", "web")
-        service = ccm.wait_load_balancer(api, controller, "demo", "web")
-    print(f"the real cloud controller made Service demo/web's load balancer in {time.monotonic() - began:.0f} s (API server and controller started)")
-    name = f"kube_service_{infra}_demo_web"
-    made = sdk(stack.cloud, SERVICE_MADE, name=name, group_name=f"lb-sg-{service['metadata']['uid']}-demo-web")
-    subnet = inventory(stack, infra)["subnets"][f"{infra}-nodes"]
-    node_port = service["spec"]["ports"][0]["nodePort"]
-    lb = made["load balancer"]
-    assert (lb["tags"], lb["description"], lb["vip_subnet"], lb["status"]) == (
-        [name], f"Kubernetes external service demo/web from cluster {infra}", subnet["id"], "ACTIVE"
-    ), made
-    assert made["listeners"] == [[f"listener_0_{name}", "TCP", 80, [name]]], made
-    assert made["pools"] == {f"pool_0_{name}": sorted([n, str(node.ip), node_port] for n, node in nodes.items())}, made
-    (floating,) = made["floating IPs"]
-    assert (floating["network"], floating["description"]) == (made["external"], f"Floating IP for Kubernetes external service demo/web from cluster {infra}")
-    assert [entry["ip"] for entry in service["status"]["loadBalancer"]["ingress"]] == [floating["address"]], service["status"]
-    group = made["group"]
-    assert group["description"] == f"Security Group for demo/web Service LoadBalancer in cluster {infra}", group
-    assert ["tcp", node_port, node_port, subnet["cidr"]] in group["rules"], group
-    assert made["ports with the group"] == sorted(nodes), made
-    print(f"what it made: {json.dumps(made)}")
-    what = "Service demo/web (the real controller)"
-    return {f"{what}: load balancer": lb["id"], f"{what}: VIP port": lb["vip_port"], f"{what}: floating IP": floating["id"], f"{what}: security group": group["id"]}
-
-
 def test_refresh_and_up_keep_what_the_cluster_added_to_the_nodes_ports(stack, tmp_path):
-    """The real cloud controller makes a LoadBalancer Service's load balancer and puts its lb-sg-* group on the
-    nodes' ports (real_service), the controllers' stand-in adds EgressIP pairs (and the 4.14/4.15 scheme's load
-    balancer, a MachineSet's server and a PVC), as a live integrated cluster's do; `pulumi refresh` then `up`
-    leaves both there."""
+    """The real cloud controller makes LoadBalancer Services' load balancers under both cluster names OpenShift
+    runs it with (the infra ID from 4.16, `kubernetes` on 4.14 and 4.15) and puts their lb-sg-* groups on the
+    nodes' ports (tests/localcloud/cloud_controller.py); the controllers' stand-in adds what no controller here
+    makes (EgressIP pairs, a MachineSet's server, a PVC), as a live integrated cluster's do; `pulumi refresh`
+    then `up` leaves all of it there."""
     if not load_config(stack.base).integrated:
         pytest.skip("a standalone cluster holds no cloud credentials: no controller changes its ports")
     infra = stack.infra  # type: ignore[attr-defined]
     before = sdk(stack.cloud, NODE_PORTS, infra=infra)  # type: ignore[attr-defined]
     if ccm.missing() or kubeapi.missing():
-        print(f"the stand-in makes the 4.16+ Service's load balancer: {ccm.missing() or kubeapi.missing()}")
+        print(f"the stand-in makes the Services' load balancers: {ccm.missing() or kubeapi.missing()}")
         stack.by_standin = standin(stack.cloud, infra)  # type: ignore[attr-defined]
     else:
-        made = real_service(stack, tmp_path)
-        stack.by_standin = {**made, **standin(stack.cloud, infra, "--only", "legacy-service", "egressip", "machineset")}  # type: ignore[attr-defined]
+        made = cloud_controller.service_load_balancer(stack, infra, tmp_path / "4.16", infra, "demo", "web")
+        legacy = cloud_controller.service_load_balancer(stack, infra, tmp_path / "4.14", cloud_controller.LEGACY_CLUSTER_NAME, "legacy", "web")
+        stack.by_standin = {**made, **legacy, **standin(stack.cloud, infra, "--only", "egressip", "machineset")}  # type: ignore[attr-defined]
     added = sdk(stack.cloud, NODE_PORTS, infra=infra)  # type: ignore[attr-defined]
     changed = {name: port for name, port in added.items() if name in before and port != before[name]}
     assert any(len(port["pairs"]) > len(before[name]["pairs"]) for name, port in changed.items()), changed  # the EgressIP
@@ -598,8 +497,14 @@ def test_destroy_leaves_nothing_that_carries_the_infra_id(stack):
         by_standin = getattr(stack, "by_standin", None) or standin(stack.cloud, infra)  # type: ignore[attr-defined]
         print(f"the controllers' stand-in made {len(by_standin)} things in {time.monotonic() - began:.0f} s: {sorted(by_standin)}")
     began = time.monotonic()
-    done = stack.destroy()
-    print(f"pulumi destroy of {stack.name}: {time.monotonic() - began:.0f} s")
+    if load_config(stack.base).integrated:
+        # As the README has a user end a cluster: the protection lowered, then `python -m ocp destroy`, which lifts
+        # it with an `up` that changes nothing else and destroys the stack, the cluster's own resources with it.
+        stack.write_config({**stack.config(), "ocp:protect": "false"})
+        done = stack.ocp("destroy", "--yes")
+    else:
+        done = stack.destroy()
+    print(f"destroy of {stack.name}: {time.monotonic() - began:.0f} s")
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     left = inventory(stack, infra)
     left.pop("external")

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness import ccm, kubeapi
 from tests.conftest import ROOT
+from tests.localcloud import cloud_controller
 from tests.localcloud.conftest import sdk
 from tests.localcloud.engine import Stack, flat, needs, structured
 from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
@@ -147,5 +149,14 @@ def test_three_zones_each_with_its_group_and_volume_type(stack, cloud, tmp_path)
         worker = seen["servers"][f"{infra}-worker-{index}"]
         assert (provider["availabilityZone"], group) == (ZONES[index], worker["group"])
         assert (provider["rootVolume"]["volumeType"], provider["rootVolume"]["availabilityZone"]) == (worker["volumes"][0]["type"], worker["volumes"][0]["zone"])
+    # The real cloud controller labels each node with its server's zone: the zone its MachineSet names.
+    if not (ccm.missing() or kubeapi.missing()):
+        got, _, _ = cloud_controller.initialized_as_planned(stack, infra, tmp_path / "controller", config=config)
+        for role in ("master", "worker"):
+            zones = [got[f"{infra}-{role}-{index}"]["metadata"]["labels"]["topology.kubernetes.io/zone"] for index in range(3)]
+            assert all(zone == wanted or wanted == "nova" for zone, wanted in zip(zones, ZONES)), (role, zones)
+        assert [got[f"{infra}-worker-{index}"]["metadata"]["labels"]["topology.kubernetes.io/zone"] for index in range(2)] == [
+            machineset["spec"]["template"]["spec"]["providerSpec"]["value"]["availabilityZone"] for machineset in machinesets[:2]
+        ]
     again, output = stack.steps(config)
     assert again is not None and {name: action for name, action in again.items() if action != "same"} == {}, output[-3000:]
