@@ -46,16 +46,18 @@ def _request(url: str, connect_timeout: float, timeout: float) -> tuple[bool, st
         )
     else:
         connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=connect_timeout)
+    phase = "connecting"  # a timeout says where: the TCP and TLS handshakes, or the answer
     try:
         connection.connect()
         assert connection.sock is not None
         connection.sock.settimeout(timeout)
+        phase = "waiting"
         connection.request("GET", parts.path or "/", headers={"Connection": "close"})
         response = connection.getresponse()
         body = response.read().decode(errors="replace").strip()
         return response.status == 200, f"{response.status} {body}"
     except (OSError, http.client.HTTPException) as error:
-        return False, type(error).__name__
+        return False, f"{type(error).__name__} {phase}"
     finally:
         connection.close()
 

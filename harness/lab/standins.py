@@ -37,7 +37,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         service = self.server.service
-        healthy = service.state == HEALTHY
+        healthy = service.serving == HEALTHY
         body = f"{service.node} {service.name} {'ok' if healthy else 'unhealthy'}\n".encode()
         self.send_response(200 if healthy else 500)
         self.send_header("Content-Length", str(len(body)))
@@ -49,15 +49,26 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def listen_backlog() -> int:
+    """The kernel's limit, as Go's net.Listen asks for it (the kube-apiserver's and the MCS's
+    listeners). socketserver's default of 5 overflowed when the lab's shapes ran side by side
+    on two cores: the SYNs it dropped were retried a second later, past the client's timeout."""
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
+
+
 class _Server(ThreadingHTTPServer):
     """Listens on both families (IPv4 as mapped addresses), as the cluster's own servers do."""
 
     daemon_threads = True
     address_family = socket.AF_INET6
+    request_queue_size = listen_backlog()
 
-    def __init__(self, port: int, service: _Service, tls: ssl.SSLContext | None):
+    def __init__(self, port: int, service: _Service, tls: ssl.SSLContext | None, host: str = "::"):
         self.service, self.tls = service, tls
-        super().__init__(("::", port), _Handler)
+        super().__init__((host, port), _Handler)
 
     def server_bind(self) -> None:
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
@@ -81,6 +92,10 @@ class _Service:
     def __init__(self, node: str, name: str, ports: list[tuple[int, ssl.SSLContext | None]]):
         self.node, self.name, self.ports = node, name, ports
         self.state = STOPPED
+        # What an answer says: the state of the last start or switch. Stopping closes the ports
+        # but lets the connections already accepted be answered as before, as a server that
+        # shuts down drains them (they answered 500 "unhealthy" before, strays in backend-dies).
+        self.serving = HEALTHY
         self._servers: list[_Server] = []
 
     def set(self, state: str) -> None:
@@ -96,6 +111,8 @@ class _Service:
             self._servers = [_Server(port, self, tls) for port, tls in self.ports]
             for server in self._servers:
                 threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        if state != STOPPED:
+            self.serving = state
         self.state = state
 
 

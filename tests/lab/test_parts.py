@@ -4,6 +4,7 @@ figures, scenario order, reporting, and the client against a loopback server."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from ipaddress import IPv4Address
 import pytest
 
 from cluster.addresses import plan_addresses
-from harness.lab import report, runner
+from harness.lab import report, runner, standins
 from harness.lab.client import Probe, Sample, first_lasting_success, first_success
 from harness.lab.keepalived import Status, parse
 from harness.lab.runner import LabRun, order
@@ -213,3 +214,40 @@ def test_quiet_times_are_the_gaps_between_faults(monkeypatch: pytest.MonkeyPatch
     results = [Result("a", "api", fault_at=1, settled_at=10), Result("b", "api", fault_at=12, settled_at=20)]
     results.append(Result("no fault", "api"))  # skipped: never injected
     assert runner._quiet_times(results) == [(10, 12), (20, 100.0)]
+
+
+def test_a_stand_in_takes_a_burst_of_connections_before_it_accepts_any():
+    """Connections the kernel completes wait in the listener's queue until the serving loop
+    accepts them. The stand-in asks for as long a queue as the kube-apiserver does, so a burst
+    while its loop waits for the CPU is not dropped (the lab's bring-up on two busy cores: 41
+    SYNs dropped by a queue of 5, each a client timeout)."""
+    service = standins._Service("node", standins.API, [])
+    server = standins._Server(0, service, None, host="::1")  # its loop not started: nothing is accepted
+    port = server.server_address[1]
+    burst = []
+    try:
+        for _ in range(64):
+            connection = socket.create_connection(("::1", port), timeout=0.5)
+            burst.append(connection)
+    finally:
+        for connection in burst:
+            connection.close()
+        server.server_close()
+    assert len(burst) == 64
+
+
+def test_a_stand_in_stopped_answers_what_it_had_accepted_as_before():
+    """Stopping closes the ports; a request already accepted is answered as a server that drains
+    its connections would, not with an error it never gave before the stop."""
+    service = standins._Service("node", standins.API, [])
+    service.set(standins.HEALTHY)
+    server = standins._Server(0, service, None, host="::1")
+    try:
+        with socket.create_connection(("::1", server.server_address[1]), timeout=2) as client:
+            client.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
+            service.set(standins.STOPPED)
+            server.handle_request()
+            answer = client.makefile("rb").read()
+    finally:
+        server.server_close()
+    assert answer.startswith(b"HTTP/1.0 200"), answer
