@@ -40,7 +40,7 @@ def installer_files(stack: Stack) -> ccm.InstallerFiles:
     return ccm.InstallerFiles.from_bootstrap(json.loads((directory / "bootstrap.ign").read_text()))
 
 
-def planned_nodes(stack: Stack, config: dict, infra: str, servers: dict) -> dict:
+def planned_nodes(config: dict, infra: str, servers: dict) -> dict:
     """The plan's masters and workers of `config` whose servers the cloud holds, by server name."""
     cluster = load_config(config)
     return {
@@ -50,9 +50,9 @@ def planned_nodes(stack: Stack, config: dict, infra: str, servers: dict) -> dict
 
 
 @contextlib.contextmanager
-def controller_for(stack: Stack, work: Path, cluster_name: str) -> Iterator[tuple[kubeapi.KubeAPI, ccm.CloudController]]:
-    """A real API server and the real controller, configured from the stack's installer files, under `cluster_name`."""
-    with kubeapi.running(work / "api") as api, ccm.running(api.kubeconfig, installer_files(stack), cluster_name, work / "ccm") as controller:  # type: ignore[arg-type]
+def controller_for(files: ccm.InstallerFiles, work: Path, cluster_name: str) -> Iterator[tuple[kubeapi.KubeAPI, ccm.CloudController]]:
+    """A real API server and the real controller, configured from a stack's installer files, under `cluster_name`."""
+    with kubeapi.running(work / "api") as api, ccm.running(api.kubeconfig, files, cluster_name, work / "ccm") as controller:  # type: ignore[arg-type]
         yield api, controller
 
 
@@ -75,14 +75,15 @@ def initialized_as_planned(stack: Stack, infra: str, work: Path, decoy: bool = F
     config = load_config(deployed)
     servers = inventory(stack, infra)["servers"]
     asked = {r["inputs"]["name"]: r["inputs"] for r in stack.state() if r["type"] == INSTANCE}
-    nodes = planned_nodes(stack, deployed, infra, servers)
+    nodes = planned_nodes(deployed, infra, servers)
     assert nodes, sorted(servers)
-    bootstrap = next((name for node in plan_addresses(config).nodes if node.role == "bootstrap" and (name := server_name(config, node, infra)) in servers), None)
+    plan, files = plan_addresses(config), installer_files(stack)
+    bootstrap = next((name for node in plan.nodes if node.role == "bootstrap" and (name := server_name(config, node, infra)) in servers), None)
     began = time.monotonic()
-    with controller_for(stack, work, infra) as (api, controller):
+    with controller_for(files, work, infra) as (api, controller):
         register(api, nodes)
         if decoy and bootstrap:
-            ccm.register_node(api, bootstrap, role="master", node_ips=(str(plan_addresses(config).api_vip),))
+            ccm.register_node(api, bootstrap, role="master", node_ips=(str(plan.api_vip),))
         ccm.wait_initialized(api, controller, sorted(nodes))
         took = time.monotonic() - began
         assert controller.listening() == set()  # --secure-port=0, as OpenShift runs it: it serves nothing
@@ -90,7 +91,7 @@ def initialized_as_planned(stack: Stack, infra: str, work: Path, decoy: bool = F
         found = ccm.nodes(api)
         log = controller.log(400)
     print(f"the real cloud controller initialized {len(nodes)} nodes in {took:.0f} s (API server and controller started)")
-    region = re.search(r"^region\s*=\s*(\S+)", installer_files(stack).config, re.MULTILINE)
+    region = re.search(r"^region\s*=\s*(\S+)", files.config, re.MULTILINE)
     got = {name: found[name] for name in nodes}
     for name, node in nodes.items():
         server, labels = servers[name], got[name]["metadata"]["labels"]
@@ -136,10 +137,10 @@ def service_load_balancer(stack: Stack, infra: str, work: Path, cluster_name: st
     (every node: the controller excludes none without the exclusion label), floating IP and lb-sg-* group on the
     nodes' ports, each checked against the plan; then it stops, leaving them in the cloud as a cluster destroyed
     with its Services does. What it made, as `kind: ID`, for the destroy's check."""
-    servers = inventory(stack, infra)["servers"]
-    nodes = planned_nodes(stack, stack.base, infra, servers)
+    seen = inventory(stack, infra)
+    nodes = planned_nodes(stack.base, infra, seen["servers"])
     began = time.monotonic()
-    with controller_for(stack, work, cluster_name) as (api, controller):
+    with controller_for(installer_files(stack), work, cluster_name) as (api, controller):
         register(api, nodes)
         ccm.wait_initialized(api, controller, sorted(nodes))
         ccm.create_load_balancer_service(api, namespace, service_name)
@@ -147,7 +148,7 @@ def service_load_balancer(stack: Stack, infra: str, work: Path, cluster_name: st
     print(f"the real cloud controller ({cluster_name}) made Service {namespace}/{service_name}'s load balancer in {time.monotonic() - began:.0f} s")
     name = f"kube_service_{cluster_name}_{namespace}_{service_name}"
     made = sdk(stack.cloud, SERVICE_MADE, name=name, group_name=f"lb-sg-{service['metadata']['uid']}-{namespace}-{service_name}")  # type: ignore[attr-defined]
-    subnet = inventory(stack, infra)["subnets"][f"{infra}-nodes"]
+    subnet = seen["subnets"][f"{infra}-nodes"]
     node_port = service["spec"]["ports"][0]["nodePort"]
     lb = made["load balancer"]
     assert (lb["tags"], lb["description"], lb["vip_subnet"], lb["status"]) == (

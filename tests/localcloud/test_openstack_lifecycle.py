@@ -383,7 +383,7 @@ def _made_real(config: dict, network_id: str, group_id: str) -> dict:
 
 def _registered(api, controller, stack, config: dict, infra: str) -> list[str]:
     """Registers, as their kubelets would, the nodes of `config` not yet in the API; the names of all, once initialized."""
-    nodes = cloud_controller.planned_nodes(stack, config, infra, inventory(stack, infra)["servers"])
+    nodes = cloud_controller.planned_nodes(config, infra, inventory(stack, infra)["servers"])
     cloud_controller.register(api, nodes)
     ccm.wait_initialized(api, controller, sorted(nodes))
     return sorted(nodes)
@@ -402,7 +402,7 @@ def test_workers_2_3_1_and_the_bootstrap_teardown_leave_the_masters_as_they_were
     real = load_config(config).integrated and not (ccm.missing() or kubeapi.missing())
     with contextlib.ExitStack() as running:
         if real:
-            api, controller = running.enter_context(cloud_controller.controller_for(stack, tmp_path, infra))
+            api, controller = running.enter_context(cloud_controller.controller_for(cloud_controller.installer_files(stack), tmp_path, infra))
             _registered(api, controller, stack, config, infra)
         for count in (3, 1):
             config = {**config, "ocp:workers": json.dumps({**json.loads(config["ocp:workers"]), "count": count})}
