@@ -176,6 +176,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_sep("=", "slowest modules")
         for module, total in slowest:
             terminalreporter.write_line(f"{total:8.1f}s {module}")
+    # The groups that each run whole in one worker: the longest of them bounds the run.
+    groups: dict[str, float] = {}
+    for module, total in seconds.items():
+        group = group_of(module) if group_of(module) != module else "modules of their own"
+        groups[group] = groups.get(group, 0.0) + total
+    if len(groups) > 1:
+        terminalreporter.write_sep("=", "time by group")
+        for group, total in sorted(groups.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{total:8.1f}s {group}")
 
 def stack_config(stack: str = "dev", **overrides: Any) -> dict[str, str]:
     """A committed stack's config plus a test pull secret; overrides as `key=value` (objects as dicts,
