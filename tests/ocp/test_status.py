@@ -138,3 +138,22 @@ def test_help_says_what_it_reads_that_it_changes_nothing_and_its_exit_codes():
     assert "Exit codes: 0 healthy; 1 drift or unhealthy; 2 could not tell" in text
     for read in ("update history", "lock", "refresh preview", "kubeconfig", "quotas"):
         assert read in text
+
+
+def test_the_next_worker_takes_the_preflights_count_of_one_more_worker():
+    from cluster.cloud_facts import Flavor, Quota
+    from cluster.config import load_config
+    from ocp.status_capacity import next_worker
+    from tests.conftest import stack_config
+
+    config = load_config(stack_config("dev"))  # 2 workers of flavor worker
+    flavors = {"worker": Flavor(4, 16384, 100), "master": Flavor(8, 32768, 120)}
+    quotas = {"instances": Quota(10, 6), "cores": Quota(40, 38), "ram": Quota(-1), "ports": Quota(50, 20), "volumes": Quota(10, None)}
+    rooms = {room.quota: room for room in next_worker(config, quotas, flavors)}
+    assert {name: (room.need, room.free, room.fits) for name, room in rooms.items()} == {
+        "instances": (1, 4, True), "cores": (4, 2, False), "ram": (16384, None, True), "ports": (1, 30, True),
+    }
+    with_volumes = load_config(stack_config("dev", workers={**config.workers.model_dump(by_alias=True, exclude_none=True), "rootVolume": {"size": 120, "type": "standard"}}))
+    rooms = {room.quota: room for room in next_worker(with_volumes, {**quotas, "gigabytes": Quota(1000, 900)}, flavors)}
+    assert (rooms["volumes"].need, rooms["volumes"].free, rooms["gigabytes"].need, rooms["gigabytes"].free) == (1, None, 120, 100)
+    assert not rooms["gigabytes"].fits

@@ -39,6 +39,7 @@ def test_a_notready_node_a_degraded_operator_and_a_forged_request_are_reported(a
     ]
     cluster.status("clusteroperator", "network", {"conditions": degraded})
     forged = cluster.submit("csr-", FORGER, CLIENT_SIGNER, CLIENT, request_pem("system:node:ocp4-worker-1"))
+    kubelets = cluster.ask("ocp4-worker-0", "serving")  # its kubelet's: approve-csrs would approve it, status must not
     kube = Kube(str(toolchain.binary("kubectl")), api.kubeconfig)
 
     found = read(kube, api.embedded_kubeconfig(), NODES, DOMAIN, None, "dev", untimed("openstack", "dev"))
@@ -49,19 +50,19 @@ def test_a_notready_node_a_degraded_operator_and_a_forged_request_are_reported(a
         ("ocp4-master-0", True, "KubeletReady"), ("ocp4-worker-0", True, "KubeletReady"), ("ocp4-worker-1", False, "NodeStatusUnknown"),
     ]
     assert [(o.name, o.reason) for o in found.degraded] == [("network", "RolloutHung")]
-    (request,) = found.pending
-    assert (request.name, request.node, request.kind, request.verdict) == (forged, "ocp4-worker-1", "client", "never")
-    assert FORGER in request.reason
-    assert cluster.pending() == {forged: FORGER}  # judged, never approved
+    pending = {request.name: request for request in found.pending}
+    assert sorted(pending) == sorted([forged, kubelets])
+    request = pending[forged]
+    assert (request.node, request.kind, request.verdict) == ("ocp4-worker-1", "client", "never") and FORGER in request.reason
+    assert (pending[kubelets].node, pending[kubelets].kind, pending[kubelets].verdict) == ("ocp4-worker-0", "serving", "would approve")
+    assert cluster.pending() == {forged: FORGER, kubelets: "system:node:ocp4-worker-0"}  # judged, neither approved
     # The soonest of the kubeconfig's CA and client certificate and the API's serving one (a day each here).
     soonest = min(not_after(path) for path in (api.ca.cert, api.admin.cert, api.directory / "pki" / "apiserver.crt"))
     assert found.expiry.not_after == soonest and 0 < found.expiry.days < 1.01
     problems = found.problems()
-    assert problems[:3] == [
-        "node ocp4-worker-1 is not Ready (NodeStatusUnknown)", "cluster operator network is Degraded (RolloutHung)",
-        f"certificate request {forged} is pending (never)",
-    ]
-    assert len(problems) == 4 and problems[3].startswith(f"{found.expiry.what} expires in ")  # within 30 days
+    assert problems[:2] == ["node ocp4-worker-1 is not Ready (NodeStatusUnknown)", "cluster operator network is Degraded (RolloutHung)"]
+    assert sorted(problems[2:4]) == sorted([f"certificate request {forged} is pending (never)", f"certificate request {kubelets} is pending (would approve)"])
+    assert len(problems) == 5 and problems[4].startswith(f"{found.expiry.what} expires in ")  # within 30 days
     # A kubeconfig whose certificates are files (not data): only the API's serving certificate can be read.
     served = read(kube, api.kubeconfig.read_text(), NODES, DOMAIN, None, "dev", None)
     assert served.expiry.not_after == not_after(api.directory / "pki" / "apiserver.crt") and "serving" in served.expiry.what
