@@ -94,15 +94,16 @@ def read(
     kube: Kube, kubeconfig: str, nodes: Mapping[str, str | Sequence[str]], domain: str, created: Mapping[str, str] | None, stack: str,
     untimed: str | None, bootstrap: bool = False,
 ) -> Cluster:
-    """`nodes`, `created`: the stack's outputs the approver reads; a Cluster with read=False where the API does not answer."""
+    """`nodes`, `created`: the stack's outputs the approver reads; a Cluster with read=False where the API does not answer
+    (with the nearest expiry of what the kubeconfig holds)."""
     try:
         now = kube.server_time()
         versions = kube.items("clusterversions.config.openshift.io")
         operators = kube.items("clusteroperators.config.openshift.io")
         registered = kube.items("nodes")
         passed = judge(kube, nodes, domain, created, untimed=untimed, bootstrap=bootstrap)
-    except KubeError as error:
-        return Cluster(False, f"the cluster's API did not answer: {shown(str(error))}")
+    except KubeError as error:  # the kubeconfig's own certificates still tell (a long shutdown's expiry)
+        return Cluster(False, f"the cluster's API did not answer: {shown(str(error))}", expiry=nearest_expiry(kubeconfig, datetime.now(UTC)))
     version = next((item for item in versions if (item.get("metadata") or {}).get("name") == "version"), {})
     status = version.get("status") or {}
     history = status.get("history") or []

@@ -151,7 +151,7 @@ def test_a_stack_locked_by_a_running_up_names_the_holder_and_still_reads(deploye
     stack, cloud, work, env = deployed
     running = subprocess.Popen(
         ["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", "dev"], cwd=stack.workspace.work_dir,
-        env={**env, "OCP_TEST_HOLD": "20"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**env, "OCP_TEST_HOLD": "12"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
         locks = work / "state" / ".pulumi" / "locks"

@@ -74,4 +74,7 @@ def test_an_api_that_does_not_answer_is_said_so(api, tmp_path):
     closed.write_text(json.dumps(document))
     found = read(Kube(str(toolchain.binary("kubectl")), closed, timeout=5), closed.read_text(), NODES, DOMAIN, None, "dev", None)
     assert not found.read and found.why.startswith("the cluster's API did not answer: kubectl auth whoami")
-    assert found.problems() == [] and found.nodes == ()
+    assert found.nodes == () and found.pending == ()
+    # What the kubeconfig holds is still read: its CA and client certificate (a day each here).
+    assert found.expiry.not_after == min(not_after(api.ca.cert), not_after(api.admin.cert)) and "kubeconfig" in found.expiry.what
+    assert len(found.problems()) == 1 and " expires in " in found.problems()[0]
