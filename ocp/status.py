@@ -19,7 +19,7 @@ from pulumi import automation as auto
 
 from cluster.csr import role
 from cluster.printable import shown
-from ocp import locks, state_guard
+from ocp import keyservice, locks, state_guard
 from ocp import status_capacity as capacity_of
 from ocp import status_cluster as cluster_of
 from ocp.kube import Kube, private_kubeconfig
@@ -140,8 +140,7 @@ def last_update(stack: auto.Stack) -> tuple[LastUpdate | None, str]:
         return None, "the stack has no update yet"
     entry = history[0]
     found = RUN_MESSAGE.match(entry.message or "")
-    environment = entry.environment or {}
-    by = found["by"] if found else environment.get("git.author") and f"{environment['git.author']} (the checkout's last commit)" or ""
+    by = found["by"] if found else ""
     return LastUpdate(
         kind=entry.kind, result=entry.result, started=_utc(entry.start_time), ended=_utc(entry.end_time) if entry.end_time else None,
         by=shown(by or "not recorded (a plain pulumi run on a file or s3 backend records no user)"),
@@ -179,8 +178,8 @@ def drift(stack: auto.Stack) -> Drift:
 
     try:
         stack.preview_refresh(on_event=seen)
-    except auto.CommandError as error:
-        return Drift(False, f"the refresh preview failed: {shown(str(error).strip()[-400:])}")
+    except auto.CommandError as error:  # the stack's key (Vault) in words where it is that
+        return Drift(False, shown(keyservice.problem(str(error)) or f"the refresh preview failed: {str(error).strip()[-400:]}"))
     return Drift(True, changes=changes(steps, stack.name))
 
 

@@ -171,3 +171,15 @@ def test_a_stack_locked_by_a_running_up_names_the_holder_and_still_reads(deploye
         output, _ = running.communicate(timeout=120)
     assert running.returncode == 0, output[-2000:]
     assert status.report(stack).lock.holders == ()
+
+
+def test_a_stack_that_cannot_be_opened_could_not_be_told(tmp_path):
+    """The CLI itself, on a backend without the stack: exit 2, said why, nothing made."""
+    (tmp_path / "state").mkdir()
+    env = toolchain.pulumi_env(tmp_path / "home", tmp_path / "state", ROOT / "venv")
+    done = subprocess.run([sys.executable, "-m", "ocp", "status", "--stack", "nosuch", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("could not tell: ") and "nosuch" in done.stderr and done.stdout == ""
+    # Only the layout marker any pulumi command writes into an empty backend on its first use; no stack.
+    made = sorted(str(path.relative_to(tmp_path / "state")) for path in (tmp_path / "state").rglob("*") if path.is_file())
+    assert made == [".pulumi/meta.yaml", ".pulumi/meta.yaml.attrs"]
