@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,7 +76,6 @@ class Report:
     drift: Drift
     cluster: Cluster
     capacity: Capacity
-    notes: tuple[str, ...] = field(default=())
 
     def problems(self) -> list[str]:
         """What makes the stack need someone: real drift, an unhealthy cluster, a dead lock, no room for a worker."""

@@ -76,7 +76,8 @@ def table(report: Report) -> str:
         lines.append("lock: " + ("none" if not lock["holders"] else "; ".join(
             f"{h['holder'] or '(unreadable lock)'} pid {h['pid']} since {h['since']} ({h['state']})" for h in lock["holders"])))
     drift = data["drift"]
-    lines.append("drift: " + (f"not read ({drift['why']})" if not drift["read"] else "none" if not drift["changes"] else ""))
+    real = sum(not change["expected"] for change in drift["changes"])
+    lines.append("drift: " + (f"not read ({drift['why']})" if not drift["read"] else f"{real} of {len(drift['changes'])} changed resources" if drift["changes"] else "none"))
     for change in drift["changes"]:
         mark = "expected" if change["expected"] else "DRIFT"
         keys = f" [{', '.join(change['keys'])}]" if change["keys"] else ""
