@@ -172,7 +172,7 @@ def drift(stack: auto.Stack) -> Drift:
             return
         step = outputs.metadata
         op = getattr(step.op, "value", step.op)
-        if op in ("update", "delete"):
+        if op in ("update", "delete", "same"):  # a `same` may still differ in outputs the program does not set
             steps.append(Step(op, step.type, step.urn, (step.old.outputs if step.old else None) or {}, (step.new.outputs if step.new else None) or {}))
 
     try:

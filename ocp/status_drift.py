@@ -2,13 +2,15 @@
 that the state does not say, per resource and output key, told apart from what the running cluster adds on
 purpose, with what to run about each. Pure Python: the steps come in as plain data.
 
-What the real engine (Pulumi 3.274.1, pulumi-openstack 5.5.3) reports, seen in tests/e2e/test_status.py: the
-refresh step's outputs event carries op `update` (with the state's and the cloud's outputs, no key list: the
-keys are found here by comparing them) or `delete` (gone from the cloud), `same` otherwise. What the program
-keeps on a node's port (components/openstack/machines.py CLUSTER_KEPT: an EgressIP's address pair, a
-LoadBalancer Service's lb-sg-* group) is ignored by the engine's refresh diff unless another key changed.
-A refresh preview only reads: `python -m ocp up` alone does not see drift (its preview compares the program
-with the state), so the way back is a `pulumi refresh` first."""
+What the real engine (Pulumi 3.274.1, pulumi-openstack 5.5.3) reports, seen in tests/e2e/test_status.py: each
+resource's refresh outputs event carries the state's and the cloud's outputs and no key list (the keys are
+found here by comparing them), with op `delete` (gone from the cloud), `update` (an input the program sets
+differs, a port's name say) or `same`, which it also gives where only outputs the program does not set
+differ (a port's admin state, what the cluster added to a node's port): those are compared too. What the
+program keeps on a node's port (components/openstack/machines.py CLUSTER_KEPT: an EgressIP's address pair, a
+LoadBalancer Service's lb-sg-* group) is told apart as kept when it only grew. A refresh preview only reads:
+`python -m ocp up` alone does not see drift (its preview compares the program with the state), so the way
+back is a `pulumi refresh` first."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ INTERNAL = ("__meta", "__pulumi_raw_state_delta", "__defaults")
 class Step:
     """One resource's refresh step as the engine's outputs event tells it."""
 
-    op: str  # update, delete (same: no step kept)
+    op: str  # the engine's: update, delete, same
     type: str
     urn: str
     old: Mapping[str, Any]
@@ -55,8 +57,9 @@ class Change:
 
 
 def changes(steps: Iterable[Step], stack: str) -> tuple[Change, ...]:
-    """Every step that is not `same`, judged; sorted by resource then type."""
-    found = [_judged(step, stack) for step in steps if step.op in ("update", "delete")]
+    """Every step the engine calls `update` or `delete`, and every `same` whose outputs differ, judged; sorted by
+    resource then type."""
+    found = [_judged(step, stack) for step in steps if step.op in ("update", "delete") or (step.op == "same" and keys_of(step.old, step.new))]
     return tuple(sorted(found, key=lambda change: (change.resource, change.type)))
 
 

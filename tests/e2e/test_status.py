@@ -126,8 +126,22 @@ def test_a_port_changed_by_hand_beside_the_clusters_additions(deployed):
     assert (found.verdict, found.exit_code) == ("drift", 1)
     shown = as_json(found)["drift"]["changes"][0]
     assert shown["keys"] == ["name"] and shown["run"].startswith("`pulumi refresh --stack dev --yes`")
-    cloud.edit(lambda state: next(iter(state["ports"].values())).update(name="ocp4-x7k2p-worker-0"))
-    # The additions alone: the engine's refresh reports nothing (the program keeps them): no drift.
+    # The engine calls a change of what the program does not set `same`: its outputs still tell (the port's admin state).
+    cloud.edit(lambda state: next(iter(state["ports"].values())).update(name="ocp4-x7k2p-worker-0", admin_state_up=False))
+    (change,) = status.report(stack).drift.changes
+    assert (change.keys, set(change.kept), change.expected) == (("adminStateUp",), {"allowedAddressPairs", "allSecurityGroupIds"}, False)
+    # The additions alone: the cluster's, kept; no drift.
+    cloud.edit(lambda state: next(iter(state["ports"].values())).update(admin_state_up=True))
+    found = status.report(stack)
+    (change,) = found.drift.changes
+    assert change.expected and change.keys == () and change.run == "" and found.verdict != "drift"
+    assert "expected changed " + PORT_NAME in table(found)
+
+    def taken_back(state):
+        port = next(iter(state["ports"].values()))
+        port.update(allowed_address_pairs=port["allowed_address_pairs"][:1], security_groups=port["security_groups"][:1])
+
+    cloud.edit(taken_back)
     assert status.report(stack).drift.changes == ()
 
 

@@ -49,9 +49,11 @@ def test_a_deleted_rule_a_stopped_server_and_a_deleted_server_each_say_what_to_r
         Step("delete", RULE, RULE_URN, {"id": "r-1", "direction": "ingress"}, {}),
         Step("update", SERVER, SERVER_URN, server, {**server, "powerState": "shutoff"}),
         Step("same", PORT, PORT_URN, PORT_STATE, PORT_STATE),
+        Step("same", PORT, PORT_URN.replace("worker-0", "worker-9"), PORT_STATE, {**PORT_STATE, "adminStateUp": False}),
     ], "dev")
     rule, stopped = (next(change for change in found if change.type == kind) for kind in (RULE, SERVER))
-    assert len(found) == 2  # `same` is no change
+    assert len(found) == 3  # a `same` whose outputs are the state's is no change; one whose outputs differ is
+    assert [c.keys for c in found if c.type == PORT] == [("adminStateUp",)]
     assert (rule.op, rule.id, rule.expected) == ("gone", "r-1", False) and rule.run.endswith("makes it again")
     assert stopped.keys == ("powerState",) and "shutoff" in stopped.why and stopped.run.startswith("`openstack server start s-1`")
     (gone,) = changes([Step("delete", SERVER, SERVER_URN, server, {})], "dev")
