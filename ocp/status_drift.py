@@ -24,8 +24,9 @@ KEPT_ON_PORTS = ("allowedAddressPairs", "securityGroupIds", "allSecurityGroupIds
 PORT = "openstack:networking/port:Port"
 SERVER = "openstack:compute/instance:Instance"
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
-# Outputs the provider keeps for itself.
-INTERNAL = ("__meta", "__pulumi_raw_state_delta", "__defaults")
+# Outputs the provider keeps for itself, and the cloud's own time of a resource's last change (Nova's `updated`
+# moves with its own bookkeeping; a change that matters shows under its own key).
+INTERNAL = ("__meta", "__pulumi_raw_state_delta", "__defaults", "updated", "updatedAt")
 
 
 @dataclass(frozen=True)
