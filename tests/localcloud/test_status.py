@@ -7,10 +7,15 @@ the local cloud): said so (tests/ocp/test_status_cluster.py reads a played one).
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -91,14 +96,57 @@ def test_status_reports_what_was_done_by_hand_and_what_to_run(stack):
     assert server["id"] == done["server"] and "powerState" in server["keys"], server
     assert server["run"].startswith(f"`openstack server start {done['server']}`")
 
-    # What it says to run brings the stack back.
+    # What it says to run brings the stack back: the server started, `pulumi refresh`, then `python -m ocp up`, which
+    # holds the stack's lock meanwhile: its engine frozen (SIGSTOP) once the lock is there, status names the holder.
     openstack = stack.cloud.bin("openstack")  # type: ignore[attr-defined]
     subprocess.run([str(openstack), "server", "start", done["server"]], env=stack.env, check=True, capture_output=True)
     sdk(stack.cloud, "tenant.compute.wait_for_server(tenant.compute.get_server(server), status='ACTIVE', wait=120)", server=done["server"])  # type: ignore[attr-defined]
     refreshed = stack.pulumi("refresh", "--yes", "--skip-preview")
     assert refreshed.returncode == 0, (refreshed.stdout + refreshed.stderr)[-3000:]
-    again = stack.ocp("up", "--yes")
-    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    up = subprocess.Popen(
+        ["venv/bin/python", "-m", "ocp", "up", "--yes", "--stack", stack.name], cwd=stack.project, env=stack.env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        lock = held(stack, up)
+        engine = json.loads(lock.read_text())["pid"]
+        os.kill(engine, signal.SIGSTOP)
+        try:
+            assert up.pid in ancestors(engine)  # the engine of this `python -m ocp up`
+            code, locked = status(stack)
+        finally:
+            os.kill(engine, signal.SIGCONT)
+        (holder,) = locked["lock"]["holders"]
+        assert (holder["pid"], holder["state"], holder["holder"]) == (engine, "live", f"{getpass.getuser()}@{socket.gethostname()}"), locked["lock"]
+        assert locked["drift"]["read"], locked["drift"]  # a refresh preview takes no lock
+    finally:
+        output, _ = up.communicate(timeout=900)
+    assert up.returncode == 0, output[-3000:]
     code, after = status(stack)
-    assert after["drift"]["changes"] == [], after["drift"]
+    assert after["drift"]["changes"] == [] and after["lock"]["holders"] == [], after
     assert after["lastUpdate"]["via"] == "python -m ocp" and after["lastUpdate"]["ocpVersion"]
+    print(status_table(stack))
+
+
+def held(stack: Stack, up: subprocess.Popen, timeout: float = 600) -> Path:
+    """The lock file the running up's engine wrote."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [path for path in (stack.work / "state" / ".pulumi" / "locks").rglob("*.json")]
+        if found:
+            return found[0]
+        assert up.poll() is None and time.monotonic() < deadline, "the up took no lock"
+        time.sleep(0.1)
+
+
+def ancestors(pid: int) -> list[int]:
+    found = []
+    while pid > 1:
+        status = Path(f"/proc/{pid}/status").read_text()
+        pid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+        found.append(pid)
+    return found
+
+
+def status_table(stack: Stack) -> str:
+    return stack.ocp("status").stdout
