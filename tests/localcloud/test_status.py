@@ -74,6 +74,7 @@ def test_status_reports_what_was_done_by_hand_and_what_to_run(stack):
     stack.up()
     infra = infra_id(stack)
     code, healthy = status(stack)
+    print("healthy drift:", json.dumps([(c["resource"], c["type"].rsplit(":", 1)[-1], c["keys"], c["kept"]) for c in healthy["drift"]["changes"]]))
     assert healthy["drift"]["read"] and healthy["drift"]["changes"] == [], healthy["drift"]
     assert healthy["capacity"]["read"], healthy["capacity"]
     rooms = {room["quota"]: room for room in healthy["capacity"]["nextWorker"]}
