@@ -100,7 +100,7 @@ def test_status_reports_what_was_done_by_hand_and_what_to_run(stack):
     # What it says to run brings the stack back: the server started, `pulumi refresh`, then `python -m ocp up`, which
     # holds the stack's lock meanwhile: its engine frozen (SIGSTOP) once the lock is there, status names the holder.
     openstack = stack.cloud.bin("openstack")  # type: ignore[attr-defined]
-    subprocess.run([str(openstack), "server", "start", done["server"]], env=stack.env, check=True, capture_output=True)
+    subprocess.run([str(openstack), "--os-cloud", "openstack", "server", "start", done["server"]], env=stack.env, check=True, capture_output=True)
     sdk(stack.cloud, "tenant.compute.wait_for_server(tenant.compute.get_server(server), status='ACTIVE', wait=120)", server=done["server"])  # type: ignore[attr-defined]
     refreshed = stack.pulumi("refresh", "--yes", "--skip-preview")
     assert refreshed.returncode == 0, (refreshed.stdout + refreshed.stderr)[-3000:]
