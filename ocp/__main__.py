@@ -40,6 +40,17 @@ request created'`); a name no kubelet gives, never. While the stack's bootstrap 
 `pulumi up`: the installer's blanket approver is masked), the masters' requests too, by the workers' rules,
 until every master and worker is Ready. Needs the Pulumi CLI and oc or kubectl (ocp:installer.oc); reaches
 the API by api.<cluster>.<domain> with the stack's kubeconfig."""
+STATUS = """Reads the stack and changes nothing: takes no lock, writes nothing to the state, the stack file or
+the cloud. It reads the update history (when, by whom, the result, the release of this program that ran
+it), the stack's lock (who holds it), a refresh preview (drift from the cloud, per resource and key: what
+the running cluster adds on purpose told apart, and what to run about the rest), the cluster through its
+API with the stack's kubeconfig (its version and conditions, nodes, Degraded operators, pending
+certificate requests with the approver's verdict, approving none, the nearest certificate expiry), and
+the project's quotas left for the next worker. Needs the Pulumi CLI and the stack's key (passphrase or
+Vault) as any read of its outputs; oc or kubectl (ocp:installer.oc) for the cluster; the clouds.yaml
+entry for the quotas. --json prints the report as docs/day2.md ("Every morning") documents it.
+Exit codes: 0 healthy; 1 drift or unhealthy; 2 could not tell (a part could not be read and nothing
+read says 1)."""
 DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
 root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
 its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer
@@ -84,7 +95,12 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         description=DESTROY, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     destroy.add_argument("--yes", action="store_true", help="do not ask (needed where no one can answer)")
-    for sub in (install, edit, approve, destroy):
+    status = commands.add_parser(
+        "status", help="reads the stack, its drift, its cluster and its quota; changes nothing (exit 0 healthy, 1 drift or unhealthy, 2 could not tell)",
+        description=STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    status.add_argument("--json", action="store_true", help="the report as JSON (schema ocp-status/1, docs/day2.md)")
+    for sub in (install, edit, approve, destroy, status):
         sub.add_argument("--stack", required=True, help=STACK_HELP)
     for sub in (install, edit, destroy):
         sub.add_argument(locks.FLAG, action="store_true", dest="clear_dead", help=CLEAR_DEAD)
@@ -95,6 +111,8 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
             driver.install(args.stack, driver.say, args.yes, args.bootstrap_timeout * 60, nodes_timeout, settle=settle, clear_dead=args.clear_dead)
         elif args.command == "up":
             update.update(args.stack, driver.say, args.yes, tuple(args.replace), args.clear_dead)
+        elif args.command == "status":
+            return _status(args.stack, args.json)
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:
@@ -113,6 +131,22 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         print(f"interrupted: run the same command again to go on (`python -m tools.recover --stack {args.stack}` if pulumi says pending operations)", file=sys.stderr)
         return 130
     return 0
+
+
+def _status(name: str, as_json: bool) -> int:
+    """Read only: the stack opened as every command does, then ocp/status.py's report printed."""
+    import json
+
+    from ocp import status, status_render
+
+    try:
+        stack = driver._stack(name)
+    except (locks.Refused, auto.CommandError) as error:  # the stack could not be opened: nothing could be told
+        print(f"could not tell: {str(error).strip()[-600:]}", file=sys.stderr)
+        return 2
+    found = status.report(stack, driver._config)
+    print(json.dumps(status_render.as_json(found), indent=2) if as_json else status_render.table(found))
+    return found.exit_code
 
 
 def _confirm(what: str, stack: str) -> bool:

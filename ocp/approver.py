@@ -54,6 +54,38 @@ def one_pass(
     none; `settle`, `untimed`, `named`: as cluster.csr.review takes them; `bootstrap`: the stack's
     bootstrap is there, so the masters' client requests pass as the workers' do until the API says
     it has handed over. KubeError when the API cannot be asked."""
+    unread, verdicts, registered = _judged(kube, nodes, domain, created, settle=settle, untimed=untimed, named=named, bootstrap=bootstrap)
+    told = []
+    for verdict in verdicts:
+        if verdict.approve:
+            try:
+                kube.approve(verdict.csr)
+            except KubeError as error:  # one refused approval ends no pass: it stays pending, said why
+                verdict = replace(verdict, approve=False, reason=f"{verdict.reason}, but the API refused its approval ({error})")
+        told.append(verdict)
+    return Pass((*unread, *told), frozenset(name for name, node in registered.items() if name in nodes and ready(node)))
+
+
+def judge(
+    kube: Kube,
+    nodes: Mapping[str, str | Sequence[str]],
+    domain: str,
+    created: Mapping[str, str] | None = None,
+    *,
+    settle: timedelta = SETTLE,
+    untimed: str | None = UNTIMED,
+    bootstrap: bool = False,
+) -> tuple[Verdict, ...]:
+    """What one pass would decide of every pending request, approving none (`python -m ocp status`); KubeError as one_pass."""
+    unread, verdicts, _ = _judged(kube, nodes, domain, created, settle=settle, untimed=untimed, named=None, bootstrap=bootstrap)
+    return (*unread, *verdicts)
+
+
+def _judged(
+    kube: Kube, nodes: Mapping[str, str | Sequence[str]], domain: str, created: Mapping[str, str] | None, *,
+    settle: timedelta, untimed: str | None, named: Collection[str] | None, bootstrap: bool,
+) -> tuple[list[Verdict], list[Verdict], dict[str, dict]]:
+    """(the requests that cannot be read, the verdicts of the others, the Node objects by name), read at the API server's time."""
     now = kube.server_time()  # before the list: a request made since is younger than `now` says, never older
     bootstrapping = bootstrap and not kube.bootstrap_complete()
     requests, unread = [], []
@@ -66,15 +98,7 @@ def one_pass(
                 unread.append(Verdict(name, None, "other", False, f"the API's object cannot be read ({type(error).__name__}: {shown(str(error))})"))
     registered = {node["metadata"]["name"]: node for node in kube.items("nodes")}
     verdicts = review(requests, nodes, registered, domain, created, now, settle=settle, untimed=untimed, named=named, bootstrapping=bootstrapping)
-    told = []
-    for verdict in verdicts:
-        if verdict.approve:
-            try:
-                kube.approve(verdict.csr)
-            except KubeError as error:  # one refused approval ends no pass: it stays pending, said why
-                verdict = replace(verdict, approve=False, reason=f"{verdict.reason}, but the API refused its approval ({error})")
-        told.append(verdict)
-    return Pass((*unread, *told), frozenset(name for name, node in registered.items() if name in nodes and ready(node)))
+    return unread, verdicts, registered
 
 
 def tell(verdict: Verdict, say: Callable[[str], None], stack: str) -> None:

@@ -24,6 +24,7 @@ from cluster.installer import installer_dir
 from ocp import checks, keyservice, locks, private_files, state_guard
 from ocp.approver import approve_named, approve_until_ready, approving_beside, untimed
 from ocp.kube import Kube
+from ocp.version import run_message
 
 PROJECT = Path(__file__).resolve().parent.parent
 # The guard rails (policy/README.md): every preview and up of this driver runs with them.
@@ -199,7 +200,7 @@ def up(stack: auto.Stack, say: Callable[[str], None], total: int, replace: tuple
         progress.event(event)
 
     try:
-        result = stack.up(on_event=seen, policy_packs=policy_pack(say), **({"replace": list(replace)} if replace else {}))
+        result = stack.up(on_event=seen, policy_packs=policy_pack(say), message=run_message("up"), **({"replace": list(replace)} if replace else {}))
     except auto.ConcurrentUpdateError as error:
         raise locks.Locked(locks.refused(stack, error)) from error  # locked after the check: the engine's lock is the guard
     except auto.CommandError as error:
@@ -372,7 +373,7 @@ def destroy(name: str, say: Callable[[str], None], confirmed: Callable[[str], bo
         changing = preview(stack, say, go_on=False)
         up(stack, say, changing)
     progress = Progress(say, len(resources))
-    stack.destroy(on_event=progress.event)
+    stack.destroy(on_event=progress.event, message=run_message("destroy"))
     say(f"destroyed in {progress.elapsed()}")
     return True
 

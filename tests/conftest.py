@@ -57,6 +57,7 @@ REAL_PARTS = {
     "tests/ignition/test_plan_real_ignition.py": "the real Ignition (root)",
     "tests/ocp/test_approver.py": "a real Kubernetes API server",
     "tests/ocp/test_csr_race.py": "a real Kubernetes API server",
+    "tests/ocp/test_status_cluster.py": "a real Kubernetes API server",
     "tests/cluster/test_drain_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_machineset_real_api.py": "a real Kubernetes API server and a Go build from the module cache",
@@ -78,6 +79,7 @@ SIDE_MODULES = (
     "tests/localcloud/test_given_network.py",
     "tests/localcloud/test_zones.py",
     "tests/localcloud/test_slaac.py",
+    "tests/localcloud/test_status.py",
 )
 # The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
 # `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.

@@ -26,10 +26,13 @@ from cluster.addresses import plan_addresses
 from cluster.config import ClusterConfig, load_config
 from ocp import approver, checks, driver
 from ocp.__main__ import main
+from ocp.version import run_message
 from tests.conftest import stack_config, with_section
 from tools import toolchain
 
 PACK = [str(driver.PROJECT / "policy" / "run")]
+# What every up of the driver is given: the pack, and the message the history keeps (python -m ocp status reads it).
+UP = {"policy_packs": PACK, "message": run_message("up")}
 REAL_STREAM = driver._stream  # before a test stands in for it
 
 
@@ -185,7 +188,7 @@ def test_every_preview_and_up_runs_with_the_policy_pack(installing, monkeypatch)
     monkeypatch.setattr(driver, "approve_until_ready", lambda *args, **kwargs: True)  # no cluster here (tests/ocp/test_approver.py)
     driver.install("kvm", lambda line: None)
     # Step 1 and 2, then the bootstrap's teardown previewed and run (4/6): each with the pack.
-    assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", {"policy_packs": PACK})] * 2
+    assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", UP)] * 2
 
 
 def test_the_masters_certificates_are_approved_beside_the_bootstrap_wait_and_only_then(installing, monkeypatch):

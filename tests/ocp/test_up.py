@@ -14,7 +14,7 @@ from pulumi import automation as auto
 from ocp import driver
 from ocp.__main__ import main
 from ocp.update import update
-from tests.ocp.test_driver import OUTPUTS, PACK, FakeStack, rules_stack_in, step
+from tests.ocp.test_driver import OUTPUTS, PACK, UP, FakeStack, rules_stack_in, step
 
 RULE = "openstack:networking/secGroupRule:SecGroupRule"
 
@@ -39,7 +39,7 @@ def updating(monkeypatch):
 def test_up_previews_then_updates_both_with_the_pack(updating, capsys):
     stack = updating(FakeStack([step("create", RULE, "ocp4-security-master-tcp-30000-32767-11.0.0.0_9")], OUTPUTS))
     assert main(["up", "--stack", "kvm"]) == 0
-    assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", {"policy_packs": PACK})]
+    assert stack.asked == [("preview", {"policy_packs": PACK}), ("up", UP)]
     assert capsys.readouterr().out.splitlines()[:3] == ["1/2 preview of stack kvm", "preview: 1 to create", "2/2 pulumi up"]
 
 
@@ -116,4 +116,4 @@ def test_replace_goes_to_the_preview_and_the_up_and_a_masters_needs_yes(updating
     stack = updating(FakeStack([step("replace", "openstack:compute/instance:Instance", "ocp4-master-1")], OUTPUTS))
     assert main(["up", "--stack", "kvm", "--replace", master]) == 1 and stack.ups == 0
     assert main(["up", "--stack", "kvm", "--replace", master, "--yes"]) == 0
-    assert stack.asked[-2:] == [("preview", {"policy_packs": PACK, "replace": [master]}), ("up", {"policy_packs": PACK, "replace": [master]})]
+    assert stack.asked[-2:] == [("preview", {"policy_packs": PACK, "replace": [master]}), ("up", {**UP, "replace": [master]})]
