@@ -87,7 +87,7 @@ def test_the_pages_link_each_other():
 def test_the_commands_the_readme_gives_exist(capsys):
     readme = README.read_text()
     given = set(re.findall(r"venv/bin/python -m ocp ([a-z-]+)", readme))
-    assert given == {"install", "up", "approve-csrs", "destroy"}
+    assert given == {"install", "up", "approve-csrs", "destroy", "status"}
     for command in given:
         with pytest.raises(SystemExit) as usage:  # the stack is required: argparse's usage error
             ocp_main([command])
