@@ -147,3 +147,14 @@ def test_a_stack_whose_state_does_not_parse_hides_none_of_the_others(fleet, caps
         for path in broken.parent.glob("broken.json*"):
             path.unlink()
         (project / "Pulumi.broken.yaml").unlink(missing_ok=True)
+
+
+def test_a_backend_that_cannot_be_listed_is_said_on_stderr_and_nothing_on_stdout(tmp_path, monkeypatch, capsys):
+    """A project directory without a Pulumi.yaml: no stack can be listed; exit 2, stdout empty."""
+    for key, value in toolchain.pulumi_env(tmp_path / "home", tmp_path / "state", ROOT / "venv").items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "state").mkdir()
+    monkeypatch.setattr(driver, "PROJECT", tmp_path / "state")
+    code, out, err = status_all(capsys, "--json")
+    assert (code, out) == (2, ""), err
+    assert err[0].startswith("could not tell: the project's Pulumi.yaml could not be read"), err
