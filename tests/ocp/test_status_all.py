@@ -116,3 +116,41 @@ def test_all_and_stack_are_one_or_the_other_and_jobs_go_with_all(capsys):
             main(argv)
         assert stopped.value.code == 2, argv
     assert "--jobs and --verbose go with --all" in capsys.readouterr().err
+
+
+class Listing:
+    """A workspace whose `pulumi stack ls` fails, as it does for every stack when one state does not parse
+    (seen with the real CLI in tests/e2e/test_status_all.py), on a file backend of the layout Pulumi writes."""
+
+    def __init__(self, url: str, work_dir):
+        self.url, self.work_dir = url, str(work_dir)
+
+    def list_stacks(self):
+        raise auto.CommandError(auto.CommandResult("", "error: place 1: invalid character 'n' looking for beginning of object key string", 255))
+
+    def who_am_i(self):
+        return auto.WhoAmIResult("ops", self.url)
+
+    def project_settings(self):
+        return auto.ProjectSettings("ocp", "python")
+
+
+def test_a_failing_stack_listing_lists_the_backends_stack_files(tmp_path):
+    from ocp.status_all import Unlisted, stack_names
+
+    stacks = tmp_path / "state" / ".pulumi" / "stacks"
+    (stacks / "ocp").mkdir(parents=True)
+    (stacks.parent / "meta.yaml").write_text("version: 1\n")
+    for name in ("prod.json", "prod.json.attrs", "prod.json.bak", "lab.json", "broken.json"):
+        (stacks / "ocp" / name).write_text("{}")
+    (stacks / "other-project").mkdir()
+    (stacks / "other-project" / "x.json").write_text("{}")
+    names, why = stack_names(Listing(f"file://{tmp_path / 'state'}", tmp_path))
+    assert names == ["broken", "lab", "prod"]  # this project's, its states alone
+    assert why == "`pulumi stack ls` failed (stderr: error: place 1: invalid character 'n' looking for beginning of object key string): the stacks were listed from the backend's files"
+    # The old layout (no meta.yaml): .pulumi/stacks/<stack>.json.
+    (stacks.parent / "meta.yaml").unlink()
+    (stacks / "old.json").write_text("{}")
+    assert stack_names(Listing(f"file://{tmp_path / 'state'}", tmp_path))[0] == ["old"]
+    with pytest.raises(Unlisted, match=r"a gs:// backend's files are not read here"):
+        stack_names(Listing("gs://team-state", tmp_path))
