@@ -185,13 +185,13 @@ def _status_all(as_json: bool, jobs: int, verbose: bool) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    workspace = status_all.Workspace(str(driver.PROJECT))
+
     def open_stack(name: str) -> auto.Stack:
-        return locks.opened(name, lambda: auto.select_stack(stack_name=name, work_dir=str(driver.PROJECT)))
+        return locks.opened(name, lambda: auto.Stack.select(name, workspace))
 
     try:
-        fleet = status_all.read_fleet(
-            auto.LocalWorkspace(work_dir=str(driver.PROJECT)), open_stack, lambda stack: status.report(stack, driver._config), jobs, progress
-        )
+        fleet = status_all.read_fleet(workspace, open_stack, lambda stack: status.report(stack, driver._config), jobs, progress)
     except status_all.Unlisted as error:
         print(f"could not tell: {error}", file=sys.stderr)
         return 2

@@ -66,6 +66,26 @@ class Fleet:
         return {verdict: verdicts.count(verdict) for verdict in ("healthy", "drift", "unhealthy", "unknown")}
 
 
+class Workspace(auto.LocalWorkspace):
+    """One local workspace for every stack read: one `pulumi version` and one `pulumi whoami` (the backend is
+    every stack's), and no `pulumi stack select` (which would rewrite the user's current stack in PULUMI_HOME
+    once per stack): the stacks come from the listing, and every command of an `auto.Stack` names its stack."""
+
+    def __init__(self, work_dir: str):
+        super().__init__(work_dir=work_dir)
+        self._asking = threading.Lock()
+        self._whoami: auto.WhoAmIResult | None = None
+
+    def select_stack(self, stack_name: str) -> None:
+        return None
+
+    def who_am_i(self) -> auto.WhoAmIResult:
+        with self._asking:
+            if self._whoami is None:
+                self._whoami = super().who_am_i()
+            return self._whoami
+
+
 class Unlisted(Exception):
     """The backend's stacks could not be listed at all (the message says why)."""
 
@@ -116,13 +136,11 @@ def read_all(
 ) -> tuple[Entry, ...]:
     """Each stack opened and read, `jobs` at once; `progress` hears one line per stack as it finishes. In the
     order of `names`."""
-    selecting = threading.Lock()
     began = time.monotonic()
 
     def one(name: str) -> Entry:
         try:
-            with selecting:  # `pulumi stack select` rewrites the workspace's settings file: one at a time
-                stack = open_stack(name)
+            stack = open_stack(name)
         except (locks.Refused, auto.CommandError) as error:
             return Unread(name, datetime.now(UTC), f"the stack could not be opened: {_last_line(error)}")
         try:
