@@ -39,7 +39,7 @@ cloud = openstack.Provider(
     user_domain_name="Default", project_domain_name="Default", region="RegionOne",
 )
 port = openstack.networking.Port(
-    "node-port", name=f"{{pulumi.get_stack()}}-worker-0", network_id="net-1", admin_state_up=True,
+    "node-port", name=f"{{pulumi.get_stack()}}-worker-0", network_id="net-1", admin_state_up=True, tags=["bench"],
     opts=pulumi.ResourceOptions(provider=cloud),
 )
 pulumi.export("portId", port.id)
