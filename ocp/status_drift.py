@@ -78,7 +78,12 @@ def _differs(step: Step) -> bool:
 
 
 def keys_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(sorted(key for key in set(old) | set(new) if key not in INTERNAL and old.get(key) != new.get(key)))
+    return tuple(sorted(key for key in set(old) | set(new) if key not in INTERNAL and not _alike(old.get(key), new.get(key))))
+
+
+def _alike(old: Any, new: Any) -> bool:
+    """Equal, or both empty: a key the program left unset reads back as `[]` or `{}` (a port made without tags)."""
+    return old == new or (old in (None, [], {}) and new in (None, [], {}))
 
 
 def _judged(step: Step, stack: str) -> Change:

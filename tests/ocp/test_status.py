@@ -43,6 +43,13 @@ def test_a_pair_taken_off_a_port_is_drift_and_a_kept_addition_beside_another_cha
     assert change.run.startswith("`pulumi refresh --stack dev --yes`") and "python -m ocp up --stack dev" in change.run
 
 
+def test_an_unset_list_read_back_empty_is_no_drift_and_one_emptied_is():
+    """A port made without tags holds `null` in the state and reads back `[]` (seen with the e2e cloud's ports)."""
+    assert changes([Step("same", PORT, PORT_URN, {**PORT_STATE, "tags": None}, {**PORT_STATE, "tags": []})], "dev") == ()
+    (emptied,) = changes([Step("same", PORT, PORT_URN, {**PORT_STATE, "tags": ["ocp"]}, {**PORT_STATE, "tags": []})], "dev")
+    assert emptied.keys == ("tags",)
+
+
 def test_a_deleted_rule_a_stopped_server_and_a_deleted_server_each_say_what_to_run():
     server = {"id": "s-1", "name": "ocp4-x7k2p-worker-1", "powerState": "active"}
     found = changes([
