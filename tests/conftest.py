@@ -62,6 +62,7 @@ REAL_PARTS = {
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_machineset_real_api.py": "a real Kubernetes API server and a Go build from the module cache",
     "tests/tools/test_installer_contract.py": "the real openshift-install",
+    "tests/examples/": "actionlint and gitlab-ci-local from the built toolchain",
 }
 # Groups that must stay in one worker (pytest-xdist `--dist loadgroup`), longest first: the local
 # cloud's modules share one cloud and one project whose resources they count; the lab's modules share
