@@ -11,6 +11,7 @@ from pulumi import automation as auto
 
 from cluster.csr import SETTLE
 from ocp import checks, driver, locks, private_files, update
+from ocp.status_all import DEFAULT_JOBS
 from ocp.version import VERSION
 
 
@@ -50,7 +51,12 @@ the project's quotas left for the next worker. Needs the Pulumi CLI and the stac
 Vault) as any read of its outputs; oc or kubectl (ocp:installer.oc) for the cluster; the clouds.yaml
 entry for the quotas. --json prints the report as docs/day2.md ("Every morning") documents it.
 Exit codes: 0 healthy; 1 drift or unhealthy; 2 could not tell (a part could not be read and nothing
-read says 1)."""
+read says 1).
+--all reads every stack of this project in the backend `pulumi login` chose the same way, --jobs N at
+once (default 4), with one line per stack on stderr as each is read and the report alone on stdout: a
+row per stack (--verbose: then each one's report), or with --json schema ocp-status-all/1. A stack that
+cannot be opened or read is said as such and the others are still read. Its exit code: 1 if any stack
+drifted or is unhealthy; else 2 if any could not be told, or no stack was found; else 0."""
 DESTROY = """Deletes the stack and everything the cluster holds, data included: the masters and workers with their
 root volumes, the network, and what an integrated cluster made in the cloud itself: the Cinder volumes of
 its persistent volume claims, the Octavia load balancers (and their floating IPs) of its LoadBalancer
@@ -99,12 +105,19 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         "status", help="reads the stack, its drift, its cluster and its quota; changes nothing (exit 0 healthy, 1 drift or unhealthy, 2 could not tell)",
         description=STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    status.add_argument("--json", action="store_true", help="the report as JSON (schema ocp-status/1, docs/day2.md)")
-    for sub in (install, edit, approve, destroy, status):
+    status.add_argument("--json", action="store_true", help="the report as JSON (schema ocp-status/1, with --all ocp-status-all/1: docs/day2.md)")
+    which = status.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", help=STACK_HELP)
+    which.add_argument("--all", action="store_true", help="every stack of this project in the backend `pulumi login` chose, side by side")
+    status.add_argument("--jobs", type=_positive, default=None, metavar="N", help=f"with --all: stacks read at once (default {DEFAULT_JOBS})")
+    status.add_argument("--verbose", action="store_true", help="with --all: each stack's own report after the table")
+    for sub in (install, edit, approve, destroy):
         sub.add_argument("--stack", required=True, help=STACK_HELP)
     for sub in (install, edit, destroy):
         sub.add_argument(locks.FLAG, action="store_true", dest="clear_dead", help=CLEAR_DEAD)
     args = parser.parse_args(argv)
+    if args.command == "status" and args.stack and (args.jobs is not None or args.verbose):
+        status.error("--jobs and --verbose go with --all")
     try:
         if args.command == "install":
             nodes_timeout = args.nodes_timeout * 60 if args.nodes_timeout is not None else None
@@ -112,7 +125,7 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         elif args.command == "up":
             update.update(args.stack, driver.say, args.yes, tuple(args.replace), args.clear_dead)
         elif args.command == "status":
-            return _status(args.stack, args.json)
+            return _status_all(args.json, args.jobs or DEFAULT_JOBS, args.verbose) if args.all else _status(args.stack, args.json)
         elif args.command == "approve-csrs":
             return 0 if driver.approve(args.stack, driver.say, args.timeout * 60, tuple(args.csr), settle=settle) else 1
         else:
@@ -128,6 +141,9 @@ def main(argv: list[str] | None = None, settle: timedelta = SETTLE) -> int:
         print(f"stopped: {locks.refused(driver._stack(args.stack), error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if args.command == "status":
+            print("interrupted: nothing was changed", file=sys.stderr)
+            return 130
         print(f"interrupted: run the same command again to go on (`python -m tools.recover --stack {args.stack}` if pulumi says pending operations)", file=sys.stderr)
         return 130
     return 0
@@ -154,6 +170,40 @@ def _confirm(what: str, stack: str) -> bool:
         print(f"{what}: add --yes to go on without a question", file=sys.stderr)
         return False
     return input(f"{what}. Type the stack's name to go on: ").strip() == stack
+
+
+def _status_all(as_json: bool, jobs: int, verbose: bool) -> int:
+    """Every stack of this project, read side by side (ocp/status_all.py); one line per stack on stderr as it is read."""
+    import json
+
+    from ocp import status, status_all, status_render
+
+    missing = checks.pulumi_problems()
+    if missing:
+        raise checks.MissingTools(missing)
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def open_stack(name: str) -> auto.Stack:
+        return locks.opened(name, lambda: auto.select_stack(stack_name=name, work_dir=str(driver.PROJECT)))
+
+    try:
+        fleet = status_all.read_fleet(
+            auto.LocalWorkspace(work_dir=str(driver.PROJECT)), open_stack, lambda stack: status.report(stack, driver._config), jobs, progress
+        )
+    except status_all.Unlisted as error:
+        print(f"could not tell: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(status_render.fleet_json(fleet), indent=2) if as_json else status_render.fleet_table(fleet, verbose))
+    return fleet.exit_code
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
 
 
 if __name__ == "__main__":

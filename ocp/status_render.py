@@ -1,6 +1,7 @@
 """A stack's report (ocp/status.py) for people (`table`) and for machines (`as_json`, schema `ocp-status/1`:
 docs/day2.md, "Every morning", shows every key; tests/ocp/test_status.py holds the two to each other). A key is
-never removed nor changes meaning within `ocp-status/1`; times are UTC, ISO 8601; absent values are null."""
+never removed nor changes meaning within `ocp-status/1`; times are UTC, ISO 8601; absent values are null. The
+reports of `status --all` (ocp/status_all.py): `fleet_table`, and `fleet_json` (schema `ocp-status-all/1`, the same rules)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ocp.status import Report
+from ocp.status_all import Fleet, Unread, first_reason
 
 SCHEMA = "ocp-status/1"
 
@@ -105,4 +107,58 @@ def table(report: Report) -> str:
         lines.append("capacity for the next worker: " + (", ".join(
             f"{r['quota']} {r['need']} of {'unlimited' if r['free'] is None else r['free']} left{'' if r['fits'] else ' (DOES NOT FIT)'}"
             for r in capacity["nextWorker"]) or "nothing it needs is limited"))
+    return "\n".join(lines)
+
+
+FLEET_SCHEMA = "ocp-status-all/1"
+UNREAD_SCHEMA = "ocp-status-unread/1"
+
+
+def fleet_json(fleet: Fleet) -> dict[str, Any]:
+    """`status --all --json` (schema `ocp-status-all/1`, docs/day2.md): each stack's `ocp-status/1` report, or an
+    `ocp-status-unread/1` entry for a stack that could not be read (the keys every entry shares, nothing else)."""
+    return {
+        "schema": FLEET_SCHEMA,
+        "project": fleet.project,
+        "readAt": _when(fleet.read_at),
+        "exitCode": fleet.exit_code,
+        "counts": fleet.counts(),
+        "listing": {"by": "backend files" if fleet.listing_why else "pulumi stack ls", "why": fleet.listing_why or None},
+        "stacks": [
+            {
+                "schema": UNREAD_SCHEMA, "stack": entry.stack, "readAt": _when(entry.read_at), "verdict": entry.verdict,
+                "exitCode": entry.exit_code, "problems": [], "unknowns": [f"stack: {entry.why}"],
+            } if isinstance(entry, Unread) else as_json(entry)
+            for entry in fleet.entries
+        ],
+    }
+
+
+def fleet_table(fleet: Fleet, verbose: bool = False) -> str:
+    """One row per stack (its verdict, last update, lock, drift and first reason), a summary line; with `verbose`,
+    then each stack's own table."""
+    rows = [("STACK", "VERDICT", "EXIT", "LAST UPDATE", "LOCK", "DRIFT", "FIRST REASON")]
+    for entry in fleet.entries:
+        if isinstance(entry, Unread):
+            rows.append((entry.stack, entry.verdict, str(entry.exit_code), "-", "-", "-", first_reason(entry).removeprefix(": ")))
+            continue
+        last = entry.last_update
+        when = f"{last.kind} {last.result} {_when(last.ended or last.started)}" if last else "none"
+        lock = "not read" if not entry.lock.read else ", ".join(f"{h.holder or '?'} ({h.state})" for h in entry.lock.holders) or "none"
+        real = sum(not change.expected for change in entry.drift.changes)
+        drift = "not read" if not entry.drift.read else str(real) if real else "none"
+        rows.append((entry.stack, entry.verdict, str(entry.exit_code), when, lock, drift, first_reason(entry).removeprefix(": ")))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in rows]
+    counts = fleet.counts()
+    lines.append(
+        f"{len(fleet.entries)} stack{'s' if len(fleet.entries) != 1 else ''} of project {fleet.project}: {counts['healthy']} healthy, "
+        f"{counts['drift']} drift, {counts['unhealthy']} unhealthy, {counts['unknown']} could not tell; exit {fleet.exit_code}"
+        + ("" if fleet.entries else " (no stack found: is `pulumi login` the backend you meant?)")
+    )
+    if fleet.listing_why:
+        lines.append(fleet.listing_why)
+    if verbose:
+        for entry in fleet.entries:
+            lines += ["", f"stack {entry.stack}: {entry.verdict} (exit {entry.exit_code}): could not be read: {entry.why}" if isinstance(entry, Unread) else table(entry)]
     return "\n".join(lines)
