@@ -81,6 +81,7 @@ SIDE_MODULES = (
     "tests/localcloud/test_zones.py",
     "tests/localcloud/test_slaac.py",
     "tests/localcloud/test_status.py",
+    "tests/localcloud/test_pipeline.py",
 )
 # The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
 # `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.
