@@ -62,6 +62,7 @@ REAL_PARTS = {
     "tests/cluster/test_worker_pointer_real_api.py": "a real Kubernetes API server",
     "tests/cluster/test_machineset_real_api.py": "a real Kubernetes API server and a Go build from the module cache",
     "tests/tools/test_installer_contract.py": "the real openshift-install",
+    "tests/examples/": "actionlint and gitlab-ci-local from the built toolchain",
 }
 # Groups that must stay in one worker (pytest-xdist `--dist loadgroup`), longest first: the local
 # cloud's modules share one cloud and one project whose resources they count; the lab's modules share
@@ -81,6 +82,7 @@ SIDE_MODULES = (
     "tests/localcloud/test_slaac.py",
     "tests/localcloud/test_status.py",
     "tests/localcloud/test_status_all_swift.py",
+    "tests/localcloud/test_pipeline.py",
 )
 # The local libvirt's modules touch nothing of OpenStack: a group of their own, beside the cloud's.
 # `.ci/run` starts the local libvirt first, so that neither worker stops it under the other.

@@ -13,6 +13,9 @@ so a second checkout on the same machine only lays out .toolchain/ (seconds). Pi
 modules the proxy refuses are reported as missing, with the proxy's answer; they fail
 nothing here, and the tests that need them say so when they skip.
 
+npm packages pinned there (`[npm.<name>]`: gitlab-ci-local) are installed from the npm registry into
+the same cache, checked against their pinned integrity, and laid out in .toolchain/bin as wrappers.
+
 Standard library only: it runs before the virtualenv exists.
 """
 
@@ -85,10 +88,27 @@ def load_pins(path: Path = PINS) -> list[Component]:
     known = set(Component.__dataclass_fields__) - {"name", "extra"}
     components = []
     for name, entry in tomllib.loads(path.read_text()).items():
+        if name == "npm":
+            continue  # load_npm_pins
         fields = {key: tuple(value) if isinstance(value, list) else value for key, value in entry.items() if key in known}
         extra = {key: value for key, value in entry.items() if key not in known}
         components.append(Component(name=name, extra=extra, **fields))
     return components
+
+
+@dataclass(frozen=True)
+class NpmPackage:
+    name: str
+    version: str
+    wanted: str | None = None
+
+
+NPM = ROOT / "toolchain" / "npm"  # package.json and package-lock.json: every npm package, exactly
+
+
+def load_npm_pins(path: Path = PINS) -> list[NpmPackage]:
+    packages = tomllib.loads(path.read_text()).get("npm", {})
+    return [NpmPackage(name=name, **entry) for name, entry in packages.items()]
 
 
 # --------------------------------------------------------------------------- go
@@ -327,6 +347,72 @@ def build(component: Component, target: Path) -> float:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+# --------------------------------------------------------------------------- npm packages
+
+
+def npm_manifest(packages: list[NpmPackage]) -> dict:
+    return {"private": True, "dependencies": {package.name: package.version for package in sorted(packages, key=lambda p: p.name)}}
+
+
+def sync_npm(packages: list[NpmPackage]) -> bool:
+    """Rewrites toolchain/npm/package-lock.json (every dependency at an exact version, with its integrity)
+    when the pins moved; True when it did. Needs the npm registry; commit the result."""
+    manifest, lock = NPM / "package.json", NPM / "package-lock.json"
+    wanted = npm_manifest(packages)
+    if lock.is_file() and manifest.is_file() and json.loads(manifest.read_text()) == wanted:
+        return False
+    print(f"toolchain: npm: the pins moved, rewriting {lock.relative_to(ROOT)} (commit it)")
+    NPM.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps(wanted, indent=2) + "\n")
+    lock.unlink(missing_ok=True)
+    result = subprocess.run(["npm", "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=NPM, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"npm install --package-lock-only: {result.stderr.strip()[-1000:]}")
+    return True
+
+
+def npm_target() -> Path:
+    digest = hashlib.sha256(RECIPE.encode() + b"\0" + (NPM / "package-lock.json").read_bytes()).hexdigest()[:16]
+    return cache_root() / f"npm-{digest}"
+
+
+def install_npm(target: Path) -> float:
+    """`npm ci` of toolchain/npm's lock into target/node_modules, atomically: exactly the locked versions,
+    each checked against its integrity; no install scripts run."""
+    staging = Path(tempfile.mkdtemp(prefix=".npm-", dir=target.parent))
+    started = time.monotonic()
+    try:
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(NPM / name, staging / name)
+        result = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=staging, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BuildError(f"npm ci: {result.stderr.strip()[-1000:]}")
+        seconds = time.monotonic() - started
+        (staging / "built.json").write_text(json.dumps({"seconds": round(seconds, 1), "at": int(time.time())}) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(staging, target)
+        return seconds
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def npm_binaries(target: Path, package: NpmPackage) -> dict[str, Path]:
+    """The package's `bin` entries, as its package.json names them."""
+    directory = target / "node_modules" / package.name
+    declared = json.loads((directory / "package.json").read_text()).get("bin", {})
+    if isinstance(declared, str):
+        declared = {package.name: declared}
+    return {name: directory / path for name, path in declared.items()}
+
+
+NPM_WRAPPER = """\
+#!/bin/sh
+# {name} {version} from the npm registry (toolchain/pins.toml), installed in the toolchain's cache.
+exec node {script} "$@"
+"""
+
+
 # --------------------------------------------------------------------------- .toolchain/ in the checkout
 
 
@@ -368,7 +454,7 @@ def _place(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
+def lay_out(built: dict[str, Path], status: dict[str, object], npm: dict[NpmPackage, Path] | None = None) -> None:
     """.toolchain/: bin/ (the cached binaries), env, pulumi-home/, state/, status.json."""
     bin_dir = LAYOUT / "bin"
     if bin_dir.exists():
@@ -390,6 +476,11 @@ def lay_out(built: dict[str, Path], status: dict[str, object]) -> None:
             continue  # into PULUMI_HOME below, never on PATH
         for executable in sorted((directory / "bin").iterdir()):
             _place(executable, bin_dir / executable.name)
+    for package, target in (npm or {}).items():
+        for name, script in npm_binaries(target, package).items():
+            wrapper = bin_dir / name
+            wrapper.write_text(NPM_WRAPPER.format(name=package.name, version=package.version, script=script))
+            wrapper.chmod(0o755)
     for sub in ("pulumi-home", "state"):
         (LAYOUT / sub).mkdir(exist_ok=True)
     switches = "".join(f"# {why[0].upper()}{why[1:]}.\nexport {name}=true\n" for name, why in CLI_SWITCHES.items())
@@ -427,7 +518,7 @@ def main(names: list[str]) -> int:
         )
         return 3
     components = load_pins()
-    unknown = sorted(set(names) - {component.name for component in components})
+    unknown = sorted(set(names) - {component.name for component in components} - {package.name for package in load_npm_pins()})
     if unknown:
         print(f"toolchain: not in {PINS.relative_to(ROOT)}: {', '.join(unknown)}", file=sys.stderr)
         return 2
@@ -477,8 +568,35 @@ def main(names: list[str]) -> int:
         built[component.name] = target
         entry["path"] = str(target)
         status[component.name] = entry
+    npm: dict[NpmPackage, Path] = {}
+    packages = load_npm_pins()
+    if packages and (not names or any(package.name in names for package in packages)):
+        try:
+            if shutil.which("npm") is None:
+                raise BuildError("npm is not installed (Debian: nodejs, npm)")
+            sync_npm(packages)
+            target = npm_target()
+            if (target / "built.json").is_file():
+                print(f"toolchain: npm packages ({', '.join(f'{p.name} {p.version}' for p in packages)}): installed before, in {target}")
+            else:
+                print("toolchain: npm packages: installing toolchain/npm/package-lock.json from the npm registry ...", flush=True)
+                seconds = install_npm(target)
+                print(f"toolchain: npm packages: installed in {seconds:.0f} s into {target}", flush=True)
+            npm = dict.fromkeys(packages, target)
+        except BuildError as error:
+            # Like a module the proxy refuses: reported, and the tests that need them skip saying so.
+            missing += [f"{package.name}: {error}" for package in packages]
+    elif packages and (NPM / "package-lock.json").is_file() and (npm_target() / "built.json").is_file():
+        npm = dict.fromkeys(packages, npm_target())  # not asked for: laid out when installed before
+    for package in packages:
+        entry: dict[str, object] = {"npm": package.name, "version": package.version}
+        if package in npm:
+            entry["path"] = str(npm[package])
+        else:
+            entry["missing"] = next((line for line in missing if line.startswith(f"{package.name}: ")), f"not installed: {HOW}")
+        status[package.name] = entry
     try:
-        lay_out(built, status)
+        lay_out(built, status, npm)
     except BuildError as error:
         print(f"toolchain: {error}", file=sys.stderr)
         return 1

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tools import toolchain
-from toolchain.build import load_pins
+from toolchain.build import load_npm_pins, load_pins
 
 PINS = {component.name: component for component in load_pins()}
 
@@ -123,3 +123,9 @@ def test_each_plugin_built_is_installed_at_its_sdks_version_and_answers_the_engi
         finally:
             started.kill()
             started.wait()
+
+
+def test_actionlint_and_gitlab_ci_local_are_the_pinned_versions():
+    assert subprocess.run([need("actionlint"), "-version"], capture_output=True, text=True).stdout.splitlines()[0] == PINS["actionlint"].version
+    (gitlab_ci_local,) = [package for package in load_npm_pins() if package.name == "gitlab-ci-local"]
+    assert subprocess.run([need("gitlab-ci-local"), "--version"], capture_output=True, text=True).stdout.strip() == gitlab_ci_local.version

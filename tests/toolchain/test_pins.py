@@ -11,7 +11,7 @@ from importlib.resources import files
 import pytest
 
 from tests.conftest import ROOT
-from toolchain.build import load_pins, module_is_current, pinned_requirement, upstream_replaces, wanted_go_mod
+from toolchain.build import NPM, load_npm_pins, load_pins, module_is_current, npm_manifest, pinned_requirement, upstream_replaces, wanted_go_mod
 
 PINS = load_pins()
 BUILT = [component for component in PINS if component.buildable]
@@ -106,3 +106,15 @@ def test_the_kubernetes_pins_agree_with_its_version():
     go_mod = (kubernetes.module_dir / "go.mod").read_text()
     staged = [line.split() for line in upstream_replaces(go_mod) if line.split()[0] == line.split()[2]]
     assert len(staged) > 20 and all(fields[-1] == kubernetes.staging for fields in staged)
+
+
+def test_the_npm_lock_holds_each_pinned_package_at_its_version_and_every_package_with_its_integrity():
+    packages = load_npm_pins()
+    assert [package.name for package in packages] == ["gitlab-ci-local"]
+    assert json.loads((NPM / "package.json").read_text()) == npm_manifest(packages)
+    locked = json.loads((NPM / "package-lock.json").read_text())["packages"]
+    for package in packages:
+        assert locked[f"node_modules/{package.name}"]["version"] == package.version
+    # `npm ci` installs exactly these and checks each against its integrity: none may lack one.
+    unchecked = [name for name, entry in locked.items() if name and not (entry.get("version") and entry.get("integrity", "").startswith("sha512-"))]
+    assert unchecked == []
