@@ -337,14 +337,20 @@ def build(component: Component, target: Path) -> float:
             shutil.copytree(source / component.data, staging / "share" / "data")
             for path in (staging / "share").rglob("*"):
                 path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache's copies are read-only
-        seconds = time.monotonic() - started
-        (staging / "built.json").write_text(json.dumps({"seconds": round(seconds, 1), "at": int(time.time())}) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.rename(staging, target)
-        return seconds
+        return settle(staging, target, started)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def settle(staging: Path, target: Path, started: float) -> float:
+    """Marks a finished build (built.json: its seconds) and moves it into place in one rename, so that a
+    target with built.json is whole; returns the seconds."""
+    seconds = time.monotonic() - started
+    (staging / "built.json").write_text(json.dumps({"seconds": round(seconds, 1), "at": int(time.time())}) + "\n")
+    if target.exists():
+        shutil.rmtree(target)
+    os.rename(staging, target)
+    return seconds
 
 
 # --------------------------------------------------------------------------- npm packages
@@ -387,12 +393,7 @@ def install_npm(target: Path) -> float:
         result = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=staging, capture_output=True, text=True)
         if result.returncode != 0:
             raise BuildError(f"npm ci: {result.stderr.strip()[-1000:]}")
-        seconds = time.monotonic() - started
-        (staging / "built.json").write_text(json.dumps({"seconds": round(seconds, 1), "at": int(time.time())}) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.rename(staging, target)
-        return seconds
+        return settle(staging, target, started)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,10 +55,10 @@ class Cloud:
         return [f"{r['method']} {r['path']}" for r in self.read()["requests"][since:] if r["method"] != "GET" and r["path"] != "/v3/auth/tokens"]
 
 
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    """The stack made by the install driver's own `up`, with the cloud and its files; the environment the engine reads set."""
-    work = tmp_path_factory.mktemp("status")
+@contextmanager
+def project_on_the_cloud_of_ports(work: Path, passphrase: str) -> Iterator[tuple[Path, Cloud, dict[str, str]]]:
+    """A project with the program's node port, a file backend, the cloud of ports running and the plugin
+    installed; the engine's environment set for the duration (the Automation API reads it from the process)."""
     port = free_port()
     project = work / "project"
     project.mkdir()
@@ -64,7 +66,7 @@ def deployed(tmp_path_factory):
     (project / "Pulumi.yaml").write_text("name: nodeports\nruntime: python\n")
     (project / "__main__.py").write_text(PROGRAM.replace("18999", str(port)))
     (project / "settings.json").write_text(json.dumps(stack_config("dev")))
-    env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase"}
+    env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": passphrase}
     cloud_file = work / "cloud.json"
     server = subprocess.Popen([sys.executable, "-m", "tests.e2e.neutron", str(port), str(cloud_file)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -76,12 +78,20 @@ def deployed(tmp_path_factory):
         with pytest.MonkeyPatch.context() as patch:
             for key, value in env.items():
                 patch.setenv(key, value)
-            stack = auto.create_stack("dev", work_dir=str(project))
-            driver.up(stack, lambda line: None, 4)  # as `python -m ocp up` runs it: the policy pack, the update's message
-            yield stack, Cloud(cloud_file), work, env
+            yield project, Cloud(cloud_file), env
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """The stack made by the install driver's own `up`, with the cloud and its files; the environment the engine reads set."""
+    work = tmp_path_factory.mktemp("status")
+    with project_on_the_cloud_of_ports(work, "e2e-only-passphrase") as (project, cloud, env):
+        stack = auto.create_stack("dev", work_dir=str(project))
+        driver.up(stack, lambda line: None, 4)  # as `python -m ocp up` runs it: the policy pack, the update's message
+        yield stack, cloud, work, env
 
 
 def files(*roots: Path) -> dict[str, bytes]:

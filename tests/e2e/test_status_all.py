@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import time
 
 import pytest
 from pulumi import automation as auto
 
-from harness.kubeapi import free_port
 from ocp import driver
 from ocp.__main__ import main
-from tests.conftest import ROOT, stack_config
-from tests.e2e.test_node_ports import OPENSTACK, PLUGIN, PROGRAM, _needs
-from tests.e2e.test_status import Cloud, files
+from tests.conftest import ROOT
+from tests.e2e.test_node_ports import _needs
+from tests.e2e.test_status import files, project_on_the_cloud_of_ports
 from tools import toolchain
 
 pytestmark = pytest.mark.skipif(_needs() is not None, reason=str(_needs()))
@@ -34,34 +31,13 @@ PASSPHRASE = "e2e-only-passphrase"
 def fleet(tmp_path_factory):
     """The project, its backend with the three stacks, the cloud; the engine's environment set."""
     work = tmp_path_factory.mktemp("status-all")
-    port = free_port()
-    project = work / "project"
-    project.mkdir()
-    (work / "state").mkdir()
-    (project / "Pulumi.yaml").write_text("name: nodeports\nruntime: python\n")
-    (project / "__main__.py").write_text(PROGRAM.replace("18999", str(port)))
-    (project / "settings.json").write_text(json.dumps(stack_config("dev")))
-    env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
-    cloud_file = work / "cloud.json"
-    server = subprocess.Popen([sys.executable, "-m", "tests.e2e.neutron", str(port), str(cloud_file)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not cloud_file.exists():
-            assert time.monotonic() < deadline, "the cloud of ports did not start"
-            time.sleep(0.1)
-        subprocess.run(["pulumi", "plugin", "install", "resource", *OPENSTACK, "--file", str(PLUGIN)], env=env, cwd=project, check=True, capture_output=True)
-        with pytest.MonkeyPatch.context() as patch:
-            for key, value in env.items():
-                patch.setenv(key, value)
-            ports = {name: auto.create_stack(name, work_dir=str(project)).up().outputs["portId"].value for name in ("clean", "drifted")}
-            patch.setenv("PULUMI_CONFIG_PASSPHRASE", "a key this run does not have")
-            auto.create_stack("nokey", work_dir=str(project))
-            patch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-            patch.setattr(driver, "PROJECT", project)
-            yield Cloud(cloud_file), ports, work
-    finally:
-        server.terminate()
-        server.wait()
+    with project_on_the_cloud_of_ports(work, PASSPHRASE) as (project, cloud, _), pytest.MonkeyPatch.context() as patch:
+        ports = {name: auto.create_stack(name, work_dir=str(project)).up().outputs["portId"].value for name in ("clean", "drifted")}
+        patch.setenv("PULUMI_CONFIG_PASSPHRASE", "a key this run does not have")
+        auto.create_stack("nokey", work_dir=str(project))
+        patch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
+        patch.setattr(driver, "PROJECT", project)
+        yield cloud, ports, work
 
 
 def status_all(capsys, *args: str) -> tuple[int, str, list[str]]:

@@ -15,13 +15,15 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from harness import vault
 from harness.localcloud.cloud import answering
-from harness.localcloud.layout import CLOUD, SIDE_PROJECT, TENANT_USER, Layout
+from harness.localcloud.layout import CLOUD, SIDE_PROJECT, STATE_BUCKET, TENANT_USER, Layout
 from harness.localcloud.libvirt import PROCESS, Libvirt
 from harness.localcloud.libvirt import missing_programs as libvirt_missing
 from harness.localcloud.processes import recorded, running
@@ -102,6 +104,18 @@ def cloud_env(cloud: Project) -> dict[str, str]:
             environment[key] = value.replace("$PATH", os.environ["PATH"]).strip("'")
     assert environment["OS_CLOUD"] == CLOUD
     return environment
+
+
+def state_url(cloud_env: dict[str, str], prefix: str) -> str:
+    """The state bucket's S3 URL under a prefix of the module's own: its stacks apart from the other modules'."""
+    return cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{prefix}?")
+
+
+@pytest.fixture(scope="module")
+def vault_server(tmp_path_factory) -> Iterator[vault.Vault]:
+    """A real Vault of the module's own (harness/vault.py), stopped after the module."""
+    with vault.running(tmp_path_factory.mktemp("vault")) as server:
+        yield server
 
 
 def sdk(cloud: Layout, code: str, **values) -> object:

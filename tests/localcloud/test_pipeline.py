@@ -19,8 +19,7 @@ import pytest
 import yaml
 
 from harness import vault
-from harness.localcloud.layout import STATE_BUCKET
-from tests.localcloud.conftest import sdk
+from tests.localcloud.conftest import sdk, state_url
 from tests.localcloud.engine import Stack, needs
 from tests.localcloud.openstack_stack import PLUGINS, infra_id, openstack_stack
 from tools import toolchain
@@ -41,12 +40,6 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def vault_server(tmp_path_factory) -> Iterator[vault.Vault]:
-    with vault.running(tmp_path_factory.mktemp("vault")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def stack(cloud, cloud_env, vault_server, tmp_path_factory) -> Iterator[Stack]:
     def small(committed: dict) -> dict:
         # One master, one worker booting from a volume; no floating IP to take from the shared cloud's quota.
@@ -57,7 +50,7 @@ def stack(cloud, cloud_env, vault_server, tmp_path_factory) -> Iterator[Stack]:
             "ocp:workers": dict(committed["ocp:workers"], count=1, rootVolume={"size": 30, "type": "ssd"}),
         }
 
-    url = cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{PREFIX}?")
+    url = state_url(cloud_env, PREFIX)
     extra = {
         "PULUMI_BACKEND_URL": url,
         **{key: cloud_env[key] for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")},

@@ -17,6 +17,7 @@ from botocore.config import Config
 from harness.localcloud.layout import STATE_BUCKET
 from tests.conftest import ROOT
 from tests.e2e.stand_in import GATED, copy_project, needs
+from tests.localcloud.conftest import state_url
 from tools import toolchain
 
 PREFIX = "tests/status-all"
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(needs() is not None, reason=str(needs()))
 def project(cloud, cloud_env, tmp_path_factory):
     work = tmp_path_factory.mktemp("status-all-swift")
     copy = copy_project(work, GATED)
-    url = cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{PREFIX}?")
+    url = state_url(cloud_env, PREFIX)
     env = {**cloud_env, **toolchain.pulumi_env(work / "home", work / "unused", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "status-all-only"}
     env = {key: value for key, value in env.items() if key != "PULUMI_BACKEND_URL"}  # the login's backend, as a user has it
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED"):

@@ -27,7 +27,7 @@ from harness.localcloud.layout import STATE_BUCKET
 from tests.conftest import ROOT
 from tests.e2e.stand_in import GATED, Run, Runs, copy_project, named_gone, needs, since, waiting
 from tests.e2e.stand_in import GATED_PARTS as PARTS
-from tests.localcloud.conftest import sdk
+from tests.localcloud.conftest import sdk, state_url
 from tools import toolchain
 
 PREFIX = "tests/swift-state"
@@ -41,7 +41,7 @@ def project(cloud, cloud_env, tmp_path_factory):
     """The project copy logged in to the state bucket (its prefix), stacks a to c made there, and a way to start runs."""
     work = tmp_path_factory.mktemp("swift-state")
     copy = copy_project(work, GATED)
-    url = cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{PREFIX}?")
+    url = state_url(cloud_env, PREFIX)
     env = {**cloud_env, **toolchain.pulumi_env(work / "home", work / "unused", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "swift-state-only"}
     env = {key: value for key, value in env.items() if key != "PULUMI_BACKEND_URL"}  # the login's backend, as a user has it
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "OS_CLIENT_CONFIG_FILE", "OS_CLOUD"):

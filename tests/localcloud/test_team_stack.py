@@ -25,6 +25,7 @@ from tests.e2e.stand_in import Run
 from tests.localcloud.engine import Stack
 from tests.localcloud.openstack_stack import inventory, openstack_stack
 from tests.localcloud.test_swift_state import swift_objects, swift_read
+from tests.localcloud.conftest import state_url
 
 PREFIX = "tests/team-stack"
 LOCKS = f"{PREFIX}/.pulumi/locks/organization/ocp/dev/"
@@ -33,15 +34,9 @@ pytestmark = pytest.mark.skipif(vault.missing() is not None, reason=str(vault.mi
 
 
 @pytest.fixture(scope="module")
-def vault_server(tmp_path_factory) -> Iterator[vault.Vault]:
-    with vault.running(tmp_path_factory.mktemp("vault")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def stack(cloud, cloud_env, vault_server, tmp_path_factory) -> Iterator[Stack]:
     """The committed dev stack, logged in to the state bucket (a prefix of its own), initialised under the Vault key."""
-    url = cloud_env["LOCALCLOUD_STATE_URL"].replace(f"s3://{STATE_BUCKET}?", f"s3://{STATE_BUCKET}/{PREFIX}?")
+    url = state_url(cloud_env, PREFIX)
     extra = {
         "PULUMI_BACKEND_URL": url,
         **{key: cloud_env[key] for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")},
