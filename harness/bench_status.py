@@ -1,12 +1,15 @@
 """Benchmark of `python -m ocp status --all`: ten stacks against one (issue 52: at most twice as long).
 
-    python -m harness.bench_status [--stacks 10] [--repeat 3] [--jobs 4]
+    python -m harness.bench_status [--stacks 10] [--repeat 3] [--jobs 4] [--ports 1] [--latency-ms 0]
 
 The real engine and the real OpenStack plugin (.toolchain, as tests/e2e has them) on a file backend: a small
-project whose stacks each hold a provider and one port in the cloud of ports (tests/e2e/neutron.py, started as a
-process on loopback), each made by its own `pulumi up`. Then `status --all` runs in a fresh process per run (what a
-user waits for; the project pointed at the scratch one), on a copy of the backend holding the first stack alone and
-on the backend holding all of them; prints the medians, the ratio and the machine's load beside them.
+project whose stacks each hold a provider and `--ports` ports in the cloud of ports (tests/e2e/neutron.py, started
+as a process on loopback), each made by its own `pulumi up`. Then `status --all` runs in a fresh process per run
+(what a user waits for; the project pointed at the scratch one), on a copy of the backend holding the first stack
+alone and on the backend holding all of them; prints the medians, the ratio and the machine's load beside them.
+
+`--latency-ms`: the cloud answers each request that much later while the reads are timed (not while the stacks are
+made), as a remote cloud does; at 0 the reads cost only CPU, which two cores bound.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -38,11 +42,14 @@ cloud = openstack.Provider(
     "cloud", auth_url="http://127.0.0.1:{port}/v3", user_name="tester", password="secret", tenant_name="tester",
     user_domain_name="Default", project_domain_name="Default", region="RegionOne",
 )
-port = openstack.networking.Port(
-    "node-port", name=f"{{pulumi.get_stack()}}-worker-0", network_id="net-1", admin_state_up=True, tags=["bench"],
-    opts=pulumi.ResourceOptions(provider=cloud),
-)
-pulumi.export("portId", port.id)
+ports = [
+    openstack.networking.Port(
+        "node-port" if index == 0 else f"node-port-{{index}}", name=f"{{pulumi.get_stack()}}-worker-{{index}}", network_id="net-1",
+        admin_state_up=True, tags=["bench"], opts=pulumi.ResourceOptions(provider=cloud),
+    )
+    for index in range({ports})
+]
+pulumi.export("portId", ports[0].id)
 """
 # `python -m ocp status --all` with the project pointed at the scratch one (the CLI's own main, arguments as given).
 RUN = "import sys; from pathlib import Path; from ocp import driver; driver.PROJECT = Path(sys.argv[1]); from ocp.__main__ import main; sys.exit(main(sys.argv[2:]))"
@@ -52,6 +59,26 @@ def pulumi(env: dict[str, str], project: Path, *args: str) -> None:
     done = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"pulumi {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+
+
+def start_cloud(port: int, state: Path, latency_ms: float) -> subprocess.Popen:
+    """The cloud of ports on loopback (its state kept in `state` across restarts), once it listens."""
+    command = [sys.executable, "-m", "tests.e2e.neutron", str(port), str(state), "--no-log", f"--latency-ms={latency_ms}"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    stop_cloud(process)
+    raise RuntimeError(f"the cloud of ports did not listen on 127.0.0.1:{port} within 30 s")
+
+
+def stop_cloud(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=10)
 
 
 def status_all(env: dict[str, str], project: Path, jobs: int) -> tuple[float, float, int, dict]:
@@ -76,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stacks", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=4, help="status --all --jobs (default 4, the CLI's default)")
+    parser.add_argument("--ports", type=int, default=1, help="ports in each stack (default 1)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="the cloud's delay per request while the reads are timed")
     parser.add_argument("--keep", type=Path, help="copy the scratch project, backends and cloud here at the end")
     args = parser.parse_args(argv)
     if toolchain.binary("pulumi") is None or not PLUGIN.is_file():
@@ -88,14 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         project.mkdir()
         (work / "all").mkdir()
         (project / "Pulumi.yaml").write_text("name: bench\nruntime: python\n")
-        (project / "__main__.py").write_text(PROGRAM.format(port=port))
+        (project / "__main__.py").write_text(PROGRAM.format(port=port, ports=max(1, args.ports)))
         env = {**toolchain.pulumi_env(work / "home", work / "all", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": "bench-only"}
-        cloud = subprocess.Popen(
-            [sys.executable, "-m", "tests.e2e.neutron", str(port), str(work / "cloud.json")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        cloud = start_cloud(port, work / "cloud.json", 0)
         try:
-            while not (work / "cloud.json").exists():
-                time.sleep(0.1)
             pulumi(env, project, "plugin", "install", "resource", *OPENSTACK, "--file", str(PLUGIN))
             names = [f"s{index:02d}" for index in range(args.stacks)]
             began = time.monotonic()
@@ -103,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                 pulumi(env, project, "stack", "init", name)
             with ThreadPoolExecutor(2) as pool:  # the ups: setup, not measured
                 list(pool.map(lambda name: pulumi(env, project, "up", "--yes", "--skip-preview", "--stack", name), names))
-            print(f"{args.stacks} stacks made in {time.monotonic() - began:.0f} s", file=sys.stderr)
+            print(f"{args.stacks} stacks of {args.ports} port(s) made in {time.monotonic() - began:.0f} s", file=sys.stderr)
+            if args.latency_ms:
+                stop_cloud(cloud)
+                cloud = start_cloud(port, work / "cloud.json", args.latency_ms)
             # The backend of one stack: a copy of the whole with the others' files taken out.
             shutil.copytree(work / "all", work / "one")
             for path in [path for path in (work / "one" / ".pulumi").rglob("*") if path.is_dir() and path.parent.name == "bench" and path.name in names[1:]]:
@@ -128,18 +156,17 @@ def main(argv: list[str] | None = None) -> int:
             if args.keep:
                 shutil.copytree(work, args.keep, symlinks=True, dirs_exist_ok=True)
         finally:
-            cloud.terminate()
-            cloud.wait()
+            stop_cloud(cloud)
     one, every = statistics.median(runs["one"]), statistics.median(runs["all"])
     one_cpu, every_cpu = statistics.median(cpu["one"]), statistics.median(cpu["all"])
     ratio = every / one
-    print(f"status --all, --jobs {args.jobs}: 1 stack {one:.1f} s, {args.stacks} stacks {every:.1f} s (medians of {args.repeat}): ratio {ratio:.2f}")
+    print(f"status --all, --jobs {args.jobs}, {args.ports} port(s) a stack, the cloud {args.latency_ms:.0f} ms a request: 1 stack {one:.1f} s, {args.stacks} stacks {every:.1f} s (medians of {args.repeat}): ratio {ratio:.2f}")
     print(
         f"  CPU: 1 stack {one_cpu:.1f} CPU-s, {args.stacks} stacks {every_cpu:.1f} CPU-s; on {os.cpu_count()} cores the {args.stacks} stacks "
         f"need at least {every_cpu / (os.cpu_count() or 1):.1f} s of wall time"
     )
     print(f"  {'met ' if ratio <= TARGET_RATIO else 'MISSED'}  {args.stacks} stacks within {TARGET_RATIO}x of one")
-    print(json.dumps({"one_s": one, "all_s": every, "ratio": ratio, "one_cpu_s": one_cpu, "all_cpu_s": every_cpu, "stacks": args.stacks, "jobs": args.jobs, "cores": os.cpu_count()}))
+    print(json.dumps({"one_s": one, "all_s": every, "ratio": ratio, "one_cpu_s": one_cpu, "all_cpu_s": every_cpu, "stacks": args.stacks, "jobs": args.jobs, "cores": os.cpu_count(), "ports": args.ports, "latency_ms": args.latency_ms}))
     return 0
 
 

@@ -1,19 +1,23 @@
 """A cloud of ports for the real OpenStack plugin: Keystone's password token (with a catalog)
 and Neutron's port API, nothing else. Test harness.
 
-    python -m tests.e2e.neutron PORT STATE_FILE
+    python -m tests.e2e.neutron PORT STATE_FILE [--latency-ms N] [--no-log]
 
 It listens on 127.0.0.1:PORT and keeps the ports in STATE_FILE (JSON, read and written on every
 request), so a test edits the cloud between runs as a controller of the cluster would: an
 EgressIP in a port's allowed_address_pairs, an `lb-sg-*` group among its security groups. Every
-request is appended to STATE_FILE's `requests`, so a test sees what the plugin asked for.
+request is appended to STATE_FILE's `requests`, so a test sees what the plugin asked for
+(`--no-log`: not, for a benchmark's thousands). `--latency-ms`: each answer waits that long
+first, requests side by side waiting together, as a remote cloud's round trip and API work do.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
+import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,6 +71,8 @@ def token(port: int) -> dict:
 
 class Cloud(BaseHTTPRequestHandler):
     state_file: Path
+    latency_s = 0.0
+    log_requests = True
     lock = Lock()
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
@@ -85,9 +91,11 @@ class Cloud(BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else {}
+        time.sleep(self.latency_s)  # outside the lock: the cloud's requests wait side by side
         with self.lock:
             state = json.loads(self.state_file.read_text())
-            state.setdefault("requests", []).append({"method": method, "path": self.path, "body": body})
+            if self.log_requests:
+                state.setdefault("requests", []).append({"method": method, "path": self.path, "body": body})
             status, answer, headers = self._route(method, self.path.split("?")[0].rstrip("/"), body, state.setdefault("ports", {}))
             self.state_file.write_text(json.dumps(state, indent=1))
         self._answer(status, answer, headers)
@@ -149,12 +157,23 @@ class Cloud(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # several plugins' requests at once; socketserver's 5 drops SYNs
+
+
 def main(argv: list[str]) -> int:
-    port, state_file = int(argv[0]), Path(argv[1])
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.neutron", description="A cloud of ports on loopback")
+    parser.add_argument("port", type=int)
+    parser.add_argument("state_file", type=Path)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--no-log", action="store_true")
+    args = parser.parse_args(argv)
+    port, state_file = args.port, args.state_file
     if not state_file.exists():
         state_file.write_text(json.dumps({"ports": {}, "requests": []}))
-    Cloud.state_file = state_file
-    ThreadingHTTPServer(("127.0.0.1", port), Cloud).serve_forever()
+    Cloud.state_file, Cloud.latency_s, Cloud.log_requests = state_file, args.latency_ms / 1000, not args.no_log
+    Server(("127.0.0.1", port), Cloud).serve_forever()
     return 0
 
 
