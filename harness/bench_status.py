@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,8 +29,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import vault
+from harness import child, vault
 from harness.kubeapi import free_port
+from tests.e2e import neutron
 from tools import toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,26 +63,6 @@ def pulumi(env: dict[str, str], project: Path, *args: str) -> None:
     done = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"pulumi {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-
-
-def start_cloud(port: int, state: Path, latency_ms: float) -> subprocess.Popen:
-    """The cloud of ports on loopback (its state kept in `state` across restarts), once it listens."""
-    command = [sys.executable, "-m", "tests.e2e.neutron", str(port), str(state), "--no-log", f"--latency-ms={latency_ms}"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process
-        except OSError:
-            time.sleep(0.1)
-    stop_cloud(process)
-    raise RuntimeError(f"the cloud of ports did not listen on 127.0.0.1:{port} within 30 s")
-
-
-def stop_cloud(process: subprocess.Popen) -> None:
-    process.terminate()
-    process.wait(timeout=10)
 
 
 def status_all(env: dict[str, str], project: Path, jobs: int) -> tuple[float, float, int, dict]:
@@ -133,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             env, init = {**env, **server.env()}, [*init, "--secrets-provider", server.secrets_provider]
         else:
             env = {**env, "PULUMI_CONFIG_PASSPHRASE": "bench-only"}
-        cloud = start_cloud(port, work / "cloud.json", 0)
+        cloud = neutron.start(port, work / "cloud.json", "--no-log")
         try:
             pulumi(env, project, "plugin", "install", "resource", *OPENSTACK, "--file", str(PLUGIN))
             names = [f"s{index:02d}" for index in range(args.stacks)]
@@ -144,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                 list(pool.map(lambda name: pulumi(env, project, "up", "--yes", "--skip-preview", "--stack", name), names))
             print(f"{args.stacks} stacks of {args.ports} port(s) made in {time.monotonic() - began:.0f} s", file=sys.stderr)
             if args.latency_ms:
-                stop_cloud(cloud)
-                cloud = start_cloud(port, work / "cloud.json", args.latency_ms)
+                child.stop(cloud)
+                cloud = neutron.start(port, work / "cloud.json", "--no-log", f"--latency-ms={args.latency_ms}")
             # The backend of one stack: a copy of the whole with the others' files taken out.
             shutil.copytree(work / "all", work / "one")
             for path in [path for path in (work / "one" / ".pulumi").rglob("*") if path.is_dir() and path.parent.name == "bench" and path.name in names[1:]]:
@@ -170,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.keep:
                 shutil.copytree(work, args.keep, symlinks=True, dirs_exist_ok=True)
         finally:
-            stop_cloud(cloud)
+            child.stop(cloud)
     one, every = statistics.median(runs["one"]), statistics.median(runs["all"])
     one_cpu, every_cpu = statistics.median(cpu["one"]), statistics.median(cpu["all"])
     ratio = every / one

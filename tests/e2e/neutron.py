@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -23,6 +25,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from threading import Lock
+
+from harness import child
 
 PROJECT = "0123456789abcdef0123456789abcdef"
 # Neutron's own defaults for what the plugin reads back and does not set.
@@ -155,6 +159,22 @@ class Cloud(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._handle("DELETE")
+
+
+def start(port: int, state_file: Path, *flags: str, timeout: float = 30) -> subprocess.Popen:
+    """This cloud as a process of the caller's (stopped with harness.child.stop), returned once it accepts
+    connections: the state file exists before the port listens, and a restart finds it already there."""
+    command = [sys.executable, "-m", "tests.e2e.neutron", str(port), str(state_file), *flags]
+    process = subprocess.Popen(command, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    child.stop(process)
+    raise RuntimeError(f"the cloud of ports did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
 
 
 class Server(ThreadingHTTPServer):

@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
+from harness import child
 from harness.kubeapi import free_port
 from ocp import driver, status
 from ocp.status_render import as_json, table
 from ocp.version import VERSION
 from tests.conftest import ROOT, stack_config
+from tests.e2e import neutron
 from tests.e2e.test_node_ports import EGRESS_IP, LB_GROUP, OPENSTACK, PLUGIN, PROGRAM, _needs
 from tools import toolchain
 
@@ -68,20 +70,15 @@ def project_on_the_cloud_of_ports(work: Path, passphrase: str) -> Iterator[tuple
     (project / "settings.json").write_text(json.dumps(stack_config("dev")))
     env = {**toolchain.pulumi_env(work / "home", work / "state", ROOT / "venv"), "PULUMI_CONFIG_PASSPHRASE": passphrase}
     cloud_file = work / "cloud.json"
-    server = subprocess.Popen([sys.executable, "-m", "tests.e2e.neutron", str(port), str(cloud_file)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = neutron.start(port, cloud_file)
     try:
-        deadline = time.monotonic() + 30
-        while not cloud_file.exists():
-            assert time.monotonic() < deadline, "the cloud of ports did not start"
-            time.sleep(0.1)
         subprocess.run(["pulumi", "plugin", "install", "resource", *OPENSTACK, "--file", str(PLUGIN)], env=env, cwd=project, check=True, capture_output=True)
         with pytest.MonkeyPatch.context() as patch:
             for key, value in env.items():
                 patch.setenv(key, value)
             yield project, Cloud(cloud_file), env
     finally:
-        server.terminate()
-        server.wait()
+        child.stop(server)
 
 
 @pytest.fixture(scope="module")
